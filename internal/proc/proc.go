@@ -1,0 +1,172 @@
+// Package proc holds the process hygiene every Corral child shares: its own
+// process group, death with its parent, a graceful-then-forced stop of the
+// whole group, a tail of its stderr, and an environment with no inherited
+// provider credentials.
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Configure puts cmd's process in its own process group and, where the OS
+// supports it, has it killed when its parent dies. Call before cmd.Start.
+func Configure(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	setDeathSignal(cmd.SysProcAttr)
+}
+
+// StopGroup sends SIGTERM to the process group of a started cmd, waits up to
+// grace for done to close, then SIGKILLs the group. done is typically closed
+// by the goroutine that calls cmd.Wait. It returns whether the group had to
+// be killed.
+func StopGroup(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) (killed bool) {
+	if cmd.Process == nil {
+		return false
+	}
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		// The leader is gone; make sure nothing it left in the group lives on.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		return false
+	case <-t.C:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+		return true
+	}
+}
+
+// KillGroup SIGKILLs the process group led by pid.
+func KillGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+// ExitStatus describes how a waited-for process ended: its exit code (-1
+// when killed by a signal) and the signal's name.
+func ExitStatus(err error) (code int, signal string) {
+	if err == nil {
+		return 0, ""
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -1, ws.Signal().String()
+		}
+		return ee.ExitCode(), ""
+	}
+	return -1, ""
+}
+
+// Tail is an io.Writer that keeps the last N lines written to it. It is safe
+// for concurrent use.
+type Tail struct {
+	mu      sync.Mutex
+	max     int
+	lines   []string
+	partial []byte
+}
+
+// NewTail returns a Tail keeping n lines.
+func NewTail(n int) *Tail { return &Tail{max: n} }
+
+// Write records p, split into lines.
+func (t *Tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	data := p
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			t.partial = append(t.partial, data...)
+			if len(t.partial) > 4096 { // a runaway line is kept short
+				t.partial = t.partial[len(t.partial)-4096:]
+			}
+			break
+		}
+		t.partial = append(t.partial, data[:i]...)
+		t.push(string(t.partial))
+		t.partial = t.partial[:0]
+		data = data[i+1:]
+	}
+	return len(p), nil
+}
+
+func (t *Tail) push(line string) {
+	if len(t.lines) == t.max {
+		copy(t.lines, t.lines[1:])
+		t.lines = t.lines[:t.max-1]
+	}
+	t.lines = append(t.lines, line)
+}
+
+// Lines returns the kept lines, oldest first, with any unterminated last line.
+func (t *Tail) Lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]string(nil), t.lines...)
+	if len(t.partial) > 0 {
+		out = append(out, string(t.partial))
+	}
+	if len(out) > t.max {
+		out = out[len(out)-t.max:]
+	}
+	return out
+}
+
+// credentialPrefixes and credentialNames are environment variables that can
+// carry a provider credential or redirect an agent CLI to another account.
+// Engine children never inherit them: credentials reach an engine only from
+// the keyring or the credentials file.
+var credentialPrefixes = []string{
+	"ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "COPILOT_", "GITHUB_", "GH_",
+	"AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "CLOUDSDK_", "VERTEX_", "BEDROCK_",
+	"GEMINI_", "MISTRAL_", "GROQ_", "OPENROUTER_", "XAI_", "DEEPSEEK_",
+}
+
+var credentialNames = map[string]bool{
+	"GITHUB_TOKEN": true, "GH_TOKEN": true, "HF_TOKEN": true, "HUGGING_FACE_HUB_TOKEN": true,
+	"API_KEY": true, "NPM_TOKEN": true,
+}
+
+// CleanEnv returns env without any variable that may carry a provider
+// credential.
+func CleanEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if IsCredentialVar(name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// IsCredentialVar reports whether an environment variable name is one
+// CleanEnv strips.
+func IsCredentialVar(name string) bool {
+	up := strings.ToUpper(name)
+	if credentialNames[up] {
+		return true
+	}
+	for _, p := range credentialPrefixes {
+		if strings.HasPrefix(up, p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(up, "_API_KEY") || strings.HasSuffix(up, "_AUTH_TOKEN") || strings.HasSuffix(up, "_ACCESS_TOKEN")
+}
+
+// BaseEnv is the current process's environment, cleaned.
+func BaseEnv() []string { return CleanEnv(os.Environ()) }

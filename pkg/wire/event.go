@@ -1,0 +1,219 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event is one line of a session's events.jsonl and one SSE message.
+// Seq starts at 1 and continues across restarts; it never repeats or skips.
+type Event struct {
+	Seq  int64           `json:"seq"`
+	TS   time.Time       `json:"ts"`
+	Type EventType       `json:"type"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// EventType names an event. docs/events.md lists each with its fields.
+type EventType string
+
+// Event types.
+const (
+	EvSessionStarted EventType = "sessionStarted"
+	EvSessionResumed EventType = "sessionResumed"
+	EvUserMessage    EventType = "userMessage"
+	EvTurnStarted    EventType = "turnStarted"
+	EvAssistantDelta EventType = "assistantDelta"
+	EvAssistantText  EventType = "assistantText"
+	EvToolStarted    EventType = "toolStarted"
+	EvToolFinished   EventType = "toolFinished"
+	EvAskOpened      EventType = "askOpened"
+	EvAskAnswered    EventType = "askAnswered"
+	EvSteerDelivered EventType = "steerDelivered"
+	EvSteerRequeued  EventType = "steerRequeued"
+	EvTurnEnded      EventType = "turnEnded"
+	EvStopped        EventType = "stopped"
+	EvFailure        EventType = "failure"
+	EvUsage          EventType = "usage"
+	EvContext        EventType = "context"
+	EvRetry          EventType = "retry"
+	EvHunkStaged     EventType = "hunkStaged"
+	EvHunkDecided    EventType = "hunkDecided"
+	EvEditApplied    EventType = "editApplied"
+	EvModeChanged    EventType = "modeChanged"
+	EvGoalSet        EventType = "goalSet"
+	EvGoalCleared    EventType = "goalCleared"
+	EvGoalCheck      EventType = "goalCheck"
+	EvSpendCapSet    EventType = "spendCapSet"
+	EvRotated        EventType = "rotated"
+	EvCompacted      EventType = "compacted"
+	EvQueueChanged   EventType = "queueChanged"
+)
+
+// FailureCode is the stable code of a failure event.
+type FailureCode string
+
+// Failure codes.
+const (
+	FailEngineError           FailureCode = "engineError"
+	FailPermissionUnavailable FailureCode = "permissionUnavailable"
+	FailSignInExpired         FailureCode = "signInExpired"
+	FailContextFull           FailureCode = "contextFull"
+	FailSpendCap              FailureCode = "spendCap"
+	FailStalled               FailureCode = "stalled"
+)
+
+// SessionStartedData is the data of sessionStarted and sessionResumed.
+type SessionStartedData struct {
+	Engine        string `json:"engine"`
+	Cwd           string `json:"cwd"`
+	Mode          string `json:"mode"`
+	Model         string `json:"model,omitempty"`
+	EngineSession string `json:"engineSession,omitempty"`
+	Parent        string `json:"parent,omitempty"`
+	Unattended    bool   `json:"unattended,omitempty"`
+}
+
+// UserMessageData is the data of userMessage.
+type UserMessageData struct {
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	Kind   string `json:"kind"` // send, steer, goalCheck, loop
+	Queued bool   `json:"queued"`
+}
+
+// TurnStartedData is the data of turnStarted.
+type TurnStartedData struct {
+	Turn      int    `json:"turn"`
+	MessageID string `json:"messageId"`
+	Text      string `json:"text"`
+}
+
+// TextData is the data of assistantDelta and assistantText.
+type TextData struct {
+	Text string `json:"text"`
+}
+
+// ToolStartedData is the data of toolStarted.
+type ToolStartedData struct {
+	ToolID  string `json:"toolId"`
+	Tool    string `json:"tool"`
+	Kind    string `json:"kind"`
+	Summary string `json:"summary"`
+	Command string `json:"command,omitempty"`
+	Path    string `json:"path,omitempty"`
+	URL     string `json:"url,omitempty"`
+}
+
+// ToolFinishedData is the data of toolFinished.
+type ToolFinishedData struct {
+	ToolID     string `json:"toolId"`
+	Tool       string `json:"tool"`
+	Outcome    string `json:"outcome"` // ok, error, denied, stopped
+	DurationMS int64  `json:"durationMs"`
+	ExitCode   *int   `json:"exitCode,omitempty"`
+	Output     string `json:"output,omitempty"`
+	Message    string `json:"message,omitempty"`
+}
+
+// AskOpenedData is the data of askOpened.
+type AskOpenedData struct {
+	AskID    string          `json:"askId"`
+	ToolID   string          `json:"toolId"`
+	Tool     string          `json:"tool"`
+	Category string          `json:"category"`
+	Reason   string          `json:"reason"`
+	Command  string          `json:"command,omitempty"`
+	Path     string          `json:"path,omitempty"`
+	URL      string          `json:"url,omitempty"`
+	Parts    json.RawMessage `json:"parts,omitempty"`
+}
+
+// AskAnsweredData is the data of askAnswered. By is who answered: user,
+// stop, unattended, or shutdown.
+type AskAnsweredData struct {
+	AskID    string `json:"askId"`
+	Decision string `json:"decision"`
+	Note     string `json:"note,omitempty"`
+	By       string `json:"by"`
+}
+
+// SteerData is the data of steerDelivered and steerRequeued.
+type SteerData struct {
+	Text   string `json:"text"`
+	ToolID string `json:"toolId,omitempty"`
+	Native bool   `json:"native,omitempty"`
+}
+
+// UsageData is the data of usage events and the usage totals of a turn.
+type UsageData struct {
+	InputTokens      int64   `json:"inputTokens"`
+	OutputTokens     int64   `json:"outputTokens"`
+	CacheReadTokens  int64   `json:"cacheReadTokens"`
+	CacheWriteTokens int64   `json:"cacheWriteTokens"`
+	CostUSD          float64 `json:"costUsd"`
+	Estimated        bool    `json:"estimated"`
+	Model            string  `json:"model,omitempty"`
+}
+
+// Add accumulates u2 into u.
+func (u *UsageData) Add(u2 UsageData) {
+	u.InputTokens += u2.InputTokens
+	u.OutputTokens += u2.OutputTokens
+	u.CacheReadTokens += u2.CacheReadTokens
+	u.CacheWriteTokens += u2.CacheWriteTokens
+	u.CostUSD += u2.CostUSD
+	u.Estimated = u.Estimated || u2.Estimated
+}
+
+// ContextData is the data of context events.
+type ContextData struct {
+	UsedTokens   int64   `json:"usedTokens"`
+	WindowTokens int64   `json:"windowTokens"`
+	Percent      float64 `json:"percent"`
+}
+
+// TurnEndedData is the data of turnEnded.
+type TurnEndedData struct {
+	Turn       int       `json:"turn"`
+	Outcome    string    `json:"outcome"` // done, stopped, failed
+	DurationMS int64     `json:"durationMs"`
+	Usage      UsageData `json:"usage"`
+	Files      int       `json:"files"`
+	Added      int       `json:"added"`
+	Removed    int       `json:"removed"`
+	Summary    string    `json:"summary,omitempty"`
+}
+
+// StoppedData is the data of stopped: what the stop cancelled.
+type StoppedData struct {
+	Reason          string `json:"reason"`
+	InterruptedTurn bool   `json:"interruptedTurn"`
+	DeniedAsks      int    `json:"deniedAsks"`
+	RejectedHunks   int    `json:"rejectedHunks"`
+	ClearedQueue    int    `json:"clearedQueue"`
+}
+
+// FailureData is the data of failure.
+type FailureData struct {
+	Code    FailureCode `json:"code"`
+	Message string      `json:"message"`
+	Action  string      `json:"action,omitempty"`
+	Stderr  []string    `json:"stderr,omitempty"`
+}
+
+// RetryData is the data of retry: the engine is retrying a model call.
+type RetryData struct {
+	Attempt    int    `json:"attempt"`
+	MaxRetries int    `json:"maxRetries,omitempty"`
+	DelayMS    int64  `json:"delayMs"`
+	Error      string `json:"error"`
+}
+
+// RotatedData is the data of rotated: the conversation continues under a new
+// session id.
+type RotatedData struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason"` // fork, clear
+}

@@ -1,0 +1,118 @@
+package wire
+
+import "encoding/json"
+
+// Type tags a Message.
+type Type string
+
+// Parent (supervisor) to child (runner).
+const (
+	THello          Type = "hello"            // Proto
+	TLiveEnsure     Type = "live.ensure"      // ReqID, Spec: start or resume the session
+	TInject         Type = "inject"           // ReqID, Command
+	TLiveInterrupt  Type = "live.interrupt"   // ReqID: stop the running turn
+	TApprovalResolv Type = "approval.resolve" // ReqID, AskID, Decision, Note
+	TCap            Type = "cap"              // ReqID, Cap, Args
+	TTermOpen       Type = "term.open"        // ReqID, Term
+	TTermInput      Type = "term.input"       // Term (TermID, ClientID, Data)
+	TTermResize     Type = "term.resize"      // Term (TermID, ClientID, Cols, Rows)
+	TTermClose      Type = "term.close"       // Term (TermID, ClientID)
+	TShutdown       Type = "shutdown"         // ReqID: flush, stop the engine, exit 0
+)
+
+// Child (runner) to parent (supervisor).
+const (
+	TReady       Type = "ready"       // Proto, Session
+	TCapResult   Type = "capResult"   // ReqID, Result or Error
+	TTermOpened  Type = "term.opened" // ReqID, Term (Role granted)
+	TTermData    Type = "term.data"   // Term (TermID, ClientID, Data)
+	TTermExit    Type = "term.exit"   // Term (TermID, ExitCode, Signal)
+	TTermError   Type = "term.error"  // ReqID, Term, Error
+	TMirror      Type = "mirror"      // Seq, Event: one canonical session event
+	TRotate      Type = "rotate"      // Session (old), NewSession
+	TLiveReady   Type = "live.ready"  // ReqID, Session, or Error
+	TInjected    Type = "injected"    // ReqID, Outcome, Reply
+	TInterrupted Type = "interrupted" // ReqID, Reply
+	TBye         Type = "bye"         // ReqID of the shutdown: everything is flushed
+)
+
+// Outcome says what became of an inject.
+type Outcome string
+
+// Inject outcomes.
+const (
+	OutcomeInjected Outcome = "injected" // the command ran; Reply holds its answer
+	OutcomeNotLive  Outcome = "notLive"  // the session has not been made live
+	OutcomeNotReady Outcome = "notReady" // the session is starting; try again
+	OutcomeFailed   Outcome = "failed"   // the command was refused; Reply.Error says why
+)
+
+// Message is one line of the supervisor <-> runner protocol. Only the fields
+// its type documents are set; the rest are omitted on the wire.
+type Message struct {
+	T     Type   `json:"t"`
+	ReqID string `json:"reqId,omitempty"`
+
+	Proto      int    `json:"proto,omitempty"`
+	Session    string `json:"session,omitempty"`
+	NewSession string `json:"newSession,omitempty"`
+
+	Spec    *Spec    `json:"spec,omitempty"`
+	Command *Command `json:"command,omitempty"`
+	Outcome Outcome  `json:"outcome,omitempty"`
+	Reply   *Reply   `json:"reply,omitempty"`
+
+	AskID    string `json:"askId,omitempty"`
+	Decision string `json:"decision,omitempty"`
+	Note     string `json:"note,omitempty"`
+
+	Cap    string          `json:"cap,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+
+	// Seq and Event carry a mirrored event: Event is the exact line written
+	// to events.jsonl, so it is forwarded to shells without re-encoding.
+	Seq   int64           `json:"seq,omitempty"`
+	Event json.RawMessage `json:"event,omitempty"`
+
+	Term  *Term  `json:"term,omitempty"`
+	Error *Error `json:"error,omitempty"`
+
+	// Credentials rides on live.ensure only: the secrets the supervisor was
+	// given, resolved for the runner's engine. It never goes to meta.json or
+	// a log, so a message carrying it must not be logged.
+	Credentials map[string]string `json:"credentials,omitempty"`
+}
+
+// Term carries the fields of the term.* messages.
+type Term struct {
+	TermID   string   `json:"termId"`
+	ClientID string   `json:"clientId,omitempty"`
+	Role     string   `json:"role,omitempty"` // "owner" or "read-only"
+	Command  []string `json:"command,omitempty"`
+	Cols     uint16   `json:"cols,omitempty"`
+	Rows     uint16   `json:"rows,omitempty"`
+	Data     []byte   `json:"data,omitempty"` // base64 on the wire
+	ExitCode *int     `json:"exitCode,omitempty"`
+	Signal   string   `json:"signal,omitempty"`
+}
+
+// Spec is how a session is configured when it is created. It is stored in
+// the session folder's meta.json and sent with live.ensure.
+type Spec struct {
+	ID            string   `json:"id"`
+	Engine        string   `json:"engine"`
+	Cwd           string   `json:"cwd,omitempty"`
+	Scenario      string   `json:"scenario,omitempty"`
+	Model         string   `json:"model,omitempty"`
+	ModelEndpoint string   `json:"modelEndpoint,omitempty"`
+	Mode          string   `json:"mode,omitempty"`
+	Allow         []string `json:"allow,omitempty"`
+	AllowNetwork  bool     `json:"allowNetwork,omitempty"`
+	Unattended    bool     `json:"unattended,omitempty"`
+	SpendCapUSD   float64  `json:"spendCapUsd,omitempty"`
+	Parent        string   `json:"parent,omitempty"`
+	PluginPath    string   `json:"pluginPath,omitempty"`
+	// EngineSession is the engine's own conversation id, used to resume.
+	EngineSession string `json:"engineSession,omitempty"`
+}
