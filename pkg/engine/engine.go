@@ -54,8 +54,12 @@ type Steerer interface {
 
 // Forker is implemented by engines that can branch a conversation.
 type Forker interface {
-	// Fork creates a new conversation from the current one and returns its
-	// id; the original stays usable.
+	// Fork creates a branch of the current conversation and returns the
+	// branch's id, which must be resumable from the engine's state folder
+	// (Dir/engine). The runner then copies that folder into the new
+	// session's folder, closes this engine, and starts a new one with
+	// Resume set to the branch id there. The original conversation must
+	// stay resumable under its own id from the original folder.
 	Fork(ctx context.Context) (conversationID string, err error)
 }
 

@@ -210,6 +210,38 @@ type RetryData struct {
 	Error      string `json:"error"`
 }
 
+// GoalClause is one clause of a goal with its verdict.
+type GoalClause struct {
+	Clause   string `json:"clause"`
+	Met      bool   `json:"met"`
+	Evidence string `json:"evidence"`
+}
+
+// GoalCheckData is the data of goalCheck.
+type GoalCheckData struct {
+	Goal    string       `json:"goal"`
+	Clauses []GoalClause `json:"clauses"`
+	Met     int          `json:"met"`
+	Total   int          `json:"total"`
+	Holds   bool         `json:"holds"`
+	// Summary is what a shell prints: "holds · 2/2" or "unmet · 1/2".
+	Summary string `json:"summary"`
+	// Attempt counts goal checks in a row since the last human message.
+	Attempt int `json:"attempt"`
+	Limit   int `json:"limit"`
+	// LimitReached is set when no further goal-check turn is queued
+	// because Limit checks in a row found the goal unmet.
+	LimitReached bool `json:"limitReached,omitempty"`
+	// By is "judge" for a judged check, "user" for markGoalDone.
+	By string `json:"by"`
+}
+
+// GoalSetData is the data of goalSet.
+type GoalSetData struct {
+	Goal    string   `json:"goal"`
+	Clauses []string `json:"clauses"`
+}
+
 // RotatedData is the data of rotated: the conversation continues under a new
 // session id.
 type RotatedData struct {

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Type tags a Message.
 type Type string
@@ -115,4 +118,29 @@ type Spec struct {
 	PluginPath    string   `json:"pluginPath,omitempty"`
 	// EngineSession is the engine's own conversation id, used to resume.
 	EngineSession string `json:"engineSession,omitempty"`
+	// Goal is the session's goal, checked at every turn end.
+	Goal *Goal `json:"goal,omitempty"`
+	// GoalLimit bounds goal-check turns in a row (default 20).
+	GoalLimit int `json:"goalLimit,omitempty"`
+	// CompactAt is the context fill, in percent, that triggers compaction
+	// (default 95).
+	CompactAt float64 `json:"compactAt,omitempty"`
+	// Loop re-runs a prompt on a schedule; it needs Unattended and a
+	// spend cap.
+	Loop *Loop `json:"loop,omitempty"`
+}
+
+// Goal is what a session works towards.
+type Goal struct {
+	Text string `json:"text"`
+	Done bool   `json:"done,omitempty"`
+}
+
+// Loop is a timed loop: Prompt every EveryMS milliseconds, Count times (0:
+// no limit) or until Until (zero: no end).
+type Loop struct {
+	Prompt  string    `json:"prompt"`
+	EveryMS int64     `json:"everyMs"`
+	Count   int       `json:"count,omitempty"`
+	Until   time.Time `json:"until,omitempty"`
 }

@@ -1,0 +1,50 @@
+# Corral's build, run and test entry points. `make run` and `make test` are
+# all the set-up a fresh clone needs.
+
+GO       ?= go
+BIN      := bin
+PKGS     := ./...
+# The pinned agent CLIs that engine tests drive.
+export CORRAL_ENGINES_DIR := $(CURDIR)/deploy/engines
+
+.PHONY: all build run test deps bench lint fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/supervisor ./cmd/runner
+
+# A supervisor in a temporary state folder with a demo session on the script
+# engine, watched in this terminal. No API key needed.
+run: build
+	./deploy/demo.sh
+
+# Everything the tests need (pinned agent CLIs, a few Debian packages), then
+# unit and integration tests with the race detector.
+test: deps
+	$(GO) test -race -timeout 30m $(PKGS)
+
+deps:
+	./deploy/deps.sh
+	./deploy/engines/install.sh
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+# A short run of every fuzz target (FUZZTIME each).
+FUZZTIME ?= 20s
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+clean:
+	rm -rf $(BIN)

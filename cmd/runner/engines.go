@@ -1,0 +1,32 @@
+package main
+
+import (
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/corral-dev/corral/internal/engines/script"
+	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/engine"
+)
+
+// engines lists the engines this runner can drive.
+func engines() map[string]engine.Factory {
+	return map[string]engine.Factory{
+		"script": script.New,
+	}
+}
+
+func engineNames() string {
+	var names []string
+	for n := range engines() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// newTerminals returns the session's terminal handler; nil until terminals
+// are wired.
+func newTerminals(runner.Options, *zap.Logger) runner.TerminalHandler { return nil }

@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/sessiondir"
+	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// ForkResult is the result of forkSession.
+type ForkResult struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// fork branches the conversation: this runner continues as a new session
+// (a new id and folder, a copy of the log and the engine's state, the
+// engine's branched conversation), and the original session's folder is
+// left closed at the branch point, to be resumed on its own later. The
+// supervisor learns of it through a rotate message.
+func (r *Runner) fork(ctx context.Context) (any, error) {
+	r.mu.Lock()
+	if settled := r.settled; settled != nil {
+		// The last turn is being wrapped up; fork right after it.
+		r.mu.Unlock()
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		r.mu.Lock()
+	}
+	if r.running != nil || len(r.queue) > 0 {
+		r.mu.Unlock()
+		return nil, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
+	}
+	forker, ok := r.eng.(engine.Forker)
+	old := r.spec
+	r.mu.Unlock()
+	if !ok {
+		return nil, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
+	}
+	branch, err := forker.Fork(ctx)
+	if err != nil {
+		return nil, engineErr(err)
+	}
+	newID, err := sessiondir.NewID()
+	if err != nil {
+		return nil, err
+	}
+	oldDir := r.Dir()
+	newDir := filepath.Join(filepath.Dir(oldDir), newID)
+	if err := os.Mkdir(newDir, 0o700); err != nil {
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	// The rotated event closes the old log and opens the new one: both
+	// hold it at the same seq.
+	r.emit(wire.EvRotated, wire.RotatedData{From: old.ID, To: newID, Reason: "fork"})
+	if err := r.evlog().Sync(); err != nil {
+		return nil, err
+	}
+	if err := copyFile(filepath.Join(oldDir, EventsFile), filepath.Join(newDir, EventsFile)); err != nil {
+		return nil, fmt.Errorf("fork: copy event log: %w", err)
+	}
+	if err := copyTree(filepath.Join(oldDir, sessiondir.EngineDir), filepath.Join(newDir, sessiondir.EngineDir)); err != nil {
+		return nil, fmt.Errorf("fork: copy engine state: %w", err)
+	}
+	next := old
+	next.ID, next.Parent, next.EngineSession = newID, old.ID, branch
+	if err := WriteSpec(newDir, next); err != nil {
+		return nil, err
+	}
+	newLog, err := eventlog.Open(filepath.Join(newDir, EventsFile), eventlog.Options{Written: r.written})
+	if err != nil {
+		return nil, err
+	}
+	oldLog := r.evlog()
+	r.events.Store(newLog)
+	r.dir.Store(&newDir)
+	if err := oldLog.Close(); err != nil {
+		r.log.Warn("close the forked-from log", zap.Error(err))
+	}
+
+	r.mu.Lock()
+	oldEng := r.eng
+	r.spec = next
+	r.mu.Unlock()
+	oldEng.Close()
+	eng, conv, err := r.startEngine(ctx, next)
+	if err != nil {
+		r.fail(err)
+		return nil, engineErr(err)
+	}
+	r.mu.Lock()
+	r.eng = eng
+	r.spec.EngineSession = conv
+	next = r.spec
+	r.mu.Unlock()
+	if err := r.saveSpec(next); err != nil {
+		return nil, err
+	}
+	r.emit(wire.EvSessionResumed, wire.SessionStartedData{Engine: next.Engine, Cwd: next.Cwd, Mode: next.Mode,
+		Model: next.Model, EngineSession: conv, Parent: old.ID, Unattended: next.Unattended})
+	if r.opts.Rotate != nil {
+		r.opts.Rotate(old.ID, newID)
+	}
+	r.presence.touch()
+	return ForkResult{From: old.ID, To: newID}, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// copyTree copies a folder of regular files and folders (a missing source
+// is an empty tree). Sockets and other special files are skipped.
+func copyTree(src, dst string) error {
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o700)
+		case d.Type().IsRegular():
+			return copyFile(path, target)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		default:
+			return nil
+		}
+	})
+	if os.IsNotExist(err) {
+		return nil
+	}
+	return err
+}

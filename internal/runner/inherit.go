@@ -1,0 +1,110 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// maxBriefMessages bounds how many of the parent's messages a handoff
+// quotes.
+const maxBriefMessages = 10
+
+// inherit starts a session that names a parent with a handoff turn: a brief
+// of the parent session (its goal, what was asked, what was answered, which
+// files changed). Only a session's first start inherits.
+func (r *Runner) inherit() error {
+	r.mu.Lock()
+	parent := r.spec.Parent
+	fresh := r.turnNo == 0
+	r.mu.Unlock()
+	if parent == "" || !fresh || r.hasInherited() {
+		return nil
+	}
+	brief, err := Brief(filepath.Join(filepath.Dir(r.Dir()), parent))
+	if err != nil {
+		return err
+	}
+	r.enqueue(brief, "inherit", false)
+	return nil
+}
+
+func (r *Runner) hasInherited() bool {
+	found := false
+	eventlog.ReadFile(r.eventsPath(), func(ev wire.Event) error {
+		if ev.Type == wire.EvUserMessage && strings.Contains(string(ev.Data), `"kind":"inherit"`) {
+			found = true
+			return eventlog.ErrStop
+		}
+		return nil
+	})
+	return found
+}
+
+// Brief summarises a session folder's log as a handoff message.
+func Brief(dir string) (string, error) {
+	spec, ok, err := ReadSpec(dir)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", wire.Errorf(wire.CodeNotFound, "no parent session at %s", dir)
+	}
+	var asked, answers []string
+	files := map[string]bool{}
+	err = eventlog.ReadFile(filepath.Join(dir, EventsFile), func(ev wire.Event) error {
+		switch ev.Type {
+		case wire.EvUserMessage:
+			var d wire.UserMessageData
+			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == "send" {
+				asked = append(asked, d.Text)
+			}
+		case wire.EvAssistantText:
+			var d wire.TextData
+			if json.Unmarshal(ev.Data, &d) == nil {
+				answers = append(answers, d.Text)
+			}
+		case wire.EvEditApplied:
+			var d EditAppliedData
+			if json.Unmarshal(ev.Data, &d) == nil && d.Conflict == "" {
+				files[d.Path] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Handoff: you continue the work of session %s (%s engine, worktree %s).\n", spec.ID, spec.Engine, spec.Cwd)
+	if spec.Goal != nil {
+		fmt.Fprintf(&b, "\nIts goal: %s\n", spec.Goal.Text)
+	}
+	if len(asked) > 0 {
+		b.WriteString("\nWhat the user asked there:\n")
+		for _, a := range tail(asked, maxBriefMessages) {
+			fmt.Fprintf(&b, "- %s\n", clip(oneLine(a), 300))
+		}
+	}
+	if len(files) > 0 {
+		b.WriteString("\nFiles it changed: " + strings.Join(sortedKeys(files), ", ") + "\n")
+	}
+	if len(answers) > 0 {
+		fmt.Fprintf(&b, "\nIts last answer:\n%s\n", clip(answers[len(answers)-1], 2000))
+	}
+	b.WriteString("\nRead what you need from the worktree and carry on from there.")
+	return b.String(), nil
+}
+
+func tail[T any](xs []T, n int) []T {
+	if len(xs) > n {
+		return xs[len(xs)-n:]
+	}
+	return xs
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

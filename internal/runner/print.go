@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// PrintResult is what a print-mode run ends with.
+type PrintResult struct {
+	// Answer is the final assistant text of the last turn.
+	Answer string
+	// Failure is the last failure event, if any.
+	Failure *wire.FailureData
+	// Outcome is the last turn's outcome.
+	Outcome string
+}
+
+// OK reports whether the run succeeded.
+func (p PrintResult) OK() bool { return p.Failure == nil && p.Outcome == "done" }
+
+// RunPrint runs one prompt to its end, goal checks included, and returns the
+// final answer: print mode, the way scripts and CI call an agent. Print mode
+// is unattended: an ask fails at once with permissionUnavailable. When
+// stream is not nil every event line is copied to it.
+func RunPrint(ctx context.Context, opts Options, prompt string, stream io.Writer) (PrintResult, error) {
+	opts.Spec.Unattended = true
+	var mu sync.Mutex
+	var res PrintResult
+	changed := make(chan struct{}, 1)
+	opts.Mirror = func(b eventlog.Batch) {
+		mu.Lock()
+		for _, line := range b.Lines {
+			if stream != nil {
+				stream.Write(append(append([]byte{}, line...), '\n'))
+			}
+			var ev wire.Event
+			if json.Unmarshal(line, &ev) != nil {
+				continue
+			}
+			switch ev.Type {
+			case wire.EvAssistantText:
+				var d wire.TextData
+				if json.Unmarshal(ev.Data, &d) == nil {
+					res.Answer = d.Text
+				}
+			case wire.EvTurnStarted:
+				res.Answer = ""
+			case wire.EvFailure:
+				var d wire.FailureData
+				if json.Unmarshal(ev.Data, &d) == nil {
+					res.Failure = &d
+				}
+			case wire.EvTurnEnded:
+				var d wire.TurnEndedData
+				if json.Unmarshal(ev.Data, &d) == nil {
+					res.Outcome = d.Outcome
+				}
+			}
+		}
+		mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	r, err := New(opts)
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	if err := r.Start(ctx); err != nil {
+		return res, err
+	}
+	if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: prompt}); !reply.OK {
+		return res, reply.Err()
+	}
+	for {
+		select {
+		case <-changed:
+		case <-r.turnDone:
+		case <-ctx.Done():
+			r.stop(context.Background(), "user")
+			return res, ctx.Err()
+		}
+		if r.idle() {
+			if err := r.Flush(); err != nil {
+				return res, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if res.Outcome == "" {
+				return res, fmt.Errorf("the session went idle without a turn")
+			}
+			return res, nil
+		}
+	}
+}
+
+// idle reports whether no turn runs and nothing waits in the queue, after at
+// least one turn.
+func (r *Runner) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running == nil && r.settled == nil && (len(r.queue) == 0 || r.spendCapHit) && r.turnNo > 0
+}

@@ -1,0 +1,342 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+const writeAndRun = `
+turns:
+  - steps:
+      - say: "Writing the file."
+      - tool: write
+        path: notes.txt
+        content: "one\ntwo\nthree\n"
+      - tool: shell
+        command: "cat notes.txt"
+      - say: "Done."
+`
+
+func TestTurnRunsToItsEndWithHunkReview(t *testing.T) {
+	s := newSession(t, writeAndRun, nil)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "write notes"})
+	staged, i := s.waitType(0, wire.EvHunkStaged)
+	d := decode[HunkStagedData](t, staged)
+	if d.Path != "notes.txt" || len(d.Edit.Hunks) != 1 {
+		t.Fatalf("staged %+v", d)
+	}
+	if _, err := os.Stat(filepath.Join(s.cwd, "notes.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the file exists before review: %v", err)
+	}
+	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
+	ended, _ := s.waitType(i, wire.EvTurnEnded)
+	te := decode[wire.TurnEndedData](t, ended)
+	if te.Outcome != "done" || te.Files != 1 || te.Added != 3 || te.Summary != "1 file · +3 −0" {
+		t.Fatalf("turnEnded %+v", te)
+	}
+	got, err := os.ReadFile(filepath.Join(s.cwd, "notes.txt"))
+	if err != nil || string(got) != "one\ntwo\nthree\n" {
+		t.Fatalf("file holds %q, %v", got, err)
+	}
+	fins := s.all(wire.EvToolFinished)
+	if len(fins) != 2 {
+		t.Fatalf("%d toolFinished events, want 2:\n%s", len(fins), s.dump())
+	}
+	cat := decode[wire.ToolFinishedData](t, fins[1])
+	if cat.Outcome != "ok" || cat.Output != "one\ntwo\nthree\n" {
+		t.Fatalf("cat finished %+v", cat)
+	}
+	if len(s.all(wire.EvUsage)) == 0 || len(s.all(wire.EvContext)) == 0 {
+		t.Fatalf("no usage or context events:\n%s", s.dump())
+	}
+}
+
+const editTwoPlaces = `
+turns:
+  - steps:
+      - tool: write
+        path: f.txt
+        content: "A\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\nB\n"
+`
+
+func TestHunkDecisions(t *testing.T) {
+	base := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"
+	cases := []struct {
+		name      string
+		decisions map[string]string
+		want      string
+		outcome   string
+	}{
+		{"all accepted", map[string]string{"h1": "accept", "h2": "accept"}, "A\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\nB\n", "ok"},
+		{"some accepted", map[string]string{"h1": "reject", "h2": "accept"}, "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\nB\n", "partial"},
+		{"none accepted", map[string]string{"h1": "reject", "h2": "reject"}, base, "denied"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSession(t, editTwoPlaces, nil)
+			path := filepath.Join(s.cwd, "f.txt")
+			if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s.do(wire.Command{Cmd: wire.CmdSend, Text: "edit"})
+			staged, i := s.waitType(0, wire.EvHunkStaged)
+			d := decode[HunkStagedData](t, staged)
+			if len(d.Edit.Hunks) != 2 {
+				t.Fatalf("want 2 hunks, got %d", len(d.Edit.Hunks))
+			}
+			for _, h := range []string{"h1", "h2"} {
+				s.do(wire.Command{Cmd: wire.CmdDecideHunk, HunkID: d.EditID + "/" + h, Decision: c.decisions[h], Note: "note " + h})
+			}
+			fin, _ := s.waitType(i, wire.EvToolFinished)
+			fd := decode[wire.ToolFinishedData](t, fin)
+			if fd.Outcome != c.outcome {
+				t.Fatalf("tool outcome %q, want %q (%s)", fd.Outcome, c.outcome, fd.Message)
+			}
+			if c.outcome != "ok" && !strings.Contains(fd.Message, "note h1") {
+				t.Fatalf("the model is not told the reviewer's notes: %q", fd.Message)
+			}
+			s.waitType(i, wire.EvTurnEnded)
+			got, _ := os.ReadFile(path)
+			if string(got) != c.want {
+				t.Fatalf("file holds %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestAutoModeRejectReverseAppliesOneHunk(t *testing.T) {
+	sc := editTwoPlaces + `
+      - sleepMs: 60000
+`
+	s := newSession(t, sc, func(sp *wire.Spec) { sp.Mode = "auto" })
+	path := filepath.Join(s.cwd, "f.txt")
+	os.WriteFile(path, []byte("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"), 0o644)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "edit"})
+	staged, i := s.waitType(0, wire.EvHunkStaged)
+	d := decode[HunkStagedData](t, staged)
+	if !d.Auto {
+		t.Fatal("auto mode staged an edit for review")
+	}
+	s.waitType(i, wire.EvToolFinished)
+	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h2", Decision: wire.DecisionReject})
+	got, _ := os.ReadFile(path)
+	if want := "A\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"; string(got) != want {
+		t.Fatalf("after rejecting h2: %q, want %q", got, want)
+	}
+	s.do(wire.Command{Cmd: wire.CmdStop})
+	reply := s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h1", Decision: wire.DecisionReject})
+	if reply.OK || reply.Error.Code != wire.CodeNotFound {
+		t.Fatalf("a reject after the turn ended was not refused: %+v", reply)
+	}
+}
+
+const asked = `
+turns:
+  - steps:
+      - tool: shell
+        command: "uptime"
+      - say: "after"
+`
+
+func TestAskAnsweredAllowAndDeny(t *testing.T) {
+	for _, decision := range []string{wire.DecisionAllow, wire.DecisionDeny} {
+		t.Run(decision, func(t *testing.T) {
+			s := newSession(t, asked, nil)
+			s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+			ev, i := s.waitType(0, wire.EvAskOpened)
+			a := decode[wire.AskOpenedData](t, ev)
+			if a.Command != "uptime" || a.Category != "shell" || a.Reason == "" {
+				t.Fatalf("ask %+v", a)
+			}
+			if st := s.r.status(); st.State != wire.StateWaitingForApproval || len(st.OpenAsks) != 1 {
+				t.Fatalf("status while asking: %+v", st)
+			}
+			s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: a.AskID, Decision: decision, Note: "because"})
+			reply := s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdAnswer, AskID: a.AskID, Decision: decision})
+			if reply.OK {
+				t.Fatal("a second answer to the same ask was taken")
+			}
+			fin, _ := s.waitType(i, wire.EvToolFinished)
+			fd := decode[wire.ToolFinishedData](t, fin)
+			want := map[string]string{wire.DecisionAllow: "ok", wire.DecisionDeny: "denied"}[decision]
+			if fd.Outcome != want {
+				t.Fatalf("outcome %q, want %q", fd.Outcome, want)
+			}
+			s.waitType(i, wire.EvTurnEnded)
+		})
+	}
+}
+
+func TestUnattendedAskFailsAtOnce(t *testing.T) {
+	s := newSession(t, asked, func(sp *wire.Spec) { sp.Unattended = true })
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	ev, _ := s.waitType(0, wire.EvFailure)
+	if f := decode[wire.FailureData](t, ev); f.Code != wire.FailPermissionUnavailable {
+		t.Fatalf("failure %+v", f)
+	}
+	s.waitType(0, wire.EvTurnEnded)
+	if n := len(s.all(wire.EvAskOpened)); n != 0 {
+		t.Fatalf("an unattended session opened %d asks", n)
+	}
+}
+
+const slow = `
+turns:
+  - steps:
+      - say: "first"
+      - tool: shell
+        command: "ls"
+      - sleepMs: 300
+      - tool: shell
+        command: "pwd"
+      - say: "end of first"
+  - steps:
+      - say: "second"
+`
+
+func TestSecondSendIsQueuedAndSteerLandsAtToolBoundary(t *testing.T) {
+	s := newSession(t, slow, nil)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	_, i := s.waitType(0, wire.EvTurnStarted)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	res := s.do(wire.Command{Cmd: wire.CmdSteer, Text: "keep it short"})
+	if !strings.Contains(string(res), "boundary") {
+		t.Fatalf("steer result %s", res)
+	}
+	steer, j := s.waitType(i, wire.EvSteerDelivered)
+	if decode[wire.SteerData](t, steer).ToolID == "" {
+		t.Fatal("steer was not delivered at a tool boundary")
+	}
+	s.waitFor(j, "steer acknowledgement", func(ev wire.Event) bool {
+		return ev.Type == wire.EvAssistantText && strings.Contains(string(ev.Data), "keep it short")
+	})
+	first, k := s.waitType(i, wire.EvTurnEnded)
+	second, _ := s.waitType(k+1, wire.EvTurnStarted)
+	if decode[wire.TurnEndedData](t, first).Turn != 1 || decode[wire.TurnStartedData](t, second).Text != "two" {
+		t.Fatalf("queue order wrong:\n%s", s.dump())
+	}
+	msgs := s.all(wire.EvUserMessage)
+	if len(msgs) != 2 || !decode[wire.UserMessageData](t, msgs[1]).Queued {
+		t.Fatalf("second message not marked queued:\n%s", s.dump())
+	}
+}
+
+func TestSteerWithoutBoundaryBecomesNextMessage(t *testing.T) {
+	sc := `
+turns:
+  - steps:
+      - say: "thinking"
+      - sleepMs: 200
+      - say: "done"
+fallback:
+  steps:
+    - say: "fallback"
+`
+	s := newSession(t, sc, nil)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	_, i := s.waitType(0, wire.EvTurnStarted)
+	s.do(wire.Command{Cmd: wire.CmdSteer, Text: "also this"})
+	rq, j := s.waitType(i, wire.EvSteerRequeued)
+	if decode[wire.SteerData](t, rq).Text != "also this" {
+		t.Fatal("wrong steer requeued")
+	}
+	next, _ := s.waitType(j, wire.EvTurnStarted)
+	if decode[wire.TurnStartedData](t, next).Text != "also this" {
+		t.Fatalf("requeued steer did not start the next turn:\n%s", s.dump())
+	}
+}
+
+func TestStopMidTurnKillsTheCommandAndClearsEverything(t *testing.T) {
+	sc := `
+turns:
+  - steps:
+      - tool: shell
+        command: "sleep 30"
+  - steps:
+      - say: "never"
+`
+	s := newSession(t, sc, func(sp *wire.Spec) { sp.Allow = []string{"sleep *"} })
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	_, i := s.waitType(0, wire.EvToolStarted)
+	res := s.do(wire.Command{Cmd: wire.CmdStop})
+	if !strings.Contains(string(res), `"interruptedTurn":true`) || !strings.Contains(string(res), `"clearedQueue":1`) {
+		t.Fatalf("stop receipt %s", res)
+	}
+	fin, _ := s.waitType(i, wire.EvToolFinished)
+	if decode[wire.ToolFinishedData](t, fin).Outcome != "stopped" {
+		t.Fatalf("tool finished %s", fin.Data)
+	}
+	ended, _ := s.waitType(i, wire.EvTurnEnded)
+	if decode[wire.TurnEndedData](t, ended).Outcome != "stopped" {
+		t.Fatalf("turn ended %s", ended.Data)
+	}
+	s.waitType(i, wire.EvStopped)
+	if st := s.r.status(); len(st.Queued) != 0 || st.State != wire.StateStopped {
+		t.Fatalf("after stop: %+v", st)
+	}
+}
+
+func TestStopDeniesOpenAsksAndRejectsPendingHunks(t *testing.T) {
+	s := newSession(t, asked, nil)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	ev, _ := s.waitType(0, wire.EvAskOpened)
+	a := decode[wire.AskOpenedData](t, ev)
+	s.do(wire.Command{Cmd: wire.CmdStop})
+	ans, _ := s.waitFor(0, "askAnswered", func(e wire.Event) bool { return e.Type == wire.EvAskAnswered })
+	d := decode[wire.AskAnsweredData](t, ans)
+	if d.AskID != a.AskID || d.By != "stopped" || d.Decision != wire.DecisionDeny {
+		t.Fatalf("ask answered %+v", d)
+	}
+}
+
+func TestResumeClosesLeftoversAndContinuesSeq(t *testing.T) {
+	s := newSession(t, asked, nil)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.waitType(0, wire.EvAskOpened)
+	// Simulate a crash: the log stays as it is, the runner is abandoned.
+	s.r.Flush()
+	last := s.r.evlog().LastSeq()
+	spec := s.r.Spec()
+	s.r.evlog().Close()
+
+	s2 := &session{t: t, dir: s.dir, cwd: s.cwd, change: make(chan struct{})}
+	s2.start(spec)
+	ans, _ := s2.waitType(0, wire.EvAskAnswered)
+	if ans.Seq != last+1 || decode[wire.AskAnsweredData](t, ans).By != "expired" {
+		t.Fatalf("resume: first event %d %s, want seq %d askAnswered by expired", ans.Seq, ans.Data, last+1)
+	}
+	ended, _ := s2.waitType(0, wire.EvTurnEnded)
+	if decode[wire.TurnEndedData](t, ended).Outcome != "interrupted" {
+		t.Fatalf("open turn closed as %s", ended.Data)
+	}
+	s2.waitType(0, wire.EvSessionResumed)
+}
+
+func TestCommandErrors(t *testing.T) {
+	s := newSession(t, writeAndRun, nil)
+	cases := []struct {
+		cmd  wire.Command
+		code wire.Code
+	}{
+		{wire.Command{Cmd: "bogus"}, wire.CodeBadRequest},
+		{wire.Command{}, wire.CodeBadRequest},
+		{wire.Command{Cmd: wire.CmdSend}, wire.CodeBadRequest},
+		{wire.Command{Cmd: wire.CmdAnswer, AskID: "a99", Decision: "allow"}, wire.CodeNotFound},
+		{wire.Command{Cmd: wire.CmdAnswer, AskID: "a1", Decision: "maybe"}, wire.CodeBadRequest},
+		{wire.Command{Cmd: wire.CmdDecideHunk, EditID: "e9", HunkID: "h1", Decision: "accept"}, wire.CodeNotFound},
+		{wire.Command{Cmd: wire.CmdSetMode, Mode: "yolo"}, wire.CodeBadRequest},
+		{wire.Command{Cmd: wire.CmdCancelQueued, MessageID: "m42"}, wire.CodeNotFound},
+	}
+	for _, c := range cases {
+		reply := s.r.Do(context.Background(), c.cmd)
+		if reply.OK || reply.Error.Code != c.code {
+			t.Errorf("%+v: reply %+v, want code %s", c.cmd, reply, c.code)
+		}
+	}
+}

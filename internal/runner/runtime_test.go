@@ -1,0 +1,197 @@
+package runner
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+func TestClauses(t *testing.T) {
+	cases := []struct {
+		goal string
+		want []string
+	}{
+		{"hello.txt exists", []string{"hello.txt exists"}},
+		{"hello.txt exists; it holds a greeting", []string{"hello.txt exists", "it holds a greeting"}},
+		{"- tests pass\n- lint is clean\n", []string{"tests pass", "lint is clean"}},
+		{"Build it. Test it.", []string{"Build it", "Test it"}},
+		{"1. one\n2) two", []string{"one", "two"}},
+		{"read and summarise the file", []string{"read and summarise the file"}},
+		{"  \n ; ", nil},
+	}
+	for _, c := range cases {
+		if got := Clauses(c.goal); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Clauses(%q) = %q, want %q", c.goal, got, c.want)
+		}
+	}
+}
+
+func TestParseVerdicts(t *testing.T) {
+	clauses := []string{"a", "b", "c", "d"}
+	answer := "MET: a — the file exists\nUNMET: b - nothing shows it\nprobably?\n"
+	got := parseVerdicts(clauses, answer, true)
+	want := []wire.GoalClause{
+		{Clause: "a", Met: true, Evidence: "the file exists"},
+		{Clause: "b", Met: false, Evidence: "nothing shows it"},
+		{Clause: "c", Met: false, Evidence: "the verdict could not be read: probably?"},
+		{Clause: "d", Met: false, Evidence: "the verdict could not be read"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+}
+
+const goalScenario = `
+turns:
+  - steps:
+      - say: "working"
+goals:
+  - match: "file exists"
+    met: true
+    evidence: "ls shows it"
+  - match: "tests pass"
+    met: false
+    evidence: "no test run yet"
+  - match: "garbled"
+    garbled: true
+fallback:
+  steps:
+    - say: "still working"
+`
+
+func goalChecks(t *testing.T, s *session) []wire.GoalCheckData {
+	var out []wire.GoalCheckData
+	for _, ev := range s.all(wire.EvGoalCheck) {
+		out = append(out, decode[wire.GoalCheckData](t, ev))
+	}
+	return out
+}
+
+func TestGoalMet(t *testing.T) {
+	s := newSession(t, goalScenario, nil)
+	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "the file exists"})
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	ev, _ := s.waitType(0, wire.EvGoalCheck)
+	d := decode[wire.GoalCheckData](t, ev)
+	if !d.Holds || d.Summary != "holds · 1/1" || d.Clauses[0].Evidence != "ls shows it" {
+		t.Fatalf("goal check %+v", d)
+	}
+	s.r.Flush()
+	if n := len(s.all(wire.EvTurnStarted)); n != 1 {
+		t.Fatalf("a met goal queued more turns: %d turns", n)
+	}
+}
+
+func TestGoalUnmetLoopsUpToTheLimit(t *testing.T) {
+	s := newSession(t, goalScenario, func(sp *wire.Spec) { sp.GoalLimit = 3 })
+	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "the file exists; tests pass"})
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.waitFor(0, "goalCheck with limitReached", func(ev wire.Event) bool {
+		return ev.Type == wire.EvGoalCheck && strings.Contains(string(ev.Data), `"limitReached":true`)
+	})
+	checks := goalChecks(t, s)
+	if len(checks) != 3 {
+		t.Fatalf("%d goal checks, want 3", len(checks))
+	}
+	for i, c := range checks {
+		if c.Holds || c.Met != 1 || c.Total != 2 || c.Attempt != i+1 {
+			t.Fatalf("check %d: %+v", i, c)
+		}
+	}
+	starts := s.all(wire.EvTurnStarted)
+	if len(starts) != 3 {
+		t.Fatalf("%d turns, want 1 + 2 goal-check turns", len(starts))
+	}
+	follow := decode[wire.TurnStartedData](t, starts[1])
+	if !strings.Contains(follow.Text, "tests pass (evidence: no test run yet)") || strings.Contains(follow.Text, "file exists") {
+		t.Fatalf("goal-check turn names the wrong clauses: %q", follow.Text)
+	}
+}
+
+func TestUnreadableVerdictCountsAsUnmet(t *testing.T) {
+	s := newSession(t, goalScenario, func(sp *wire.Spec) { sp.GoalLimit = 1 })
+	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "garbled clause"})
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	ev, _ := s.waitType(0, wire.EvGoalCheck)
+	d := decode[wire.GoalCheckData](t, ev)
+	if d.Holds || !strings.Contains(d.Clauses[0].Evidence, "could not be read") || !d.LimitReached {
+		t.Fatalf("goal check %+v", d)
+	}
+}
+
+func TestMarkGoalDoneStopsChecks(t *testing.T) {
+	s := newSession(t, goalScenario, nil)
+	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "tests pass"})
+	s.do(wire.Command{Cmd: wire.CmdMarkGoalDone})
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.waitType(0, wire.EvTurnEnded)
+	s.r.Flush()
+	checks := goalChecks(t, s)
+	if len(checks) != 1 || checks[0].By != "user" || !checks[0].Holds {
+		t.Fatalf("checks after markGoalDone: %+v", checks)
+	}
+	got := string(s.do(wire.Command{Cmd: wire.CmdGetGoal}))
+	if !strings.Contains(got, `"done":true`) {
+		t.Fatalf("getGoal %s", got)
+	}
+	s.do(wire.Command{Cmd: wire.CmdClearGoal})
+	if reply := s.r.Do(t.Context(), wire.Command{Cmd: wire.CmdClearGoal}); reply.OK {
+		t.Fatal("clearing a cleared goal succeeded")
+	}
+}
+
+func TestSpendCapStopsTheTurnAndHoldsTheQueue(t *testing.T) {
+	sc := `
+turns:
+  - steps:
+      - tool: shell
+        command: "ls"
+        costUsd: 0.75
+      - tool: shell
+        command: "pwd"
+        costUsd: 0.75
+      - say: "never reached"
+fallback:
+  steps:
+    - say: "after raising the cap"
+`
+	s := newSession(t, sc, func(sp *wire.Spec) { sp.SpendCapUSD = 1 })
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	ev, _ := s.waitFor(0, "spendCap failure", func(e wire.Event) bool {
+		return e.Type == wire.EvFailure && strings.Contains(string(e.Data), `"spendCap"`)
+	})
+	_ = ev
+	ended, _ := s.waitType(0, wire.EvTurnEnded)
+	if decode[wire.TurnEndedData](t, ended).Outcome != "stopped" {
+		t.Fatalf("turn after the cap: %s", ended.Data)
+	}
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	s.r.Flush()
+	if n := len(s.all(wire.EvTurnStarted)); n != 1 {
+		t.Fatalf("a turn started past the spend cap")
+	}
+	raise := 5.0
+	s.do(wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: &raise})
+	_, i := s.waitFor(1, "second turn", func(e wire.Event) bool {
+		return e.Type == wire.EvTurnStarted && strings.Contains(string(e.Data), `"text":"two"`)
+	})
+	s.waitType(i, wire.EvTurnEnded)
+}
+
+func TestCompactionAtContextFill(t *testing.T) {
+	sc := `
+contextWindow: 2000
+systemTokens: 1950
+turns:
+  - steps:
+      - say: "a long answer that fills the tiny context window"
+`
+	s := newSession(t, sc, nil)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	ev, _ := s.waitType(0, wire.EvCompacted)
+	if d := decode[CompactedData](t, ev); d.BeforePercent < 95 {
+		t.Fatalf("compacted at %.1f%%", d.BeforePercent)
+	}
+}

@@ -1,0 +1,218 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// loop runs queued messages one turn at a time until the runner closes.
+func (r *Runner) loop() {
+	defer close(r.loopDone)
+	for {
+		r.mu.Lock()
+		for !r.closed && (len(r.queue) == 0 || r.spendCapHit) {
+			r.mu.Unlock()
+			<-r.wake
+			r.mu.Lock()
+		}
+		if r.closed {
+			r.mu.Unlock()
+			return
+		}
+		msg := r.queue[0]
+		r.queue = r.queue[1:]
+		r.turnNo++
+		ctx, cancel := context.WithCancel(context.Background())
+		t := &turn{no: r.turnNo, msg: msg, kind: kindOf(msg), cancel: cancel, done: make(chan struct{}), files: map[string]bool{}, start: time.Now()}
+		r.running = t
+		r.state, r.activity = wire.StateWorking, "thinking"
+		r.mu.Unlock()
+		r.presence.touch()
+		r.runTurn(ctx, t)
+		cancel()
+	}
+}
+
+// kindOf reads the message kind encoded in a queued message's id prefix.
+func kindOf(q wire.Queued) string {
+	switch {
+	case len(q.ID) < 2:
+		return "send"
+	case q.ID[0] == 'g':
+		return "goalCheck"
+	case q.ID[0] == 'l':
+		return "loop"
+	case q.ID[0] == 'i':
+		return "inherit"
+	default:
+		return "send"
+	}
+}
+
+func (r *Runner) runTurn(ctx context.Context, t *turn) {
+	r.emit(wire.EvTurnStarted, wire.TurnStartedData{Turn: t.no, MessageID: t.msg.ID, Text: t.msg.Text})
+	res, err := r.eng.Turn(ctx, engine.TurnInput{ID: t.msg.ID, Text: t.msg.Text, Kind: t.kind})
+
+	r.mu.Lock()
+	stopped := t.stopped || res.Stopped
+	if res.HasUsage && !res.Usage.Estimated {
+		// The engine's exact figure replaces the running estimate.
+		r.usage.CostUSD += res.Usage.CostUSD - t.usage.CostUSD
+		t.usage = res.Usage
+	}
+	leftover := r.steers
+	r.steers = nil
+	r.mu.Unlock()
+
+	// A steer that found no tool boundary becomes the next message.
+	if !stopped {
+		for _, text := range leftover {
+			r.emit(wire.EvSteerRequeued, wire.SteerData{Text: text})
+			r.enqueue(text, "send", true)
+		}
+	}
+
+	outcome := "done"
+	switch {
+	case stopped:
+		outcome = "stopped"
+	case err != nil:
+		outcome = "failed"
+		r.fail(err)
+	}
+	ended := wire.TurnEndedData{
+		Turn: t.no, Outcome: outcome, DurationMS: time.Since(t.start).Milliseconds(),
+		Usage: t.usage, Files: len(t.files), Added: t.added, Removed: t.removed,
+	}
+	if ended.Files > 0 {
+		ended.Summary = fmt.Sprintf("%d file%s · +%d −%d", ended.Files, plural(ended.Files), ended.Added, ended.Removed)
+	}
+	r.finalizeEdits()
+
+	// The turn is over before turnEnded is seen, so a shell may act on
+	// turnEnded at once; the goal check that follows keeps the runner
+	// "settling" so nothing (a fork, print mode's exit) mistakes that gap
+	// for idleness.
+	settled := make(chan struct{})
+	r.mu.Lock()
+	r.running = nil
+	r.settled = settled
+	switch {
+	case err != nil:
+		r.state, r.activity = wire.StateFailed, err.Error()
+	case stopped:
+		r.state, r.activity = wire.StateStopped, "stopped"
+	default:
+		r.state, r.activity = wire.StateIdle, ""
+	}
+	close(t.done)
+	r.mu.Unlock()
+	r.emit(wire.EvTurnEnded, ended)
+	if err := r.evlog().Sync(); err != nil {
+		r.log.Error("sync event log at turn end", zap.Error(err))
+	}
+	if outcome == "done" {
+		r.compactIfFull(ctx)
+		r.checkGoal(ctx)
+	}
+	r.mu.Lock()
+	r.settled = nil
+	close(settled)
+	r.mu.Unlock()
+	r.presence.touch()
+	select {
+	case r.turnDone <- struct{}{}:
+	default:
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// enqueue adds a message to the queue and records it.
+func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) wire.Queued {
+	r.mu.Lock()
+	prefix := "m"
+	switch kind {
+	case "goalCheck":
+		prefix = "g"
+	case "loop":
+		prefix = "l"
+	case "inherit":
+		prefix = "i"
+	case "send":
+		r.goalAttempts = 0
+	}
+	q := wire.Queued{ID: r.newID(prefix), Text: text}
+	r.queue = append(r.queue, q)
+	queued := queuedBehindTurn || r.running != nil || len(r.queue) > 1
+	r.notify()
+	r.mu.Unlock()
+	r.emit(wire.EvUserMessage, wire.UserMessageData{ID: q.ID, Text: text, Kind: kind, Queued: queued})
+	return q
+}
+
+// stop interrupts the running turn, denies open asks, rejects pending hunks
+// and clears the queue. It waits (bounded) for the turn to end so the reply
+// is a receipt of what was cancelled.
+func (r *Runner) stop(ctx context.Context, reason string) wire.StoppedData {
+	r.mu.Lock()
+	t := r.running
+	receipt := wire.StoppedData{Reason: reason, InterruptedTurn: t != nil, ClearedQueue: len(r.queue)}
+	if t != nil {
+		t.stopped = true
+	}
+	r.queue = nil
+	r.steers = nil
+	if r.stopLoop != nil {
+		// A stop halts a timed loop too: the Stop button stops everything.
+		r.stopLoop()
+	}
+	asks := r.openAsksLocked()
+	edits := r.pendingEditsLocked()
+	r.mu.Unlock()
+
+	by := "stopped"
+	if reason == "shutdown" {
+		by = "shutdown"
+	}
+	for _, a := range asks {
+		if r.resolveAsk(a, wire.DecisionDeny, "", by) == nil {
+			receipt.DeniedAsks++
+		}
+	}
+	for _, e := range edits {
+		receipt.RejectedHunks += r.rejectAllPending(e, by, "")
+	}
+	if t != nil {
+		ictx, cancel := context.WithTimeout(ctx, interruptGrace)
+		if err := r.eng.Interrupt(ictx); err != nil {
+			r.log.Warn("engine interrupt", zap.Error(err))
+		}
+		cancel()
+		select {
+		case <-t.done:
+		case <-time.After(interruptGrace):
+			// The engine did not end the turn in-band: cancel it.
+			t.cancel()
+			select {
+			case <-t.done:
+			case <-time.After(stopWait - interruptGrace):
+				r.log.Error("turn did not end after stop", zap.Int("turn", t.no))
+			}
+		}
+	}
+	r.emit(wire.EvStopped, receipt)
+	r.presence.touch()
+	return receipt
+}

@@ -1,0 +1,136 @@
+// Package sessiondir is the layout of a session folder, shared by the
+// supervisor that creates it and the runner that owns it:
+//
+//	<state>/sessions/<id>/
+//	  meta.json      the session's wire.Spec, replaced atomically
+//	  events.jsonl   the append-only event log
+//	  control.sock   the runner's command socket (0600)
+//	  presence.json  the session's state for status bars, replaced atomically
+//	  runner.pid     the live runner's pid
+//	  engine/        the engine's own state (CLI homes, transcripts)
+package sessiondir
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// Files in a session folder.
+const (
+	MetaFile     = "meta.json"
+	EventsFile   = "events.jsonl"
+	ControlSock  = "control.sock"
+	PresenceFile = "presence.json"
+	PidFile      = "runner.pid"
+	EngineDir    = "engine"
+)
+
+// idLen is the length of a session id in hex digits.
+const idLen = 12
+
+// NewID returns a fresh random session id.
+func NewID() (string, error) {
+	var b [idLen / 2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// ValidID accepts ids that are safe as one path element.
+func ValidID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Create makes a new session folder under sessions with a fresh id and
+// spec as its meta.json, and returns the spec with its id and the folder.
+func Create(sessions string, spec wire.Spec) (wire.Spec, string, error) {
+	if err := os.MkdirAll(sessions, 0o700); err != nil {
+		return spec, "", fmt.Errorf("create sessions folder: %w", err)
+	}
+	for range 8 {
+		id, err := NewID()
+		if err != nil {
+			return spec, "", err
+		}
+		dir := filepath.Join(sessions, id)
+		if err := os.Mkdir(dir, 0o700); errors.Is(err, os.ErrExist) {
+			continue
+		} else if err != nil {
+			return spec, "", fmt.Errorf("create session folder: %w", err)
+		}
+		spec.ID = id
+		if err := WriteSpec(dir, spec); err != nil {
+			os.RemoveAll(dir)
+			return spec, "", err
+		}
+		return spec, dir, nil
+	}
+	return spec, "", errors.New("create session folder: no free id after 8 tries")
+}
+
+// ReadSpec reads a session folder's meta.json; ok is false when it has none.
+func ReadSpec(dir string) (spec wire.Spec, ok bool, err error) {
+	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return spec, false, nil
+	}
+	if err != nil {
+		return spec, false, fmt.Errorf("read session meta: %w", err)
+	}
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return spec, false, fmt.Errorf("read session meta %s: %w", filepath.Join(dir, MetaFile), err)
+	}
+	return spec, true, nil
+}
+
+// WriteSpec replaces a session folder's meta.json atomically.
+func WriteSpec(dir string, spec wire.Spec) error {
+	raw, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode session meta: %w", err)
+	}
+	return WriteAtomic(filepath.Join(dir, MetaFile), append(raw, '\n'), 0o600)
+}
+
+// WriteAtomic replaces path with data through a temporary file in the same
+// folder and a rename, so a reader never sees a partial file.
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Chmod(perm)
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
