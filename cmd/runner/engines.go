@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/internal/term"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
@@ -27,6 +28,7 @@ func engineNames() string {
 	return strings.Join(names, ", ")
 }
 
-// newTerminals returns the session's terminal handler; nil until terminals
-// are wired.
-func newTerminals(runner.Options, *zap.Logger) runner.TerminalHandler { return nil }
+// newTerminals returns the session's terminal hub.
+func newTerminals(opts runner.Options, log *zap.Logger) *runner.Terminals {
+	return runner.NewTerminals(term.NewHub(term.HubOptions{Env: opts.Env, Logger: log.Named("term")}))
+}

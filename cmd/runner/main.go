@@ -151,10 +151,14 @@ func serveStdio(log *zap.Logger, opts runner.Options) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var g run.Group
-	link := &runner.Link{Build: build, Options: opts, Log: log, Terminals: newTerminals(opts, log)}
+	terms := newTerminals(opts, log)
+	link := &runner.Link{Build: build, Options: opts, Log: log, Terminals: terms}
 	ctl := &controlServer{ctx: ctx, log: log}
 	defer ctl.close()
-	link.OnLive = ctl.serve
+	link.OnLive = func(r *runner.Runner) {
+		terms.SetCwd(r.Spec().Cwd)
+		ctl.serve(r)
+	}
 	// Serve blocks reading stdin, which a signal cannot interrupt, so it
 	// runs on its own; the process exits once the runner is closed.
 	served := make(chan error, 1)
