@@ -139,18 +139,38 @@ var credentialNames = map[string]bool{
 	"API_KEY": true, "NPM_TOKEN": true,
 }
 
+// shellHooks are variables that make a shell run or find code the gate
+// cannot see: startup files for non-interactive shells, and cd's search
+// path, which would change where a judged "cd dir" lands.
+var shellHooks = map[string]bool{"BASH_ENV": true, "ENV": true, "CDPATH": true}
+
 // CleanEnv returns env without any variable that may carry a provider
-// credential.
+// credential, without shell hooks (BASH_ENV, ENV, CDPATH), and with PATH
+// holding only absolute folders, so a command the gate judged runs the
+// program it named.
 func CleanEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if IsCredentialVar(name) {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case IsCredentialVar(name), shellHooks[name]:
 			continue
+		case name == "PATH":
+			kv = "PATH=" + absolutePath(value)
 		}
 		out = append(out, kv)
 	}
 	return out
+}
+
+func absolutePath(path string) string {
+	var keep []string
+	for _, dir := range strings.Split(path, ":") {
+		if strings.HasPrefix(dir, "/") {
+			keep = append(keep, dir)
+		}
+	}
+	return strings.Join(keep, ":")
 }
 
 // IsCredentialVar reports whether an environment variable name is one

@@ -276,7 +276,12 @@ func (p *player) run(st Step, call engine.ToolCall) (string, *int, error) {
 }
 
 func (p *player) shell(command string) (string, *int, error) {
-	cmd := exec.Command("/bin/sh", "-c", command)
+	// The gate judges commands as bash parses them, so bash runs them.
+	shell, err := exec.LookPath("bash")
+	if err != nil {
+		shell = "/bin/sh"
+	}
+	cmd := exec.Command(shell, "-c", command)
 	cmd.Dir = p.e.opts.Cwd
 	cmd.Env = p.e.opts.Env
 	var out limitedBuffer

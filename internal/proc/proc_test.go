@@ -1,0 +1,73 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCleanEnv(t *testing.T) {
+	in := []string{
+		"HOME=/home/u", "ANTHROPIC_API_KEY=sk", "CLAUDE_CONFIG_DIR=/x", "OPENAI_API_KEY=o", "OPENAI_BASE_URL=u",
+		"GITHUB_TOKEN=g", "GH_TOKEN=g", "AWS_SECRET_ACCESS_KEY=a", "MY_SERVICE_API_KEY=k", "SOME_AUTH_TOKEN=t",
+		"BASH_ENV=/evil", "ENV=/evil", "CDPATH=/tmp", "PATH=/usr/bin:.:bin::/bin", "LANG=C.UTF-8", "TERM=xterm",
+	}
+	want := []string{"HOME=/home/u", "PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TERM=xterm"}
+	if got := CleanEnv(in); !reflect.DeepEqual(got, want) {
+		t.Fatalf("CleanEnv = %q, want %q", got, want)
+	}
+}
+
+func TestTailKeepsTheLastLines(t *testing.T) {
+	tl := NewTail(3)
+	tl.Write([]byte("one\ntwo\nthr"))
+	tl.Write([]byte("ee\nfour\nfive"))
+	if got := tl.Lines(); !reflect.DeepEqual(got, []string{"three", "four", "five"}) {
+		t.Fatalf("Lines = %q, want the last three", got)
+	}
+}
+
+func TestStopGroupKillsTheWholeGroup(t *testing.T) {
+	// The shell ignores SIGTERM and its child sleeps: both must die.
+	cmd := exec.Command("/bin/sh", "-c", "trap '' TERM; sleep 60 & echo $!; wait")
+	Configure(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32)
+	n, _ := out.Read(buf)
+	child := strings.TrimSpace(string(buf[:n]))
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	if killed := StopGroup(cmd, done, 200*time.Millisecond); !killed {
+		t.Fatal("a shell ignoring SIGTERM was not reported killed")
+	}
+	// SIGKILL is delivered asynchronously; give the kernel a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(child) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(child) {
+		st, _ := os.ReadFile("/proc/" + child + "/stat")
+		t.Fatalf("the group's child %s survived: %s", child, st)
+	}
+}
+
+// alive reports whether pid runs: it exists and is not a zombie waiting for
+// its new parent to reap it.
+func alive(pid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
