@@ -40,8 +40,10 @@ func (t *Terminals) Active() bool { return t.hub.Active() }
 
 // Close detaches every client and kills every terminal's processes.
 func (t *Terminals) Close() {
-	t.cancel()
+	// The hub first, so clients are told the hub closed rather than that
+	// a context was cancelled.
 	t.hub.Close()
+	t.cancel()
 }
 
 // Handle serves one term.* message.
@@ -59,6 +61,8 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 			code = wire.CodeConflict
 		case errors.Is(err, term.ErrHubClosed):
 			code = wire.CodeUnavailable
+		case errors.Is(err, term.ErrDetached):
+			code = wire.CodeNotFound
 		}
 		send(&wire.Message{T: wire.TTermError, ReqID: m.ReqID, Term: &wire.Term{TermID: tm.TermID, ClientID: tm.ClientID},
 			Error: wire.Errorf(code, "%s: %v", m.T, err)})

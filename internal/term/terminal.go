@@ -1,0 +1,349 @@
+package term
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// readBufferBytes is the most output one read of the pseudo-terminal takes.
+const readBufferBytes = 32 << 10
+
+// terminal is one program on one pseudo-terminal and the clients attached
+// to it.
+type terminal struct {
+	id     string
+	hub    *Hub
+	log    *zap.Logger
+	cmd    *exec.Cmd
+	pid    int // the program; also its session and process group id
+	master *os.File
+
+	closeMaster sync.Once
+	inputMu     sync.Mutex    // one Input write at a time
+	readDone    chan struct{} // the reader saw the end of output
+	done        chan struct{} // the program and its session are gone
+
+	mu      sync.Mutex
+	clients map[string]*Client
+	owner   *Client
+	scroll  *ring
+	cols    uint16
+	rows    uint16
+}
+
+func (h *Hub) startTerminal(req AttachRequest) (*terminal, error) {
+	argv := req.Command
+	if len(argv) == 0 {
+		argv = h.opts.Command
+	}
+	dir := req.Cwd
+	if dir == "" {
+		dir = h.opts.Dir
+	}
+	cols, rows := req.Cols, req.Rows
+	if cols == 0 || rows == 0 {
+		cols, rows = DefaultCols, DefaultRows
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = terminalEnv(h.opts.Env, req.Env)
+	master, err := startPTY(cmd, cols, rows)
+	if err != nil {
+		return nil, &StartError{TermID: req.TermID, Command: argv, Err: err}
+	}
+	t := &terminal{
+		id:       req.TermID,
+		hub:      h,
+		cmd:      cmd,
+		pid:      cmd.Process.Pid,
+		master:   master,
+		readDone: make(chan struct{}),
+		done:     make(chan struct{}),
+		clients:  make(map[string]*Client),
+		scroll:   newRing(h.opts.ScrollbackBytes),
+		cols:     cols,
+		rows:     rows,
+	}
+	t.log = h.log.With(zap.String("term", t.id), zap.Int("pid", t.pid))
+	t.log.Info("terminal started", zap.Strings("command", argv), zap.String("dir", dir))
+	h.wg.Add(2)
+	go t.read()
+	go t.run()
+	return t, nil
+}
+
+// terminalEnv is base plus extra, extra winning, with a TERM the attached
+// terminal emulators understand unless either sets one.
+func terminalEnv(base, extra []string) []string {
+	env := make([]string, 0, len(base)+len(extra)+1)
+	env = append(env, base...)
+	env = append(env, extra...)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "TERM=") {
+			return env
+		}
+	}
+	return append(env, "TERM="+DefaultTERM)
+}
+
+// join attaches a new client. The scrollback snapshot and the registration
+// happen under the lock the reader holds while it records and fans out
+// output, so every byte lands either in the replay or in the live queue,
+// never both and never neither.
+func (t *terminal) join(req AttachRequest, sink Sink, created bool) (*Client, Grant, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, taken := t.clients[req.ClientID]; taken {
+		return nil, Grant{}, fmt.Errorf("attach client %q to terminal %q: %w", req.ClientID, t.id, ErrClientExists)
+	}
+	role := RoleReadOnly
+	if req.Role == RoleOwner && t.owner == nil {
+		role = RoleOwner
+	}
+	replay := t.scroll.snapshot()
+	if t.scroll.dropped {
+		replay = alignReplay(replay)
+	}
+	c := &Client{
+		id:     req.ClientID,
+		role:   role,
+		term:   t,
+		sink:   sink,
+		replay: replay,
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	t.clients[c.id] = c
+	if role == RoleOwner {
+		t.owner = c
+		// The owner's window decides the size of a terminal it joins.
+		if !created && req.Cols > 0 && req.Rows > 0 && (req.Cols != t.cols || req.Rows != t.rows) {
+			if err := t.resizeLocked(req.Cols, req.Rows); err != nil {
+				t.log.Warn("resize for new owner", zap.String("client", c.id), zap.Error(err))
+			}
+		}
+	}
+	c.grant = Grant{Role: role, Cols: t.cols, Rows: t.rows, Created: created, Pid: t.pid, ReplayBytes: len(replay)}
+	t.log.Debug("client attached", zap.String("client", c.id), zap.String("role", string(role)))
+	return c, c.grant, nil
+}
+
+// detach removes c from the terminal, freeing the owner seat if it held it,
+// and ends its stream with e unless it already ended.
+func (t *terminal) detach(c *Client, e *ending) {
+	t.mu.Lock()
+	if t.clients[c.id] == c {
+		delete(t.clients, c.id)
+		t.log.Debug("client detached", zap.String("client", c.id), zap.Error(e.err))
+	}
+	if t.owner == c {
+		t.owner = nil
+	}
+	t.mu.Unlock()
+	c.end(e)
+}
+
+func (t *terminal) clientCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.clients)
+}
+
+func (t *terminal) client(id string) (*Client, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.clients[id]
+	return c, ok
+}
+
+// read copies the program's output into the scrollback and every client's
+// queue until the terminal side has no holders left (EIO) or the master is
+// closed.
+func (t *terminal) read() {
+	defer t.hub.wg.Done()
+	defer close(t.readDone)
+	buf := make([]byte, readBufferBytes)
+	for {
+		n, err := t.master.Read(buf)
+		if n > 0 {
+			t.broadcast(bytes.Clone(buf[:n]))
+		}
+		if err != nil {
+			if !errors.Is(err, syscall.EIO) && !errors.Is(err, os.ErrClosed) {
+				t.log.Warn("read terminal output", zap.Error(err))
+			}
+			return
+		}
+	}
+}
+
+// broadcast records chunk and queues it for every client. chunk is shared,
+// so nobody may modify it. A client already bound bytes behind is cut here
+// rather than waited for.
+func (t *terminal) broadcast(chunk []byte) {
+	bound := t.hub.opts.ClientBufferBytes
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.scroll.write(chunk)
+	for id, c := range t.clients {
+		if c.enqueue(chunk, bound) {
+			continue
+		}
+		delete(t.clients, id)
+		if t.owner == c {
+			t.owner = nil
+		}
+		c.end(&ending{err: fmt.Errorf("client %q: %w", id, ErrSlowClient)})
+		t.log.Info("slow client cut", zap.String("client", id), zap.Int("bound", bound))
+	}
+}
+
+// write types p into the terminal.
+func (t *terminal) write(p []byte) error {
+	t.inputMu.Lock()
+	defer t.inputMu.Unlock()
+	if err := t.master.SetWriteDeadline(time.Now().Add(t.hub.opts.InputTimeout)); err != nil {
+		return fmt.Errorf("term: write input to %q: %w", t.id, err)
+	}
+	if _, err := t.master.Write(p); err != nil {
+		return fmt.Errorf("term: write input to %q: %w", t.id, err)
+	}
+	return nil
+}
+
+func (t *terminal) resize(cols, rows uint16) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.resizeLocked(cols, rows); err != nil {
+		return fmt.Errorf("term: resize %q: %w", t.id, err)
+	}
+	return nil
+}
+
+func (t *terminal) resizeLocked(cols, rows uint16) error {
+	if err := setWinsize(t.master, cols, rows); err != nil {
+		return err
+	}
+	t.cols, t.rows = cols, rows
+	return nil
+}
+
+func (t *terminal) closeMasterOnce() {
+	t.closeMaster.Do(func() { t.master.Close() })
+}
+
+// run waits for the program, clears away whatever it left in its session,
+// and tells the clients how it ended. Output is fully drained before Exit is
+// delivered, so Exit is always the last thing a client sees.
+func (t *terminal) run() {
+	defer t.hub.wg.Done()
+	defer close(t.done)
+	waitErr := t.cmd.Wait()
+	final := exitOf(t.cmd.ProcessState)
+	t.log.Info("terminal program ended", zap.Int("code", final.code), zap.String("signal", final.signal), zap.NamedError("wait", waitErr))
+
+	// What the program leaves in its session is hung up, as when a terminal
+	// window closes; it would otherwise hold the terminal open forever.
+	if err := t.endSession(); err != nil {
+		t.log.Warn("end terminal session", zap.Error(err))
+	}
+	// A process that left the session but kept the terminal open still
+	// blocks the reader; closing the master releases it.
+	grace := time.NewTimer(t.hub.opts.KillGrace)
+	select {
+	case <-t.readDone:
+	case <-grace.C:
+		t.log.Warn("terminal still held open after its session ended; closing it")
+	}
+	grace.Stop()
+	t.closeMasterOnce()
+	<-t.readDone
+
+	t.hub.forget(t)
+	t.mu.Lock()
+	clients := t.clients
+	t.clients, t.owner = map[string]*Client{}, nil
+	t.mu.Unlock()
+	for _, c := range clients {
+		c.end(final)
+	}
+}
+
+func exitOf(ps *os.ProcessState) *ending {
+	if ps == nil {
+		return &ending{exited: true, code: -1}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return &ending{exited: true, code: -1, signal: unix.SignalName(ws.Signal())}
+	}
+	return &ending{exited: true, code: ps.ExitCode()}
+}
+
+// shutdown ends the terminal for good: clients are told ErrHubClosed, the
+// session is hung up and then killed, and shutdown returns once every
+// process and goroutine of the terminal is gone. The master stays open
+// meanwhile: the reader drains (into the scrollback only) what the program
+// prints while it exits, and run needs the reader's end to know the
+// terminal side has been let go.
+func (t *terminal) shutdown() error {
+	t.mu.Lock()
+	clients := t.clients
+	t.clients, t.owner = map[string]*Client{}, nil
+	t.mu.Unlock()
+	for _, c := range clients {
+		c.end(&ending{err: ErrHubClosed})
+	}
+	err := t.endSession()
+	<-t.done
+	return err
+}
+
+// sessionPoll is how often endSession looks for survivors. Processes that
+// are not the runner's children cannot be waited for, only looked for.
+const sessionPoll = 10 * time.Millisecond
+
+// endSession sends SIGHUP to every process of the terminal's session and
+// SIGKILL to any still running HubOptions.KillGrace later.
+func (t *terminal) endSession() error {
+	err := t.signalSession(unix.SIGHUP)
+	deadline := time.Now().Add(t.hub.opts.KillGrace)
+	for sessionAlive(t.pid) {
+		if time.Now().After(deadline) {
+			t.log.Info("terminal session outlived its grace period; killing it", zap.Duration("grace", t.hub.opts.KillGrace))
+			return errors.Join(err, t.signalSession(unix.SIGKILL))
+		}
+		time.Sleep(sessionPoll)
+	}
+	return err
+}
+
+// signalSession signals the program's process group and every other process
+// still in its session. The kernel does not reuse a pid while it names a
+// group or session with a live member, so the signal cannot stray while
+// there is anyone left to hit.
+func (t *terminal) signalSession(sig syscall.Signal) error {
+	var errs []error
+	if err := unix.Kill(-t.pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		errs = append(errs, fmt.Errorf("signal process group %d: %w", t.pid, err))
+	}
+	members, err := sessionMembers(t.pid)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, pid := range members {
+		if err := unix.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("signal session member %d: %w", pid, err))
+		}
+	}
+	return errors.Join(errs...)
+}
