@@ -2,10 +2,7 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -153,12 +150,12 @@ func notesText(notes []string) string {
 // applyPartial writes the accepted hunks onto the file as it is now, by
 // context, and refuses the engine's own write.
 func (r *Runner) applyPartial(se *stagedEdit, display string, accepted, rejected, notes []string) engine.Verdict {
-	current, mode, err := readSnapshot(se.path)
+	real, current, mode, err := hunks.ReadFile(se.path)
 	if err == nil {
 		var next hunks.Snapshot
 		next, err = se.edit.Apply(current, accepted)
 		if err == nil {
-			err = writeSnapshot(se.path, next, mode)
+			err = hunks.WriteFile(real, current, next, mode)
 		}
 	}
 	if err != nil {
@@ -252,11 +249,11 @@ func (r *Runner) decideHunk(cmd wire.Command) (any, error) {
 
 	if se.auto {
 		// Auto mode wrote the hunk already: take it back out of the file.
-		current, mode, err := readSnapshot(se.path)
+		real, current, mode, err := hunks.ReadFile(se.path)
 		if err == nil {
 			var next hunks.Snapshot
 			if next, err = se.edit.Revert(current, []string{hunkID}); err == nil {
-				err = writeSnapshot(se.path, next, mode)
+				err = hunks.WriteFile(real, current, next, mode)
 			}
 		}
 		if err != nil {
@@ -346,31 +343,3 @@ func (r *Runner) displayPath(p string) string {
 	return p
 }
 
-func readSnapshot(path string) (hunks.Snapshot, fs.FileMode, error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return hunks.Snapshot{}, 0o644, nil
-	}
-	if err != nil {
-		return hunks.Snapshot{}, 0, err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return hunks.Snapshot{}, 0, err
-	}
-	return hunks.Present(data), fi.Mode().Perm(), nil
-}
-
-func writeSnapshot(path string, s hunks.Snapshot, mode fs.FileMode) error {
-	if !s.Exists {
-		err := os.Remove(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return writeAtomic(path, s.Data, mode)
-}

@@ -19,6 +19,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/corral-dev/corral/internal/atomicfile"
+
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -110,27 +112,7 @@ func WriteSpec(dir string, spec wire.Spec) error {
 	return WriteAtomic(filepath.Join(dir, MetaFile), append(raw, '\n'), 0o600)
 }
 
-// WriteAtomic replaces path with data through a temporary file in the same
-// folder and a rename, so a reader never sees a partial file.
+// WriteAtomic replaces path with data atomically and durably.
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Chmod(perm)
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
+	return atomicfile.Write(path, data, perm)
 }
