@@ -20,9 +20,9 @@ type linkPeer struct {
 	t      *testing.T
 	mu     sync.Mutex
 	mirror []int64
-	enc  *wire.Encoder
-	msgs chan *wire.Message
-	done chan error
+	enc    *wire.Encoder
+	msgs   chan *wire.Message
+	done   chan error
 }
 
 func startLink(t *testing.T, scenario string) *linkPeer {

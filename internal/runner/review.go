@@ -342,4 +342,3 @@ func (r *Runner) displayPath(p string) string {
 	}
 	return p
 }
-

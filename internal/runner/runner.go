@@ -57,9 +57,9 @@ type Runner struct {
 	log    *zap.Logger
 	events atomic.Pointer[eventlog.Log]
 	// dir is the session folder; a fork moves the runner to a new one.
-	dir atomic.Pointer[string]
-	eng    engine.Engine
-	gate   *gatekeeper
+	dir  atomic.Pointer[string]
+	eng  engine.Engine
+	gate *gatekeeper
 
 	mu          sync.Mutex
 	spec        wire.Spec
@@ -80,15 +80,15 @@ type Runner struct {
 	goalAttempts int
 	// contextPercent is the engine's last reported context fill.
 	contextPercent float64
-	wake        chan struct{}
+	wake           chan struct{}
 	// stopLoop ends a timed loop.
 	stopLoop context.CancelFunc
 	// settled is open while a finished turn's goal check runs.
 	settled chan struct{}
 	// turnDone is signalled (without blocking) whenever a turn ends.
 	turnDone chan struct{}
-	presence    *presenceWriter
-	loopDone    chan struct{}
+	presence *presenceWriter
+	loopDone chan struct{}
 }
 
 // turn is the turn in progress.

@@ -139,9 +139,12 @@ func plural(n int) string {
 	return "s"
 }
 
-// enqueue adds a message to the queue and records it.
+// enqueue adds a message to the queue and records it. The userMessage event
+// is appended before the turn loop can see the message, so it always
+// precedes the turnStarted it leads to.
 func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) wire.Queued {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	prefix := "m"
 	switch kind {
 	case "goalCheck":
@@ -154,11 +157,10 @@ func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) wire.Queued {
 		r.goalAttempts = 0
 	}
 	q := wire.Queued{ID: r.newID(prefix), Text: text}
-	r.queue = append(r.queue, q)
-	queued := queuedBehindTurn || r.running != nil || len(r.queue) > 1
-	r.notify()
-	r.mu.Unlock()
+	queued := queuedBehindTurn || r.running != nil || r.settled != nil || len(r.queue) > 0
 	r.emit(wire.EvUserMessage, wire.UserMessageData{ID: q.ID, Text: text, Kind: kind, Queued: queued})
+	r.queue = append(r.queue, q)
+	r.notify()
 	return q
 }
 

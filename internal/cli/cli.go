@@ -1,0 +1,179 @@
+// Package cli is the command line of the supervisor binary: serve runs the
+// daemon, and the other subcommands drive a running daemon through its API.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// External is a subcommand another package provides (gate, hunks, ...).
+type External struct {
+	Name    string
+	Summary string
+	Main    func(args []string, stdout, stderr io.Writer) int
+}
+
+type command struct {
+	name    string
+	args    string // positional arguments, for usage
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// env is what a subcommand writes to.
+type env struct {
+	stdout, stderr io.Writer
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "", "run the supervisor daemon", runServe},
+		{"new", "", "create a session; prints its id", runNew},
+		{"ls", "", "list sessions", runList},
+		{"send", "ID TEXT...", "send a message (queued while a turn runs)", runSend},
+		{"steer", "ID TEXT...", "steer the running turn at its next tool boundary", runSteer},
+		{"stop", "ID", "interrupt the turn, deny open asks, clear the queue", runStop},
+		{"answer", "ID ASK allow|deny", "answer an open ask", runAnswer},
+		{"hunk", "ID [EDIT/]HUNK accept|reject", "decide a staged hunk", runHunk},
+		{"status", "ID", "show a session and its status", runStatus},
+		{"events", "ID", "print a session's events as NDJSON", runEvents},
+		{"rm", "ID", "stop a session's runner and delete the session", runRemove},
+	}
+}
+
+// Main runs the command line args (without the program name) and returns
+// the exit status: 0 on success, 1 when the work failed, 2 on bad usage.
+func Main(args []string, stdout, stderr io.Writer, ext ...External) int {
+	cmds := commands()
+	if len(args) == 0 {
+		usage(stderr, cmds, ext)
+		return 2
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			return Main([]string{args[1], "--help"}, stdout, stderr, ext...)
+		}
+		usage(stdout, cmds, ext)
+		return 0
+	}
+	name, rest := args[0], args[1:]
+	for _, x := range ext {
+		if x.Name == name {
+			return x.Main(rest, stdout, stderr)
+		}
+	}
+	for _, c := range cmds {
+		if c.name != name {
+			continue
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if name == "serve" {
+			// serve handles its own signals: they start a graceful stop.
+			stop()
+			ctx = context.Background()
+		}
+		err := c.run(ctx, &env{stdout: stdout, stderr: stderr}, rest)
+		var ue usageError
+		switch {
+		case err == nil, errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.As(err, &ue):
+			fmt.Fprintf(stderr, "supervisor %s: %v\nRun 'supervisor %s --help' for usage.\n", name, ue.err, name)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "supervisor %s: %s\n", name, oneLine(err.Error()))
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "supervisor: unknown command %q\n", name)
+	usage(stderr, cmds, ext)
+	return 2
+}
+
+func usage(w io.Writer, cmds []command, ext []External) {
+	fmt.Fprintln(w, "Usage: supervisor COMMAND [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	type row struct{ name, summary string }
+	var rows []row
+	for _, c := range cmds {
+		rows = append(rows, row{strings.TrimSpace(c.name + " " + c.args), c.summary})
+	}
+	var extra []row
+	for _, x := range ext {
+		extra = append(extra, row{x.Name + " ...", x.Summary})
+	}
+	sort.Slice(extra, func(i, j int) bool { return extra[i].name < extra[j].name })
+	for _, r := range append(rows, extra...) {
+		fmt.Fprintf(w, "  %-34s %s\n", r.name, r.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Client commands find the daemon through --state DIR, else $CORRAL_STATE,")
+	fmt.Fprintln(w, "else $XDG_STATE_HOME/corral, else ~/.local/state/corral.")
+	fmt.Fprintln(w, "Run 'supervisor COMMAND --help' for a command's flags.")
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// newFlags returns a flag set whose usage names the command and its
+// positional arguments.
+func newFlags(e *env, name, args, summary string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: supervisor %s [flags] %s\n\n%s\n\nFlags:\n", name, args, summary)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags anywhere among the arguments (flag alone stops at the
+// first positional one) and returns the positional arguments. After "--"
+// everything is positional.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		rest := fs.Args()
+		consumed := args[:len(args)-len(rest)]
+		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/internal/supervisor/daemon"
+	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakerunner.EnvVar) != "" {
+		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// startDaemon runs a supervisor with fake runners in modes on a fresh state
+// folder, which it returns; CORRAL_STATE points at it.
+func startDaemon(t *testing.T, modes string) string {
+	t.Helper()
+	t.Setenv(fakerunner.EnvVar, modes)
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	state := t.TempDir()
+	t.Setenv("CORRAL_STATE", state)
+	ignore := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, daemon.Config{StateDir: state, RunnerPath: os.Args[0], Logger: zaptest.NewLogger(t),
+			Ready: func(daemon.Listening) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		if err := goleak.Find(ignore); err != nil {
+			t.Error(err)
+		}
+	})
+	return state
+}
+
+// run runs the command line and returns exit status, stdout and stderr.
+func run(args ...string) (int, string, string) {
+	var out, errw bytes.Buffer
+	code := Main(args, &out, &errw)
+	return code, out.String(), errw.String()
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := run(args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d, stderr %q", args, code, errOut)
+	}
+	return out
+}
+
+// waitEvents polls the events command until its output holds want.
+func waitEvents(t *testing.T, id, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out := mustRun(t, "events", id)
+		if strings.Contains(out, want) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events never showed %q:\n%s", want, out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSessionFromTheCommandLine(t *testing.T) {
+	state := startDaemon(t, fakerunner.ModeOn)
+	cwd := t.TempDir()
+	out := mustRun(t, "new", "--engine", "script", "--cwd", cwd)
+	id := strings.TrimSpace(out)
+	if len(id) != 12 || out != id+"\n" {
+		t.Fatalf("new printed %q, want the id alone", out)
+	}
+	raw, err := os.ReadFile(filepath.Join(state, "sessions", id, "meta.json"))
+	if err != nil || !strings.Contains(string(raw), `"cwd": "`+cwd+`"`) {
+		t.Fatalf("meta.json %s %v", raw, err)
+	}
+
+	table := mustRun(t, "ls")
+	if !strings.HasPrefix(table, "ID") || !strings.Contains(table, id) || !strings.Contains(table, "script") {
+		t.Fatalf("ls:\n%s", table)
+	}
+	var list []api.Session
+	if err := json.Unmarshal([]byte(mustRun(t, "ls", "--json")), &list); err != nil || len(list) != 1 || list[0].ID != id {
+		t.Fatalf("ls --json: %v %v", list, err)
+	}
+
+	// Flags may follow the positional arguments; words are joined.
+	reply := mustRun(t, "send", id, "hello", "there", "--state", state)
+	if !strings.Contains(reply, `"messageId"`) {
+		t.Fatalf("send printed %q", reply)
+	}
+	events := waitEvents(t, id, `"type":"turnEnded"`)
+	lines := strings.Split(strings.TrimSuffix(events, "\n"), "\n")
+	onDisk, _ := os.ReadFile(filepath.Join(state, "sessions", id, "events.jsonl"))
+	if !strings.HasPrefix(string(onDisk), events) || !strings.Contains(lines[1], `"text":"hello there"`) {
+		t.Fatalf("events differ from the log:\n%s\n%s", events, onDisk)
+	}
+	if tail := mustRun(t, "events", id, "--from", "3"); !strings.HasPrefix(tail, `{"seq":3,`) {
+		t.Fatalf("events --from 3:\n%s", tail)
+	}
+
+	var st api.Session
+	if err := json.Unmarshal([]byte(mustRun(t, "status", id)), &st); err != nil || st.Status == nil || st.Status.Turn != 1 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	mustRun(t, "stop", id)
+	mustRun(t, "rm", id)
+	code, _, errOut := run("status", id)
+	if code != 1 || errOut != "supervisor status: session "+id+" not found\n" {
+		t.Fatalf("status after rm: %d %q", code, errOut)
+	}
+}
+
+func TestAnswerAndHunkCommands(t *testing.T) {
+	startDaemon(t, fakerunner.ModeAsk)
+	id := strings.TrimSpace(mustRun(t, "new", "--engine", "script"))
+	mustRun(t, "send", id, "please ask")
+	waitEvents(t, id, `"type":"askOpened"`)
+	mustRun(t, "answer", id, "a1", "allow", "--note", "fine by me")
+	waitEvents(t, id, `"type":"turnEnded"`)
+
+	// The fake runner knows no hunks: its refusal proves the command went.
+	code, _, errOut := run("hunk", id, "e1/h2", "accept", "--note", "ok")
+	if code != 1 || !strings.Contains(errOut, `unknown command "decideHunk"`) {
+		t.Fatalf("hunk e1/h2: %d %q", code, errOut)
+	}
+	code, _, errOut = run("hunk", id, "h2", "reject")
+	if code != 1 || !strings.Contains(errOut, `unknown command "decideHunk"`) {
+		t.Fatalf("bare hunk: %d %q", code, errOut)
+	}
+	code, _, errOut = run("answer", id, "a9", "deny")
+	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `no open ask "a9"`) {
+		t.Fatalf("answer to no ask: %d %q", code, errOut)
+	}
+}
+
+func TestUsageMistakesExit2(t *testing.T) {
+	t.Setenv("CORRAL_STATE", t.TempDir())
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"send", "abc"},
+		{"send", "abc", " "},
+		{"stop"},
+		{"stop", "a", "b"},
+		{"answer", "id", "a1", "maybe"},
+		{"hunk", "id", "e1/", "accept"},
+		{"hunk", "id", "/h1", "accept"},
+		{"hunk", "id", "e1/h1/x", "accept"},
+		{"hunk", "id", "h1", "allow"},
+		{"new"},
+		{"events", "id", "--from", "x"},
+		{"serve", "--idle-ttl", "0s"},
+		{"serve", "extra"},
+		{"serve", "--log-level", "loud"},
+	} {
+		if code, _, errOut := run(args...); code != 2 || errOut == "" {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, c := range commands() {
+		code, _, errOut := run(c.name, "--help")
+		if code != 0 || !strings.HasPrefix(errOut, "Usage: supervisor "+c.name) {
+			t.Errorf("%s --help: exit %d, %q", c.name, code, errOut)
+		}
+	}
+	if code, out, _ := run("help"); code != 0 || !strings.Contains(out, "events ID") {
+		t.Errorf("help: %d %q", code, out)
+	}
+}
+
+func TestNoDaemonIsAOneLineError(t *testing.T) {
+	t.Setenv("CORRAL_STATE", t.TempDir())
+	code, _, errOut := run("ls")
+	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "no supervisor answers") {
+		t.Fatalf("ls without a daemon: %d %q", code, errOut)
+	}
+}
+
+func TestExternalCommandsAreDispatched(t *testing.T) {
+	var got []string
+	ext := External{Name: "hunks", Summary: "diff and apply hunks", Main: func(args []string, stdout, _ io.Writer) int {
+		got = args
+		return 7
+	}}
+	var out, errw bytes.Buffer
+	if code := Main([]string{"hunks", "diff", "a", "b"}, &out, &errw, ext); code != 7 || strings.Join(got, " ") != "diff a b" {
+		t.Fatalf("exit %d, args %q", code, got)
+	}
+	Main([]string{"help"}, &out, &errw, ext)
+	if !strings.Contains(out.String(), "diff and apply hunks") {
+		t.Fatalf("help does not list the external command:\n%s", out.String())
+	}
+}

@@ -1,0 +1,57 @@
+// Package api holds the JSON bodies of the supervisor's HTTP API, shared by
+// the server and its Go client. docs/api.md is the reference for shell
+// authors; keep the two in step.
+package api
+
+import (
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// Version is the path prefix of every endpoint.
+const Version = "/v1"
+
+// Session is one session as the API shows it.
+type Session struct {
+	ID   string    `json:"id"`
+	Spec wire.Spec `json:"spec"`
+	// Live reports whether a runner process holds the session right now.
+	Live bool `json:"live"`
+	// Status is the runner's answer to the status command when Live, else
+	// the last presence.json the runner wrote; nil when neither exists.
+	Status *wire.Status `json:"status,omitempty"`
+	// UpdatedAt is when the session's event log last changed (its folder's
+	// creation when it has no log yet).
+	UpdatedAt time.Time `json:"updatedAt"`
+	// LastCrash is how the session's runner last died unasked (code
+	// runner_crashed, with exit code, signal and stderr tail), while this
+	// supervisor ran; the next command starts a new runner.
+	LastCrash *wire.Error `json:"lastCrash,omitempty"`
+}
+
+// SessionReply is the body of a successful create or get.
+type SessionReply struct {
+	OK      bool     `json:"ok"`
+	Session *Session `json:"session"`
+}
+
+// SessionsReply is the body of a successful list.
+type SessionsReply struct {
+	OK       bool      `json:"ok"`
+	Sessions []Session `json:"sessions"`
+}
+
+// HealthReply is the body of GET /v1/health.
+type HealthReply struct {
+	OK    bool `json:"ok"`
+	Proto int  `json:"proto"`
+	// Sessions counts the sessions with a live runner.
+	LiveSessions int `json:"liveSessions"`
+}
+
+// Media types of the event stream.
+const (
+	MediaSSE    = "text/event-stream"
+	MediaNDJSON = "application/x-ndjson"
+)

@@ -1,0 +1,215 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// benchManager is a manager whose runners are the real runner binary.
+func benchManager(b *testing.B) *Manager {
+	b.Helper()
+	_, runner := realBinaries(b)
+	m, err := New(Config{StateDir: b.TempDir(), RunnerPath: runner, Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Shutdown(context.Background()) })
+	return m
+}
+
+// reportQuantiles reports the p50 and p99 of samples in unit.
+func reportQuantiles(b *testing.B, samples []time.Duration, unit time.Duration, name string) {
+	if len(samples) == 0 {
+		return
+	}
+	slices.Sort(samples)
+	q := func(p float64) float64 {
+		return float64(samples[int(p*float64(len(samples)-1))]) / float64(unit)
+	}
+	b.ReportMetric(q(0.50), "p50-"+name)
+	b.ReportMetric(q(0.99), "p99-"+name)
+}
+
+// BenchmarkSessionCreate measures creating a session until its runner (the
+// real one, script engine) is live and has answered status.
+func BenchmarkSessionCreate(b *testing.B) {
+	m := benchManager(b)
+	cwd := b.TempDir()
+	ctx := context.Background()
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		s, err := m.Create(ctx, wire.Spec{Engine: "script", Cwd: cwd})
+		samples = append(samples, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := m.Delete(ctx, s.ID); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportQuantiles(b, samples, time.Millisecond, "ms")
+}
+
+// BenchmarkInjectToFirstMirror measures a send from the call to the first
+// event it causes reaching a live subscriber, with the real runner. The
+// turn it starts is played out untimed.
+func BenchmarkInjectToFirstMirror(b *testing.B) {
+	m := benchManager(b)
+	ctx := context.Background()
+	cwd := b.TempDir()
+	scenario := filepath.Join(cwd, "scenario.json")
+	if err := os.WriteFile(scenario, []byte(`{"fallback":{"steps":[{"say":"ok"}]}}`), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s, err := m.Create(ctx, wire.Spec{Engine: "script", Cwd: cwd, Scenario: scenario})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := m.Events(ctx, s.ID, 1, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	// Catch up with what the start wrote.
+	for {
+		ev, err := st.Next(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if string(ev.Type) == "sessionStarted" {
+			break
+		}
+	}
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := m.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "go"}); err != nil {
+			b.Fatal(err)
+		}
+		ev, err := st.Next(ctx)
+		samples = append(samples, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Play the turn out: its userMessage and its turnEnded, in
+		// whichever order the runner writes them.
+		b.StopTimer()
+		var sawMessage, sawEnd bool
+		for {
+			sawMessage = sawMessage || string(ev.Type) == "userMessage"
+			sawEnd = sawEnd || string(ev.Type) == "turnEnded"
+			if sawMessage && sawEnd {
+				break
+			}
+			if ev, err = st.Next(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportQuantiles(b, samples, time.Microsecond, "µs")
+}
+
+// BenchmarkSupervisorMemory reports the resident memory of the supervisor
+// binary holding 1,000 idle sessions (created through its API, their
+// runners reaped), and of one idle live runner. Run it with -benchtime=1x.
+func BenchmarkSupervisorMemory(b *testing.B) {
+	sup, runner := realBinaries(b)
+	state := b.TempDir()
+	cwd := b.TempDir()
+	cmd := exec.Command(sup, "serve", "--state", state, "--runner", runner, "--idle-ttl", "1s", "--log-level", "error")
+	proc.Configure(cmd)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	c, _ := client.ForState(state)
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := c.Health(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("supervisor did not start")
+		}
+	}
+	const sessions = 1000
+	b.ResetTimer()
+	var ids []string
+	for i := range sessions {
+		s, err := c.CreateSession(ctx, wire.Spec{Engine: "script", Cwd: cwd})
+		if err != nil {
+			b.Fatalf("session %d: %v", i, err)
+		}
+		ids = append(ids, s.ID)
+	}
+	b.StopTimer()
+	// One idle live runner, measured before the reaper takes it.
+	raw, err := os.ReadFile(filepath.Join(state, "sessions", ids[len(ids)-1], pidFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	runnerPID, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	runnerKB := rssKB(b, runnerPID)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		h, err := c.Health(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if h.LiveSessions == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d runners still live", h.LiveSessions)
+		}
+	}
+	list, err := c.Sessions(ctx)
+	if err != nil || len(list) != sessions {
+		b.Fatalf("list: %d sessions, %v", len(list), err)
+	}
+	b.ReportMetric(float64(rssKB(b, cmd.Process.Pid))/1024, "supervisor-RSS-MB")
+	b.ReportMetric(float64(runnerKB)/1024, "idle-runner-RSS-MB")
+}
+
+func rssKB(b *testing.B, pid int) int {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb
+		}
+	}
+	b.Fatalf("no VmRSS for %d", pid)
+	return 0
+}

@@ -1,0 +1,282 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// stderrTailLines is how many stderr lines a runner_crashed error carries.
+const stderrTailLines = 40
+
+// child is one runner process and the protocol spoken with it.
+type child struct {
+	log   *zap.Logger
+	cmd   *exec.Cmd
+	enc   *wire.Encoder
+	stdin *os.File
+	tail  *proc.Tail
+	hooks childHooks
+
+	ready  chan *wire.Message // the handshake's answer
+	exited chan struct{}      // closed once the process was waited for
+	done   chan struct{}      // closed once every pending call was rejected
+
+	nextReq atomic.Uint64
+
+	// Activity as the mirrored events show it, kept by the reader and read
+	// by the reaper.
+	working  atomic.Bool
+	openAsks atomic.Int32
+	// idleSince is when the last turn ended (Unix nanoseconds by the
+	// manager's clock): the idle clock starts there, not at the call that
+	// queued the turn.
+	idleSince atomic.Int64
+	now       func() time.Time
+
+	mu       sync.Mutex
+	pending  map[string]chan *wire.Message
+	terms    map[termKey]func(*wire.Message)
+	session  string // the session the runner is on now (changes on rotate)
+	stopping bool   // an exit now is a shutdown, not a crash
+	death    *wire.Error
+}
+
+type termKey struct{ term, client string }
+
+// childHooks connect a child to its manager. They run on the child's reader
+// goroutine (hub, rotate) or its waiter goroutine (exit).
+type childHooks struct {
+	hub    func(session string) *hub
+	rotate func(c *child, from, to string)
+	exit   func(c *child)
+}
+
+type spawnSpec struct {
+	runner  string
+	dir     string // the session folder, also the working directory
+	session string
+	env     []string
+	maxLine int
+	log     *zap.Logger
+	now     func() time.Time
+	hooks   childHooks
+}
+
+// startChild starts a runner process and its reader and waiter. The
+// handshake is the caller's next step.
+func startChild(sp spawnSpec) (*child, error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("runner stdin: %w", err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, fmt.Errorf("runner stdout: %w", err)
+	}
+	c := &child{
+		log:     sp.log,
+		stdin:   stdinW,
+		enc:     wire.NewEncoder(stdinW),
+		tail:    proc.NewTail(stderrTailLines),
+		hooks:   sp.hooks,
+		ready:   make(chan *wire.Message, 1),
+		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
+		pending: map[string]chan *wire.Message{},
+		terms:   map[termKey]func(*wire.Message){},
+		session: sp.session,
+		now:     sp.now,
+	}
+	cmd := exec.Command(sp.runner, "--session-dir", sp.dir, "--stdio")
+	cmd.Dir = sp.dir
+	cmd.Env = append(proc.BaseEnv(), sp.env...)
+	cmd.Stdin = stdinR
+	cmd.Stdout = stdoutW
+	cmd.Stderr = &stderrSink{tail: c.tail, log: sp.log}
+	// A grandchild holding stderr open must not keep Wait from returning.
+	cmd.WaitDelay = time.Second
+	proc.Configure(cmd)
+	err = cmd.Start()
+	// The child has its own copies now.
+	stdinR.Close()
+	stdoutW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		return nil, fmt.Errorf("start runner %s: %w", sp.runner, err)
+	}
+	c.cmd = cmd
+	c.log = sp.log.With(zap.Int("pid", cmd.Process.Pid))
+
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer stdoutR.Close()
+		c.read(stdoutR, sp.maxLine)
+	}()
+	go c.wait(stdoutR, readerDone)
+	return c, nil
+}
+
+// wait reaps the process, gives the reader a moment to drain what the runner
+// wrote before it died, and then rejects every pending call.
+func (c *child) wait(stdout *os.File, readerDone <-chan struct{}) {
+	err := c.cmd.Wait()
+	close(c.exited)
+	// Nothing the runner left in its group may outlive it.
+	proc.KillGroup(c.cmd.Process.Pid)
+	select {
+	case <-readerDone:
+	case <-time.After(time.Second):
+		// Something still holds the pipe open; stop reading.
+		stdout.Close()
+		<-readerDone
+	}
+	c.stdin.Close()
+
+	code, sig := proc.ExitStatus(err)
+	c.mu.Lock()
+	c.death = c.deathError(code, sig)
+	pending := len(c.pending)
+	c.pending = nil
+	terms := c.terms
+	c.terms = nil
+	stopping := c.stopping
+	c.mu.Unlock()
+	// Attached terminal clients get no more output: tell each one why.
+	for k, sink := range terms {
+		sink(&wire.Message{T: wire.TTermError, Term: &wire.Term{TermID: k.term, ClientID: k.client}, Error: c.death})
+	}
+	if stopping {
+		c.log.Debug("runner exited", zap.Int("exitCode", code), zap.String("signal", sig))
+	} else {
+		c.log.Warn("runner exited", zap.Int("exitCode", code), zap.String("signal", sig), zap.Int("pendingCalls", pending))
+	}
+	c.hooks.exit(c)
+	close(c.done)
+}
+
+func (c *child) deathError(code int, sig string) *wire.Error {
+	how := "exited with code " + strconv.Itoa(code)
+	if sig != "" {
+		how = "was killed by signal " + sig
+	}
+	lines := c.tail.Lines()
+	e := &wire.Error{Detail: &wire.Crash{ExitCode: code, Signal: sig, Stderr: lines}}
+	if c.stopping {
+		e.Code = wire.CodeUnavailable
+		e.Message = fmt.Sprintf("runner for session %s was shut down", c.session)
+	} else {
+		e.Code = wire.CodeRunnerCrashed
+		e.Message = fmt.Sprintf("runner for session %s %s", c.session, how)
+		if len(lines) > 0 {
+			e.Message += ": " + lines[len(lines)-1]
+		}
+	}
+	e.StatusCode = wire.StatusFor(e.Code)
+	return e
+}
+
+// err returns why the child can take no more calls, or nil while it can.
+func (c *child) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.death != nil {
+		return c.death
+	}
+	return nil
+}
+
+func (c *child) alive() bool { return c.err() == nil }
+
+func (c *child) currentSession() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// stop asks the runner to shut down and waits up to grace for it to exit;
+// then it terminates the runner's process group (SIGTERM, then SIGKILL after
+// kill). It returns once every pending call was rejected.
+func (c *child) stop(grace, kill time.Duration) {
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	deadline := time.Now().Add(grace)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	if _, err := c.call(ctx, &wire.Message{T: wire.TShutdown}); err != nil && c.alive() {
+		c.log.Debug("runner did not acknowledge shutdown", zap.Error(err))
+	}
+	select {
+	case <-c.exited:
+	case <-ctx.Done():
+	}
+	cancel()
+	select {
+	case <-c.exited:
+	default:
+		if proc.StopGroup(c.cmd, c.exited, kill) {
+			c.log.Warn("runner ignored SIGTERM; killed")
+		}
+	}
+	<-c.done
+}
+
+// kill ends the runner at once (a failed start).
+func (c *child) kill() {
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	proc.KillGroup(c.cmd.Process.Pid)
+	<-c.done
+}
+
+func (c *child) holdsTerminal() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.terms) > 0
+}
+
+// stderrSink keeps a runner's stderr tail and copies each line to the log.
+type stderrSink struct {
+	tail    *proc.Tail
+	log     *zap.Logger
+	partial []byte
+}
+
+// Write is called from exec's single copying goroutine only.
+func (s *stderrSink) Write(p []byte) (int, error) {
+	s.tail.Write(p)
+	if !s.log.Core().Enabled(zap.DebugLevel) {
+		return len(p), nil
+	}
+	data := p
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			s.partial = append(s.partial, data...)
+			if len(s.partial) > 4096 {
+				s.partial = s.partial[len(s.partial)-4096:]
+			}
+			break
+		}
+		line := append(s.partial, data[:i]...)
+		s.log.Debug("runner stderr", zap.ByteString("line", line))
+		s.partial = s.partial[:0]
+		data = data[i+1:]
+	}
+	return len(p), nil
+}

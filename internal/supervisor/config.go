@@ -1,0 +1,87 @@
+package supervisor
+
+import (
+	"errors"
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// Config configures a Manager. StateDir and RunnerPath are required; every
+// duration has a default.
+type Config struct {
+	// StateDir holds sessions/<id>/ folders.
+	StateDir string
+	// RunnerPath is the runner executable.
+	RunnerPath string
+	// Env is added to each runner's environment (after the inherited one,
+	// cleaned of credentials).
+	Env []string
+	// Credentials go to each runner inside live.ensure, never into a file
+	// or a log.
+	Credentials map[string]string
+
+	// IdleTTL is how long a runner may sit idle before it is stopped
+	// (default 5 minutes).
+	IdleTTL time.Duration
+	// ReapInterval is how often RunReaper looks (default IdleTTL/4,
+	// between 10ms and 30s).
+	ReapInterval time.Duration
+	// ShutdownGrace is how long a runner has to exit after shutdown
+	// before its group gets SIGTERM (default 5s).
+	ShutdownGrace time.Duration
+	// KillGrace is how long after SIGTERM the group gets SIGKILL
+	// (default 2s).
+	KillGrace time.Duration
+	// StartTimeout bounds a runner's start: handshake and live.ensure
+	// (default 30s).
+	StartTimeout time.Duration
+	// CallTimeout bounds a call to a runner whose context has no deadline
+	// (default 30s).
+	CallTimeout time.Duration
+
+	// MaxLine bounds one protocol line and one event line (default
+	// wire.DefaultMaxLine).
+	MaxLine int
+	// SubscriberBuffer is how many events a live subscriber may fall
+	// behind before it is moved back to reading the log (default 1024).
+	SubscriberBuffer int
+
+	Logger *zap.Logger
+	// Now is the reaper's clock (default time.Now).
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	if c.StateDir == "" {
+		return errors.New("supervisor: state directory is required")
+	}
+	if c.RunnerPath == "" {
+		return errors.New("supervisor: runner path is required")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.IdleTTL, 5*time.Minute)
+	def(&c.ReapInterval, min(max(c.IdleTTL/4, 10*time.Millisecond), 30*time.Second))
+	def(&c.ShutdownGrace, 5*time.Second)
+	def(&c.KillGrace, 2*time.Second)
+	def(&c.StartTimeout, 30*time.Second)
+	def(&c.CallTimeout, 30*time.Second)
+	if c.MaxLine <= 0 {
+		c.MaxLine = wire.DefaultMaxLine
+	}
+	if c.SubscriberBuffer <= 0 {
+		c.SubscriberBuffer = 1024
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}

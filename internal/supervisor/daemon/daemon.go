@@ -1,0 +1,214 @@
+// Package daemon runs a supervisor: it takes the state folder's lock,
+// starts the session manager, serves the HTTP API on the state folder's
+// unix socket (and optionally on TCP behind a bearer token), reaps idle
+// runners, and on SIGINT or SIGTERM shuts every runner down before it
+// exits.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/supervisor/httpapi"
+	"github.com/oklog/run"
+	"go.uber.org/zap"
+)
+
+// Files in the state folder.
+const (
+	SocketName = "supervisor.sock"
+	TokenName  = "token"
+	lockName   = "supervisor.lock"
+)
+
+// Config configures a supervisor daemon.
+type Config struct {
+	// StateDir is the state folder; it is created with mode 0700.
+	StateDir string
+	// RunnerPath is the runner executable; empty means FindRunner's choice.
+	RunnerPath string
+	// ListenTCP, when set, is a TCP address to serve too, every request
+	// needing the bearer token.
+	ListenTCP string
+	// TokenFile holds the bearer token for TCP; empty means <state>/token,
+	// generated when missing.
+	TokenFile string
+	// CredentialsFile is a 0600 credentials file handed to runners.
+	CredentialsFile string
+	// EnginesDir is passed to runners as CORRAL_ENGINES_DIR.
+	EnginesDir string
+	// IdleTTL is how long an idle runner lives (default 5 minutes).
+	IdleTTL time.Duration
+	// ShutdownGrace and KillGrace tune how runners are stopped (defaults
+	// in supervisor.Config).
+	ShutdownGrace, KillGrace time.Duration
+
+	Logger *zap.Logger
+	// Ready, when set, is called once every listener is up.
+	Ready func(Listening)
+}
+
+// Listening says where a started daemon serves.
+type Listening struct {
+	Socket  string
+	TCPAddr string // empty without ListenTCP
+}
+
+// FindRunner returns the runner executable: path when given, else the file
+// named runner next to this executable, else runner on PATH.
+func FindRunner(path string) (string, error) {
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("runner: %w", err)
+		}
+		return filepath.Abs(path)
+	}
+	if exe, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(exe), "runner")
+		if fi, err := os.Stat(beside); err == nil && !fi.IsDir() {
+			return beside, nil
+		}
+	}
+	found, err := exec.LookPath("runner")
+	if err != nil {
+		return "", errors.New("runner not found next to the supervisor nor on PATH; build it (make build) or pass --runner")
+	}
+	return filepath.Abs(found)
+}
+
+// Run serves until ctx ends or a signal arrives, then stops every runner.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	state, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("state folder: %w", err)
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return fmt.Errorf("state folder: %w", err)
+	}
+	unlock, err := lockState(state)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	runner, err := FindRunner(cfg.RunnerPath)
+	if err != nil {
+		return err
+	}
+	mcfg := supervisor.Config{
+		StateDir:      state,
+		RunnerPath:    runner,
+		IdleTTL:       cfg.IdleTTL,
+		ShutdownGrace: cfg.ShutdownGrace,
+		KillGrace:     cfg.KillGrace,
+		Logger:        log,
+	}
+	if cfg.EnginesDir != "" {
+		dir, err := filepath.Abs(cfg.EnginesDir)
+		if err != nil {
+			return fmt.Errorf("engines folder: %w", err)
+		}
+		mcfg.Env = append(mcfg.Env, "CORRAL_ENGINES_DIR="+dir)
+	}
+	if cfg.CredentialsFile != "" {
+		store, err := creds.LoadFile(cfg.CredentialsFile)
+		if err != nil {
+			return err
+		}
+		mcfg.Credentials = store.File
+	}
+	m, err := supervisor.New(mcfg)
+	if err != nil {
+		return err
+	}
+	// Runners stop whatever way Run ends.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := m.Shutdown(sctx); err != nil {
+			log.Error("stopping runners", zap.Error(err))
+		}
+	}()
+
+	api := httpapi.New(m, httpapi.Options{Logger: log})
+	socket := filepath.Join(state, SocketName)
+	unixLn, err := listenUnix(socket)
+	if err != nil {
+		return err
+	}
+	// Closing the listener removes the socket file.
+	defer unixLn.Close()
+	where := Listening{Socket: socket}
+
+	var g run.Group
+	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+	addServer(&g, log, unixLn, api)
+	if cfg.ListenTCP != "" {
+		token, err := loadToken(state, cfg.TokenFile)
+		if err != nil {
+			return err
+		}
+		tcpLn, err := net.Listen("tcp", cfg.ListenTCP)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.ListenTCP, err)
+		}
+		defer tcpLn.Close()
+		where.TCPAddr = tcpLn.Addr().String()
+		addServer(&g, log, tcpLn, httpapi.RequireBearer(token, api))
+	}
+	reapCtx, stopReaper := context.WithCancel(context.Background())
+	g.Add(func() error { return m.RunReaper(reapCtx) }, func(error) { stopReaper() })
+
+	log.Info("supervisor serving", zap.String("socket", where.Socket), zap.String("tcp", where.TCPAddr),
+		zap.String("state", state), zap.String("runner", runner))
+	if cfg.Ready != nil {
+		cfg.Ready(where)
+	}
+	err = g.Run()
+	var sig run.SignalError
+	if errors.As(err, &sig) || errors.Is(err, context.Canceled) {
+		log.Info("supervisor stopping", zap.Error(err))
+		return nil
+	}
+	return err
+}
+
+// addServer serves h on ln until the group stops. Stopping ends every event
+// stream first, so the graceful shutdown does not wait on them.
+func addServer(g *run.Group, log *zap.Logger, ln net.Listener, h http.Handler) {
+	base, cancel := context.WithCancel(context.Background())
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	g.Add(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+		}
+		return nil
+	}, func(error) {
+		cancel()
+		ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
+	})
+}

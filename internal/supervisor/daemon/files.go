@@ -1,0 +1,114 @@
+package daemon
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// lockState takes the state folder's lock, so that two supervisors never
+// drive the same sessions. The lock dies with the process.
+func lockState(state string) (unlock func(), err error) {
+	path := filepath.Join(state, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock state folder: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another supervisor (pid %s) is using %s", strings.TrimSpace(string(holder)), state)
+		}
+		return nil, fmt.Errorf("lock state folder: %w", err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() { f.Close() }, nil
+}
+
+// listenUnix listens on a socket only its owner may use. A socket file left
+// by a supervisor that died is removed, but only once nothing answers on it.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("%s exists and is not a socket; move it away", path)
+		}
+		conn, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			conn.Close()
+			return nil, fmt.Errorf("a supervisor already answers on %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	// No moment where the socket is open to others.
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("socket mode: %w", err)
+	}
+	return ln, nil
+}
+
+// loadToken returns the TCP bearer token: from file when given, else from
+// <state>/token, which is created with a fresh random token when missing.
+// A token file others can read is refused.
+func loadToken(state, file string) (string, error) {
+	if file == "" {
+		file = filepath.Join(state, TokenName)
+		raw := make([]byte, 32)
+		if _, err := rand.Read(raw); err != nil {
+			return "", fmt.Errorf("token: %w", err)
+		}
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			_, err = f.WriteString(hex.EncodeToString(raw) + "\n")
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return "", fmt.Errorf("write token: %w", err)
+			}
+		} else if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("create token: %w", err)
+		}
+	}
+	return ReadToken(file)
+}
+
+// ReadToken reads a bearer token file, refusing one that anyone but its
+// owner may read.
+func ReadToken(file string) (string, error) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("token file %s has mode %#o; it must be 0600 (chmod 600 %s)", file, fi.Mode().Perm(), file)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	token := strings.TrimSpace(string(raw))
+	if token == "" {
+		return "", fmt.Errorf("token file %s is empty", file)
+	}
+	return token, nil
+}

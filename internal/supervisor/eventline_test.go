@@ -1,0 +1,168 @@
+package supervisor
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+func TestScanEvent(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		seq     int64
+		typ     string
+		wantErr bool
+	}{
+		{"runner order", `{"seq":7,"ts":"2026-01-01T00:00:00Z","type":"turnEnded","data":{"turn":1}}`, 7, "turnEnded", false},
+		{"type first", `{"type":"usage","seq":12}`, 12, "usage", false},
+		{"data before type holds a decoy", `{"seq":3,"data":{"type":"decoy","x":[1,{"type":"no"}]},"type":"askOpened"}`, 3, "askOpened", false},
+		{"spaces", ` { "seq" : 5 , "type" : "stopped" } `, 5, "stopped", false},
+		{"escaped quote in skipped string", `{"data":"a\"b","seq":2,"type":"x"}`, 2, "x", false},
+		{"no type", `{"seq":4,"data":{}}`, 4, "", false},
+		{"no seq", `{"type":"x"}`, 0, "", true},
+		{"string seq", `{"seq":"4","type":"x"}`, 0, "", true},
+		{"negative seq", `{"seq":-4,"type":"x"}`, 0, "", true},
+		{"seq too large", `{"seq":99999999999999999999,"type":"x"}`, 0, "", true},
+		{"not an object", `[1,2]`, 0, "", true},
+		{"empty", ``, 0, "", true},
+		{"truncated", `{"seq":4,"data":{"a":`, 0, "", true},
+		{"type not a string", `{"seq":1,"type":3}`, 0, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			seq, typ, err := scanEvent([]byte(tc.line))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil && (seq != tc.seq || string(typ) != tc.typ) {
+				t.Fatalf("got %d %q, want %d %q", seq, typ, tc.seq, tc.typ)
+			}
+		})
+	}
+}
+
+func TestParseMirror(t *testing.T) {
+	ev := `{"seq":9,"ts":"2026-01-01T00:00:00Z","type":"assistantDelta","data":{"text":"}}"}}`
+	tests := []struct {
+		name  string
+		line  string
+		ok    bool
+		seq   int64
+		event string
+	}{
+		{"as the runner writes it", strings.TrimSuffix(string(wire.AppendMirror(nil, 9, []byte(ev))), "\n"), true, 9, ev},
+		{"trailing CR and spaces", `{"t":"mirror","seq":1,"event":{"seq":1}}` + " \r", true, 1, `{"seq":1}`},
+		{"another field after the event", `{"t":"mirror","seq":1,"event":{"seq":1},"x":{}}`, false, 0, ""},
+		{"fields in another order", `{"seq":1,"t":"mirror","event":{"seq":1}}`, false, 0, ""},
+		{"event not an object", `{"t":"mirror","seq":1,"event":[1]}`, false, 0, ""},
+		{"unclosed", `{"t":"mirror","seq":1,"event":{"seq":1}`, false, 0, ""},
+		{"not a mirror", `{"t":"injected","reqId":"1"}`, false, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			seq, event, ok := parseMirror([]byte(tc.line))
+			if ok != tc.ok || seq != tc.seq || string(event) != tc.event {
+				t.Fatalf("got %v %d %q, want %v %d %q", ok, seq, event, tc.ok, tc.seq, tc.event)
+			}
+		})
+	}
+}
+
+var plainInt = regexp.MustCompile(`^[0-9]+$`)
+
+// topLevel decodes an object's top-level members in order; ok is false for
+// anything but an object without repeated keys.
+func topLevel(b []byte) (map[string]json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	out := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key := tok.(string)
+		if _, dup := out[key]; dup {
+			return nil, false
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, false
+		}
+		out[key] = raw
+	}
+	return out, true
+}
+
+func FuzzScanEvent(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"ts":"2026-01-01T00:00:00Z","type":"sessionStarted","data":{"engine":"script"}}`))
+	f.Add([]byte(`{"data":{"type":"x"},"type":"y","seq":3}`))
+	f.Add([]byte(`{"seq":1`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		seq, typ, err := scanEvent(line)
+		if !json.Valid(line) {
+			return
+		}
+		members, ok := topLevel(line)
+		if !ok {
+			return
+		}
+		rawSeq, hasSeq := members["seq"]
+		if !hasSeq || !plainInt.Match(rawSeq) {
+			return
+		}
+		want, perr := strconv.ParseInt(string(rawSeq), 10, 64)
+		if perr != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("scanEvent(%q) failed: %v", line, err)
+		}
+		if seq != want {
+			t.Fatalf("scanEvent(%q) seq = %d, want %d", line, seq, want)
+		}
+		if rawType, ok := members["type"]; ok && len(rawType) > 1 && rawType[0] == '"' {
+			if string(typ) != string(rawType[1:len(rawType)-1]) {
+				t.Fatalf("scanEvent(%q) type = %q, want %s", line, typ, rawType)
+			}
+		}
+	})
+}
+
+func FuzzParseMirror(f *testing.F) {
+	f.Add([]byte(`{"t":"mirror","seq":3,"event":{"seq":3,"type":"usage","data":{}}}`), int64(3), []byte(`{"seq":3}`))
+	f.Add([]byte(`{"t":"mirror","seq":1,"event":{"a":"}"}}`), int64(0), []byte(`{"a":[{}]}`))
+	f.Fuzz(func(t *testing.T, line []byte, seq int64, event []byte) {
+		// Whatever it accepts must be what a JSON decoder sees.
+		if s, ev, ok := parseMirror(line); ok && json.Valid(line) {
+			var m wire.Message
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Fatalf("parseMirror accepted %q that does not decode: %v", line, err)
+			}
+			if m.T != wire.TMirror || m.Seq != s || !bytes.Equal(m.Event, ev) {
+				t.Fatalf("parseMirror(%q) = %d %q, decoder says %s %d %q", line, s, ev, m.T, m.Seq, m.Event)
+			}
+		}
+		// Whatever the runner writes, it must accept.
+		if seq < 0 || !json.Valid(event) {
+			return
+		}
+		var compact bytes.Buffer
+		if json.Compact(&compact, event) != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' {
+			return
+		}
+		line = wire.AppendMirror(nil, seq, compact.Bytes())
+		s, ev, ok := parseMirror(bytes.TrimSuffix(line, []byte("\n")))
+		if !ok || s != seq || !bytes.Equal(ev, compact.Bytes()) {
+			t.Fatalf("parseMirror(%q) = %v %d %q", line, ok, s, ev)
+		}
+	})
+}

@@ -1,0 +1,299 @@
+// Package fakerunner is a stand-in for the runner binary in the
+// supervisor's tests: a test binary re-executes itself as the child and
+// calls Main. It speaks the real protocol and keeps a real events.jsonl,
+// runner.pid and presence.json, and it can misbehave on demand, as listed in
+// the Mode constants, set through the CORRAL_FAKE_RUNNER environment
+// variable (comma-separated).
+package fakerunner
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// EnvVar selects the fake's behaviour; Main runs only when it is set.
+const EnvVar = "CORRAL_FAKE_RUNNER"
+
+// Modes, set in EnvVar.
+const (
+	// ModeOn just runs the fake.
+	ModeOn = "on"
+	// ModeProtoPrefix + N answers hello with protocol version N.
+	ModeProtoPrefix = "proto="
+	// ModeGarbage writes malformed and oversized lines before each reply.
+	ModeGarbage = "garbage"
+	// ModeCrashOnSend writes to stderr and exits 3 when a send arrives.
+	ModeCrashOnSend = "crash-on-send"
+	// ModeHangShutdown ignores shutdown and SIGTERM.
+	ModeHangShutdown = "hang-shutdown"
+	// ModeSlowTurn keeps each turn open until stop.
+	ModeSlowTurn = "slow-turn"
+	// ModeAsk opens an ask in each turn and waits for its answer.
+	ModeAsk = "ask"
+	// ModeFailStart refuses live.ensure.
+	ModeFailStart = "fail-start"
+	// ModeSilent never answers hello.
+	ModeSilent = "silent"
+	// ModeReadyDelayPrefix + a duration delays the answer to hello.
+	ModeReadyDelayPrefix = "ready-delay="
+	// ModeNotLiveOnce answers the first inject with notLive.
+	ModeNotLiveOnce = "notlive-once"
+	// ModeIgnoreInject never answers an inject other than status.
+	ModeIgnoreInject = "ignore-inject"
+	// ModeNoTerminal refuses term.open with term.error.
+	ModeNoTerminal = "no-terminal"
+)
+
+// SpawnLog is the file in the session folder where each start appends a
+// line, so tests can count starts.
+const SpawnLog = "spawns.log"
+
+// BurstPrefix in a send's text ("burst 1000") makes the fake emit that many
+// assistantDelta events as fast as it can, then end the turn.
+const BurstPrefix = "burst "
+
+// Main runs the fake runner with the runner's arguments.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("session-dir", "", "session folder")
+	stdio := fs.Bool("stdio", false, "speak the protocol on stdin/stdout")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dir == "" || !*stdio {
+		fmt.Fprintln(stderr, "fake runner: --session-dir and --stdio are required")
+		return 2
+	}
+	r := &runner{
+		dir:   *dir,
+		modes: parseModes(os.Getenv(EnvVar)),
+		out:   bufio.NewWriter(stdout),
+		errw:  stderr,
+		stop:  make(chan struct{}, 1),
+		ans:   make(chan string, 1),
+	}
+	if r.modes[ModeHangShutdown] {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if err := r.open(); err != nil {
+		fmt.Fprintln(stderr, "fake runner:", err)
+		return 1
+	}
+	defer r.log.Close()
+	return r.serve(stdin)
+}
+
+func parseModes(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			m[f] = true
+		}
+	}
+	return m
+}
+
+func (r *runner) modeValue(prefix string) string {
+	for k := range r.modes {
+		if strings.HasPrefix(k, prefix) {
+			return strings.TrimPrefix(k, prefix)
+		}
+	}
+	return ""
+}
+
+type runner struct {
+	dir   string
+	modes map[string]bool
+	errw  io.Writer
+
+	outMu sync.Mutex
+	out   *bufio.Writer
+
+	mu       sync.Mutex
+	log      *os.File
+	session  string
+	engine   string
+	seq      int64
+	working  bool
+	turn     int
+	asks     []string
+	queued   []wire.Queued
+	notLive  bool
+	injected int
+
+	stop chan struct{}
+	ans  chan string
+	wg   sync.WaitGroup
+}
+
+func (r *runner) open() error {
+	spec := wire.Spec{}
+	if raw, err := os.ReadFile(filepath.Join(r.dir, "meta.json")); err == nil {
+		_ = json.Unmarshal(raw, &spec)
+	}
+	r.session, r.engine = spec.ID, spec.Engine
+	if r.session == "" {
+		r.session = filepath.Base(r.dir)
+	}
+	if err := r.openLog(r.dir); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "runner.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(r.dir, SpawnLog), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(f, os.Getpid())
+	return f.Close()
+}
+
+// openLog opens dir's events.jsonl, cutting a torn last line, and finds the
+// last seq.
+func (r *runner) openLog(dir string) error {
+	path := filepath.Join(dir, "events.jsonl")
+	raw, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	end := strings.LastIndexByte(string(raw), '\n') + 1
+	r.seq = 0
+	for _, line := range strings.Split(string(raw[:end]), "\n") {
+		var ev struct {
+			Seq int64 `json:"seq"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Seq > r.seq {
+			r.seq = ev.Seq
+		}
+	}
+	if r.log != nil {
+		r.log.Close()
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(int64(end)); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Seek(int64(end), io.SeekStart); err != nil {
+		f.Close()
+		return err
+	}
+	r.log = f
+	return nil
+}
+
+func (r *runner) serve(stdin io.Reader) int {
+	dec := wire.NewDecoder(stdin, 0)
+	for {
+		m, err := dec.Decode()
+		var le *wire.LineError
+		if errors.As(err, &le) {
+			fmt.Fprintln(r.errw, "fake runner: skipping line:", le)
+			continue
+		}
+		if err != nil {
+			// The supervisor is gone.
+			r.wg.Wait()
+			return 0
+		}
+		if r.modes[ModeGarbage] {
+			r.writeRaw([]byte("this is not json\n{\"no\":\"t\"}\n" + `{"t":"mirror","seq":"x"}` + "\n" + strings.Repeat("x", 4096) + "\n"))
+		}
+		switch m.T {
+		case wire.THello:
+			if r.modes[ModeSilent] {
+				continue
+			}
+			if d, err := time.ParseDuration(r.modeValue(ModeReadyDelayPrefix)); err == nil {
+				time.Sleep(d)
+			}
+			proto := wire.ProtocolVersion
+			if v := r.modeValue(ModeProtoPrefix); v != "" {
+				proto, _ = strconv.Atoi(v)
+			}
+			r.write(&wire.Message{T: wire.TReady, Proto: proto, Session: r.session})
+		case wire.TLiveEnsure:
+			if r.modes[ModeFailStart] {
+				fmt.Fprintln(r.errw, "fake runner: engine refused to start")
+				r.write(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Error: wire.Errorf(wire.CodeEngineError, "engine %q refused to start", m.Spec.Engine)})
+				continue
+			}
+			typ := wire.EvSessionStarted
+			if r.seq > 0 {
+				typ = wire.EvSessionResumed
+			}
+			r.emit(typ, wire.SessionStartedData{Engine: m.Spec.Engine, Cwd: m.Spec.Cwd, Mode: m.Spec.Mode})
+			if len(m.Credentials) > 0 {
+				// Prove they arrived without ever writing them down.
+				names := make([]string, 0, len(m.Credentials))
+				for k := range m.Credentials {
+					names = append(names, k)
+				}
+				fmt.Fprintln(r.errw, "fake runner: credentials received:", strings.Join(names, ","))
+			}
+			r.mu.Lock()
+			r.notLive = r.modes[ModeNotLiveOnce] && r.injected == 0
+			r.mu.Unlock()
+			r.write(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Session: r.session})
+		case wire.TInject:
+			r.inject(m)
+		case wire.TApprovalResolv:
+			r.write(&wire.Message{T: wire.TInjected, ReqID: m.ReqID, Outcome: wire.OutcomeInjected, Reply: r.answer(m.AskID, m.Decision)})
+		case wire.TLiveInterrupt:
+			r.write(&wire.Message{T: wire.TInterrupted, ReqID: m.ReqID, Reply: r.stopTurn()})
+		case wire.TCap:
+			if m.Cap == "getGoal" {
+				r.write(&wire.Message{T: wire.TCapResult, ReqID: m.ReqID, Result: json.RawMessage(`{"goal":""}`)})
+			} else {
+				r.write(&wire.Message{T: wire.TCapResult, ReqID: m.ReqID, Error: wire.Errorf(wire.CodeBadRequest, "unknown capability %q", m.Cap)})
+			}
+		case wire.TTermOpen:
+			if r.modes[ModeNoTerminal] {
+				r.write(&wire.Message{T: wire.TTermError, ReqID: m.ReqID, Term: m.Term,
+					Error: wire.Errorf(wire.CodeUnavailable, "this runner has no terminal support")})
+				continue
+			}
+			t := *m.Term
+			t.Role = "owner"
+			r.write(&wire.Message{T: wire.TTermOpened, ReqID: m.ReqID, Term: &t})
+			r.write(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: t.TermID, ClientID: t.ClientID, Data: []byte("$ ")}})
+		case wire.TTermInput:
+			if string(m.Term.Data) == "exit\n" {
+				code := 0
+				r.write(&wire.Message{T: wire.TTermExit, Term: &wire.Term{TermID: m.Term.TermID, ClientID: m.Term.ClientID, ExitCode: &code}})
+			}
+		case wire.TTermResize, wire.TTermClose:
+		case wire.TShutdown:
+			if r.modes[ModeHangShutdown] {
+				continue
+			}
+			r.interruptTurn()
+			r.wg.Wait()
+			r.writePresence()
+			r.write(&wire.Message{T: wire.TBye, ReqID: m.ReqID})
+			return 0
+		default:
+			fmt.Fprintln(r.errw, "fake runner: unknown message", m.T)
+		}
+	}
+}

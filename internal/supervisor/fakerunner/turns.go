@@ -1,0 +1,279 @@
+package fakerunner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+func (r *runner) inject(m *wire.Message) {
+	r.mu.Lock()
+	r.injected++
+	notLive := r.notLive
+	r.notLive = false
+	r.mu.Unlock()
+	if notLive {
+		r.write(&wire.Message{T: wire.TInjected, ReqID: m.ReqID, Outcome: wire.OutcomeNotLive})
+		return
+	}
+	cmd := m.Command
+	if r.modes[ModeIgnoreInject] && cmd.Cmd != wire.CmdStatus {
+		return
+	}
+	reply := func(rep *wire.Reply) {
+		out := wire.OutcomeInjected
+		if !rep.OK {
+			out = wire.OutcomeFailed
+		}
+		r.write(&wire.Message{T: wire.TInjected, ReqID: m.ReqID, Outcome: out, Reply: rep})
+	}
+	switch cmd.Cmd {
+	case wire.CmdSend:
+		if r.modes[ModeCrashOnSend] {
+			fmt.Fprintln(r.errw, "fake runner: panic: engine exploded")
+			fmt.Fprintln(r.errw, "fake runner: goroutine 1 [running]")
+			os.Exit(3)
+		}
+		id := fmt.Sprintf("m%d", r.seq+1)
+		r.mu.Lock()
+		busy := r.working
+		if busy {
+			r.queued = append(r.queued, wire.Queued{ID: id, Text: cmd.Text})
+		} else {
+			r.working = true
+			r.turn++
+		}
+		turn := r.turn
+		r.mu.Unlock()
+		r.emit(wire.EvUserMessage, wire.UserMessageData{ID: id, Text: cmd.Text, Kind: "send", Queued: busy})
+		reply(wire.OKReply(map[string]any{"messageId": id, "queued": busy}))
+		if !busy {
+			r.wg.Add(1)
+			go r.runTurn(turn, id, cmd.Text)
+		}
+	case wire.CmdStop:
+		reply(r.stopTurn())
+	case wire.CmdAnswer:
+		reply(r.answer(cmd.AskID, cmd.Decision))
+	case wire.CmdStatus:
+		reply(wire.OKReply(r.status()))
+	case wire.CmdForkSession:
+		to, err := r.fork()
+		if err != nil {
+			reply(wire.ErrReply(err))
+			return
+		}
+		reply(wire.OKReply(map[string]string{"session": to}))
+	default:
+		reply(wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "unknown command %q", cmd.Cmd)))
+	}
+}
+
+func (r *runner) runTurn(turn int, id, text string) {
+	defer r.wg.Done()
+	for {
+		r.emit(wire.EvTurnStarted, wire.TurnStartedData{Turn: turn, MessageID: id, Text: text})
+		outcome := "done"
+		switch {
+		case strings.HasPrefix(text, BurstPrefix):
+			n, _ := strconv.Atoi(strings.TrimPrefix(text, BurstPrefix))
+			r.burst(n)
+		case r.modes[ModeSlowTurn]:
+			<-r.stop
+			outcome = "stopped"
+		case r.modes[ModeAsk]:
+			ask := fmt.Sprintf("a%d", turn)
+			r.mu.Lock()
+			r.asks = append(r.asks, ask)
+			r.mu.Unlock()
+			r.emit(wire.EvAskOpened, wire.AskOpenedData{AskID: ask, Tool: "shell", Category: "shell", Reason: "runs a command", Command: "make"})
+			select {
+			case d := <-r.ans:
+				r.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: ask, Decision: d, By: "user"})
+			case <-r.stop:
+				r.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: ask, Decision: wire.DecisionDeny, By: "stop"})
+				outcome = "stopped"
+			}
+		default:
+			r.emit(wire.EvAssistantText, wire.TextData{Text: "echo: " + text})
+		}
+		r.emit(wire.EvTurnEnded, wire.TurnEndedData{Turn: turn, Outcome: outcome})
+		r.mu.Lock()
+		if len(r.queued) == 0 || outcome == "stopped" {
+			r.working = false
+			r.queued = nil
+			r.mu.Unlock()
+			r.writePresence()
+			return
+		}
+		next := r.queued[0]
+		r.queued = r.queued[1:]
+		r.turn++
+		turn, id, text = r.turn, next.ID, next.Text
+		r.mu.Unlock()
+	}
+}
+
+func (r *runner) burst(n int) {
+	var batch []byte
+	var mirrors []byte
+	// The whole burst holds the lock so no other event slips in between.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	flush := func() {
+		if _, err := r.log.Write(batch); err != nil {
+			fmt.Fprintln(r.errw, "fake runner:", err)
+		}
+		r.writeRaw(mirrors)
+		batch, mirrors = batch[:0], mirrors[:0]
+	}
+	ts := time.Now().UTC().Format(time.RFC3339Nano)
+	for i := range n {
+		r.seq++
+		seq := r.seq
+		start := len(batch)
+		batch = fmt.Appendf(batch, `{"seq":%d,"ts":%q,"type":"assistantDelta","data":{"text":"chunk %d of a burst"}}`, seq, ts, i)
+		mirrors = wire.AppendMirror(mirrors, seq, batch[start:])
+		batch = append(batch, '\n')
+		if len(batch) > 32<<10 {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+}
+
+func (r *runner) stopTurn() *wire.Reply {
+	r.mu.Lock()
+	working := r.working
+	cleared := len(r.queued)
+	r.queued = nil
+	r.mu.Unlock()
+	if working {
+		r.interruptTurn()
+	}
+	r.emit(wire.EvStopped, wire.StoppedData{Reason: "user", InterruptedTurn: working, ClearedQueue: cleared})
+	return wire.OKReply(map[string]any{"interruptedTurn": working})
+}
+
+func (r *runner) interruptTurn() {
+	select {
+	case r.stop <- struct{}{}:
+	default:
+	}
+}
+
+func (r *runner) answer(askID, decision string) *wire.Reply {
+	r.mu.Lock()
+	found := -1
+	for i, a := range r.asks {
+		if a == askID {
+			found = i
+		}
+	}
+	if found >= 0 {
+		r.asks = append(r.asks[:found], r.asks[found+1:]...)
+	}
+	r.mu.Unlock()
+	if found < 0 {
+		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no open ask %q", askID))
+	}
+	r.ans <- decision
+	return wire.OKReply(nil)
+}
+
+func (r *runner) status() wire.Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := wire.Status{Session: r.session, Engine: r.engine, State: wire.StateIdle, Turn: r.turn,
+		Queued: append([]wire.Queued{}, r.queued...), OpenAsks: append([]string{}, r.asks...), PendingEdit: []string{}, LastSeq: r.seq}
+	if r.working {
+		st.State = wire.StateWorking
+	}
+	if len(r.asks) > 0 {
+		st.State = wire.StateWaitingForApproval
+	}
+	return st
+}
+
+func (r *runner) writePresence() {
+	raw, _ := json.Marshal(r.status())
+	r.mu.Lock()
+	dir := r.dir
+	r.mu.Unlock()
+	tmp := filepath.Join(dir, ".presence.tmp")
+	if os.WriteFile(tmp, raw, 0o600) == nil {
+		_ = os.Rename(tmp, filepath.Join(dir, "presence.json"))
+	}
+}
+
+// emit appends an event to the log and then mirrors it, in that order.
+func (r *runner) emit(typ wire.EventType, data any) {
+	raw, _ := json.Marshal(data)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	ev := wire.Event{Seq: r.seq, TS: time.Now().UTC(), Type: typ, Data: raw}
+	line, _ := json.Marshal(ev)
+	if _, err := r.log.Write(append(line, '\n')); err != nil {
+		fmt.Fprintln(r.errw, "fake runner:", err)
+	}
+	r.writeRaw(wire.AppendMirror(nil, ev.Seq, line))
+}
+
+func (r *runner) write(m *wire.Message) {
+	raw, _ := json.Marshal(m)
+	r.writeRaw(append(raw, '\n'))
+}
+
+func (r *runner) writeRaw(b []byte) {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	r.out.Write(b)
+	r.out.Flush()
+}
+
+// fork continues the conversation under a new session id in a sibling
+// folder, as the real runner does for forkSession: the rotated event ends
+// the old log, the new log starts as its copy, and the rotate message
+// follows the new session's first event.
+func (r *runner) fork() (string, error) {
+	r.mu.Lock()
+	from, cur := r.session, r.dir
+	r.mu.Unlock()
+	to := fmt.Sprintf("%s-f%d", from, time.Now().UnixNano()%1e6)
+	dir := filepath.Join(filepath.Dir(cur), to)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	meta, _ := json.Marshal(wire.Spec{ID: to, Engine: r.engine, Parent: from})
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o600); err != nil {
+		return "", err
+	}
+	r.emit(wire.EvRotated, wire.RotatedData{From: from, To: to, Reason: "fork"})
+	r.mu.Lock()
+	old, err := os.ReadFile(filepath.Join(cur, "events.jsonl"))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "events.jsonl"), old, 0o600)
+	}
+	if err == nil {
+		err = r.openLog(dir)
+	}
+	if err == nil {
+		r.session, r.dir = to, dir
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	r.emit(wire.EvSessionResumed, wire.SessionStartedData{Engine: r.engine, Parent: from})
+	r.write(&wire.Message{T: wire.TRotate, Session: from, NewSession: to})
+	return to, nil
+}

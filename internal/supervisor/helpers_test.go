@@ -1,0 +1,267 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+)
+
+// sleepEnv makes the test binary a process that only sleeps.
+const sleepEnv = "SUPERVISOR_TEST_SLEEP"
+
+// TestMain doubles as the fake runner: the manager under test starts this
+// very binary with CORRAL_FAKE_RUNNER set.
+func TestMain(m *testing.M) {
+	if os.Getenv(sleepEnv) != "" {
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	}
+	if os.Getenv(fakerunner.EnvVar) != "" {
+		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// newManager starts a manager whose runners are fake runners in the given
+// modes. Its cleanup shuts it down and checks that no goroutine, file
+// descriptor or child process is left.
+func newManager(t *testing.T, modes string, tweak ...func(*Config)) *Manager {
+	t.Helper()
+	t.Cleanup(trackLeaks(t))
+	return startManager(t, modes, tweak...)
+}
+
+// startManager is newManager without the leak check, for tests that run
+// several managers and check once for all.
+func startManager(t *testing.T, modes string, tweak ...func(*Config)) *Manager {
+	t.Helper()
+	if modes == "" {
+		modes = fakerunner.ModeOn
+	}
+	cfg := Config{
+		StateDir:      t.TempDir(),
+		RunnerPath:    os.Args[0],
+		Env:           fakeEnv(modes),
+		Logger:        zaptest.NewLogger(t),
+		ShutdownGrace: 2 * time.Second,
+		KillGrace:     time.Second,
+		StartTimeout:  time.Minute,
+	}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := m.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return m
+}
+
+// trackLeaks returns a check that no goroutine, descriptor or child process
+// was added since it was made.
+func trackLeaks(t *testing.T) func() {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	fds := countFDs(t)
+	return func() {
+		t.Helper()
+		if err := goleak.Find(ignore); err != nil {
+			t.Errorf("goroutines left: %v", err)
+		}
+		var now int
+		for range 100 {
+			if now = countFDs(t); now <= fds {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if now > fds {
+			t.Errorf("file descriptors: %d before, %d after", fds, now)
+		}
+		if kids := childPIDs(t); len(kids) > 0 {
+			t.Errorf("child processes left: %v", kids)
+		}
+	}
+}
+
+func countFDs(t *testing.T) int {
+	des, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("count fds: %v", err)
+	}
+	return len(des)
+}
+
+// childPIDs lists the processes whose parent is this test, zombies too.
+func childPIDs(t *testing.T) []int {
+	t.Helper()
+	des, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := os.Getpid()
+	var out []int
+	for _, de := range des {
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", de.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the parenthesised name: state, ppid, ...
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(me) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mustCommand runs cmd and fails the test unless the runner accepted it.
+func mustCommand(t *testing.T, m *Manager, id string, cmd wire.Command) json.RawMessage {
+	t.Helper()
+	r, err := m.Command(ctxT(t), id, cmd)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd.Cmd, err)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("%s refused: %v", cmd.Cmd, err)
+	}
+	return r.Result
+}
+
+// readUntil reads events of session id from seq from until one of type
+// stop, returning every event read.
+func readUntil(t *testing.T, m *Manager, id string, from int64, stop string) []wire.Event {
+	t.Helper()
+	s, err := m.Events(ctxT(t), id, from, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out []wire.Event
+	for {
+		ev, err := s.Next(ctxT(t))
+		if err != nil {
+			t.Fatalf("after %d events: %v", len(out), err)
+		}
+		var e wire.Event
+		if err := json.Unmarshal(ev.Line, &e); err != nil {
+			t.Fatalf("event line %q: %v", ev.Line, err)
+		}
+		if e.Seq != ev.Seq || string(e.Type) != string(ev.Type) {
+			t.Fatalf("stream says seq %d type %s, line says %d %s", ev.Seq, ev.Type, e.Seq, e.Type)
+		}
+		out = append(out, e)
+		if string(e.Type) == stop {
+			return out
+		}
+	}
+}
+
+// readAll returns every event in session id's log.
+func readAll(t *testing.T, m *Manager, id string) []wire.Event {
+	t.Helper()
+	s, err := m.Events(ctxT(t), id, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out []wire.Event
+	for {
+		ev, err := s.Next(ctxT(t))
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e wire.Event
+		if err := json.Unmarshal(ev.Line, &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+}
+
+func types(evs []wire.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = string(e.Type)
+	}
+	return out
+}
+
+// checkSeqs fails unless evs run from first upwards with no gap.
+func checkSeqs(t *testing.T, evs []wire.Event, first int64) {
+	t.Helper()
+	for i, e := range evs {
+		if e.Seq != first+int64(i) {
+			t.Fatalf("event %d has seq %d, want %d (types %v)", i, e.Seq, first+int64(i), types(evs))
+		}
+	}
+}
+
+// runnerPID reads the pid the session's runner wrote.
+func runnerPID(t *testing.T, m *Manager, id string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(m.dir(id), pidFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func spawnCount(t *testing.T, m *Manager, id string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(m.dir(id), fakerunner.SpawnLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(raw), "\n")
+}
+
+// fakeEnv is the environment that makes a runner a fake one. A race-enabled
+// child otherwise sleeps a second at exit.
+func fakeEnv(modes string) []string {
+	return []string{
+		fakerunner.EnvVar + "=" + modes,
+		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
+	}
+}

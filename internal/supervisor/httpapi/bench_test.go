@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// BenchmarkMirrorToSSE measures events per second from a runner's stdout
+// through the supervisor (reader, fan-out, SSE writer) to an SSE client on
+// a unix socket. The fake runner emits b.N events in one burst, as fast as
+// it can write them.
+func BenchmarkMirrorToSSE(b *testing.B) {
+	state := b.TempDir()
+	m, err := supervisor.New(supervisor.Config{
+		StateDir:   state,
+		RunnerPath: os.Args[0],
+		Env: []string{fakerunner.EnvVar + "=" + fakerunner.ModeOn,
+			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	ctx := context.Background()
+	s, err := m.Create(ctx, wire.Spec{Engine: "script"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	socket := filepath.Join(state, "bench.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: New(m, Options{Logger: zap.NewNop()})}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+	resp, err := hc.Get("http://supervisor/v1/sessions/" + s.ID + "/events?from=2")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReaderSize(resp.Body, 64<<10)
+
+	b.ResetTimer()
+	t0 := time.Now()
+	if _, err := m.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: fakerunner.BurstPrefix + strconv.Itoa(b.N)}); err != nil {
+		b.Fatal(err)
+	}
+	// userMessage and turnStarted come first, then the burst.
+	want, got := b.N+2, 0
+	for got < want {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			b.Fatalf("after %d events: %v", got, err)
+		}
+		if bytes.HasPrefix(line, []byte("id: ")) {
+			got++
+		}
+	}
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+}

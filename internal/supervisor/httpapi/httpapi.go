@@ -1,0 +1,216 @@
+// Package httpapi serves a supervisor's sessions over HTTP: create, list,
+// get and delete sessions, post control commands, and stream events as
+// Server-Sent Events or NDJSON. docs/api.md is its reference.
+//
+// Every error is a JSON body {"ok":false,"error":{message,code,statusCode}}
+// with the HTTP status of its code (wire.StatusFor).
+package httpapi
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// maxBody bounds a request body.
+const maxBody = 1 << 20
+
+// Options tune a Handler.
+type Options struct {
+	Logger *zap.Logger
+	// KeepAlive is how often an idle event stream gets a comment line
+	// (default 15s), so proxies and clients see the connection is alive.
+	KeepAlive time.Duration
+}
+
+type server struct {
+	m         *supervisor.Manager
+	log       *zap.Logger
+	keepAlive time.Duration
+}
+
+// New returns the API handler for m.
+func New(m *supervisor.Manager, opts Options) http.Handler {
+	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.keepAlive <= 0 {
+		s.keepAlive = 15 * time.Second
+	}
+	mux := http.NewServeMux()
+	v := api.Version
+	mux.HandleFunc("GET "+v+"/health", s.health)
+	mux.HandleFunc("POST "+v+"/sessions", s.create)
+	mux.HandleFunc("GET "+v+"/sessions", s.list)
+	mux.HandleFunc("GET "+v+"/sessions/{id}", s.get)
+	mux.HandleFunc("DELETE "+v+"/sessions/{id}", s.delete)
+	mux.HandleFunc("POST "+v+"/sessions/{id}/commands", s.command)
+	mux.HandleFunc("GET "+v+"/sessions/{id}/events", s.events)
+	mux.HandleFunc("GET "+v+"/sessions/{id}/terminals/{termId}", s.terminal)
+	// Known paths with another method, and unknown paths, still answer
+	// in JSON.
+	for path, allow := range map[string]string{
+		v + "/health":                           "GET",
+		v + "/sessions":                         "GET, POST",
+		v + "/sessions/{id}":                    "GET, DELETE",
+		v + "/sessions/{id}/commands":           "POST",
+		v + "/sessions/{id}/events":             "GET",
+		v + "/sessions/{id}/terminals/{termId}": "GET",
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, &wire.Error{Code: wire.CodeBadRequest, StatusCode: http.StatusMethodNotAllowed,
+				Message: fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, allow)})
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, wire.Errorf(wire.CodeNotFound, "no such endpoint: %s %s (see docs/api.md)", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// RequireBearer admits only requests carrying Authorization: Bearer token.
+func RequireBearer(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="corral"`)
+			writeError(w, wire.Errorf(wire.CodeUnauthorized, "missing or wrong bearer token (send Authorization: Bearer <token>)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.HealthReply{OK: true, Proto: wire.ProtocolVersion, LiveSessions: s.m.LiveCount()})
+}
+
+func (s *server) create(w http.ResponseWriter, r *http.Request) {
+	var spec wire.Spec
+	if err := decodeBody(w, r, &spec); err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := s.m.Create(r.Context(), spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Location", api.Version+"/sessions/"+sess.ID)
+	writeJSON(w, http.StatusCreated, api.SessionReply{OK: true, Session: &sess})
+}
+
+func (s *server) list(w http.ResponseWriter, r *http.Request) {
+	list, err := s.m.List(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.SessionsReply{OK: true, Sessions: list})
+}
+
+func (s *server) get(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.m.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.SessionReply{OK: true, Session: &sess})
+}
+
+func (s *server) delete(w http.ResponseWriter, r *http.Request) {
+	if err := s.m.Delete(r.Context(), r.PathValue("id")); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.Reply{OK: true})
+}
+
+func (s *server) command(w http.ResponseWriter, r *http.Request) {
+	var cmd wire.Command
+	if err := decodeBody(w, r, &cmd); err != nil {
+		writeError(w, err)
+		return
+	}
+	reply, err := s.m.Command(r.Context(), r.PathValue("id"), cmd)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	status := http.StatusOK
+	if !reply.OK {
+		if reply.Error == nil {
+			reply.Error = wire.Errorf(wire.CodeInternal, "runner refused %s without saying why", cmd.Cmd)
+		}
+		if reply.Error.StatusCode == 0 {
+			reply.Error.StatusCode = wire.StatusFor(reply.Error.Code)
+		}
+		status = reply.Error.StatusCode
+	}
+	writeJSON(w, status, reply)
+}
+
+// decodeBody reads one JSON object into v, refusing unknown fields, trailing
+// data and bodies over maxBody.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			return wire.Errorf(wire.CodeBadRequest, "request body: one JSON object expected, found more after it")
+		}
+		return nil
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var big *http.MaxBytesError
+	switch {
+	case errors.Is(err, io.EOF):
+		return wire.Errorf(wire.CodeBadRequest, "request body is empty: send a JSON object")
+	case errors.As(err, &big):
+		return wire.Errorf(wire.CodeBadRequest, "request body is larger than %d bytes", big.Limit)
+	case errors.As(err, &syn):
+		return wire.Errorf(wire.CodeBadRequest, "request body is not valid JSON (at byte %d): %v", syn.Offset, syn)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return wire.Errorf(wire.CodeBadRequest, "request body must be a JSON object, not %s", typ.Value)
+		}
+		return wire.Errorf(wire.CodeBadRequest, "request body: field %q must be %s, not %s", typ.Field, typ.Type, typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return wire.Errorf(wire.CodeBadRequest, "request body: JSON ends too early")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return wire.Errorf(wire.CodeBadRequest, "request body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	default:
+		return wire.Errorf(wire.CodeBadRequest, "request body: %v", err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		raw, _ = json.Marshal(wire.ErrReply(fmt.Errorf("encode reply: %w", err)))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(raw, '\n'))
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	e := wire.ToError(err)
+	writeJSON(w, e.StatusCode, wire.Reply{Error: e})
+}

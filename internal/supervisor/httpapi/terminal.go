@@ -1,0 +1,305 @@
+package httpapi
+
+// The terminal WebSocket: GET /v1/sessions/{id}/terminals/{termId}. One
+// connection is one client of a terminal in the session's runner; docs/api.md
+// describes the protocol and docs/terminal.md the terminal's semantics.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+const (
+	// termBufferBytes is how much output may wait for one WebSocket client
+	// before it is cut as too slow. It matches the runner's own bound per
+	// client, so neither side holds more than the other allows.
+	termBufferBytes = 4 << 20
+	// termReadLimit bounds one message from a client (a large paste).
+	termReadLimit = 1 << 20
+	// termInputChunk bounds the keystrokes in one term.input to the runner.
+	termInputChunk = 64 << 10
+	// termWriteTimeout bounds one frame write: a client that reads nothing
+	// for this long loses its connection.
+	termWriteTimeout = 20 * time.Second
+	// termPingInterval is how often an idle-looking client is pinged, so a
+	// peer that vanished without closing does not keep its runner alive.
+	termPingInterval = 30 * time.Second
+	termPingTimeout  = 20 * time.Second
+	// maxTermIDLen bounds a terminal id in the path.
+	maxTermIDLen = 64
+)
+
+// termQuery is what a client asked of a terminal.
+type termQuery struct {
+	role       string
+	cols, rows uint16
+	command    []string
+}
+
+func parseTermQuery(v url.Values) (termQuery, error) {
+	var q termQuery
+	switch role := v.Get("role"); role {
+	case "", api.RoleReadOnly:
+		q.role = api.RoleReadOnly
+	case api.RoleOwner:
+		q.role = api.RoleOwner
+	default:
+		return q, wire.Errorf(wire.CodeBadRequest, "role=%q: want owner or read-only", role)
+	}
+	var err error
+	if q.cols, err = termSize(v, "cols"); err != nil {
+		return q, err
+	}
+	if q.rows, err = termSize(v, "rows"); err != nil {
+		return q, err
+	}
+	q.command = v["command"]
+	if len(q.command) > 0 && q.command[0] == "" {
+		return q, wire.Errorf(wire.CodeBadRequest, "command: the program name (the first command=) is empty")
+	}
+	return q, nil
+}
+
+func termSize(v url.Values, name string) (uint16, error) {
+	s := v.Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || n == 0 {
+		return 0, wire.Errorf(wire.CodeBadRequest, "%s=%q: want a whole number from 1 to 65535", name, s)
+	}
+	return uint16(n), nil
+}
+
+// validTermID reports whether id is a usable terminal id: letters, digits,
+// '.', '_' and '-', at most maxTermIDLen of them.
+func validTermID(id string) bool {
+	if id == "" || len(id) > maxTermIDLen {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// parseControl reads a client's text frame.
+func parseControl(p []byte) (api.TermFrame, error) {
+	var f api.TermFrame
+	if err := json.Unmarshal(p, &f); err != nil {
+		return f, wire.Errorf(wire.CodeBadRequest, "text frame: want a JSON object like {\"type\":\"resize\",\"cols\":80,\"rows\":24}: %v", err)
+	}
+	switch f.Type {
+	case api.FrameResize:
+		if f.Cols == 0 || f.Rows == 0 {
+			return f, wire.Errorf(wire.CodeBadRequest, "resize: cols and rows must both be from 1 to 65535")
+		}
+		return f, nil
+	case "":
+		return f, wire.Errorf(wire.CodeBadRequest, "text frame has no \"type\" (the only one a client sends is resize)")
+	default:
+		return f, wire.Errorf(wire.CodeBadRequest, "text frame type %q: the only one a client sends is resize", f.Type)
+	}
+}
+
+func isWebSocketUpgrade(r *http.Request) bool {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return false
+	}
+	for _, v := range r.Header.Values("Connection") {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func newClientID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("client id: %w", err)
+	}
+	return "ws-" + hex.EncodeToString(b[:]), nil
+}
+
+// terminal attaches a WebSocket client to a terminal. The terminal is opened
+// before the upgrade, so a request the runner refuses (unknown session, a
+// program that cannot start) gets an ordinary JSON error.
+func (s *server) terminal(w http.ResponseWriter, r *http.Request) {
+	id, termID := r.PathValue("id"), r.PathValue("termId")
+	if !validTermID(termID) {
+		writeError(w, wire.Errorf(wire.CodeBadRequest,
+			"terminal id %q: want 1 to %d letters, digits, '.', '_' or '-'", termID, maxTermIDLen))
+		return
+	}
+	q, err := parseTermQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !isWebSocketUpgrade(r) {
+		// Checked before the terminal opens: a plain GET must not start
+		// a program nobody can see.
+		w.Header().Set("Upgrade", "websocket")
+		writeError(w, &wire.Error{Code: wire.CodeBadRequest, StatusCode: http.StatusUpgradeRequired,
+			Message: "this endpoint is a WebSocket: send Connection: Upgrade and Upgrade: websocket"})
+		return
+	}
+	clientID, err := newClientID()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := newTermOutbox(termBufferBytes)
+	opened, err := s.m.OpenTerm(r.Context(), id, wire.Term{
+		TermID: termID, ClientID: clientID, Role: q.role, Command: q.command, Cols: q.cols, Rows: q.rows,
+	}, out.sink)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	log := s.log.With(zap.String("session", id), zap.String("term", termID), zap.String("client", clientID))
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		// Accept has answered the request.
+		log.Debug("terminal upgrade failed", zap.Error(err))
+		s.closeTerm(log, id, termID, clientID)
+		return
+	}
+	conn.SetReadLimit(termReadLimit)
+	log.Debug("terminal attached", zap.String("role", opened.Role))
+
+	// Cancelling a read closes the connection at once, so the reader does
+	// not use the request's context: on a supervisor shutdown the writer
+	// first says why, then closes.
+	connCtx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer stop()
+		first := api.TermFrame{Type: api.FrameOpened, TermID: termID, ClientID: clientID,
+			Role: opened.Role, Cols: opened.Cols, Rows: opened.Rows}
+		if err := out.run(connCtx, r.Context(), conn, first); err != nil {
+			log.Debug("terminal stream ended", zap.Error(err))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		keepAlive(connCtx, conn, stop)
+	}()
+	tc := termClient{m: s.m, out: out, session: id, termID: termID, clientID: clientID, owner: opened.Role == api.RoleOwner}
+	err = tc.readInput(connCtx, conn)
+	stop()
+	wg.Wait()
+	conn.CloseNow()
+	if !out.exited() {
+		// The runner may still count this client as attached (and keep
+		// the session from being reaped) until it is told.
+		s.closeTerm(log, id, termID, clientID)
+	}
+	log.Debug("terminal detached", zap.Error(err))
+}
+
+func (s *server) closeTerm(log *zap.Logger, id, termID, clientID string) {
+	if err := s.m.CloseTerm(id, termID, clientID); err != nil {
+		log.Debug("detach terminal client", zap.Error(err))
+	}
+}
+
+// termManager is what a terminal client needs of the supervisor.
+type termManager interface {
+	TermInput(id string, t wire.Term) error
+	TermResize(id string, t wire.Term) error
+}
+
+// termClient relays one WebSocket client's keystrokes and resizes.
+type termClient struct {
+	m                         termManager
+	out                       *termOutbox
+	session, termID, clientID string
+	owner                     bool
+}
+
+// readInput reads the client's frames until the connection ends. Input
+// and resizes from a read-only client are refused here, without a trip to
+// the runner, which would refuse them too.
+func (c *termClient) readInput(ctx context.Context, conn *websocket.Conn) error {
+	for {
+		typ, p, err := conn.Read(ctx)
+		if err != nil {
+			return err
+		}
+		switch typ {
+		case websocket.MessageBinary:
+			if !c.owner {
+				c.out.notice(wire.Errorf(wire.CodeConflict, "this client is read-only: its input was not sent to the terminal"))
+				continue
+			}
+			for len(p) > 0 {
+				n := min(len(p), termInputChunk)
+				if err := c.m.TermInput(c.session, wire.Term{TermID: c.termID, ClientID: c.clientID, Data: p[:n]}); err != nil {
+					c.out.notice(fmt.Errorf("input: %w", err))
+					break
+				}
+				p = p[n:]
+			}
+		case websocket.MessageText:
+			f, err := parseControl(p)
+			if err != nil {
+				c.out.notice(err)
+				continue
+			}
+			if !c.owner {
+				c.out.notice(wire.Errorf(wire.CodeConflict, "this client is read-only: only the owner resizes the terminal"))
+				continue
+			}
+			if err := c.m.TermResize(c.session, wire.Term{TermID: c.termID, ClientID: c.clientID, Cols: f.Cols, Rows: f.Rows}); err != nil {
+				c.out.notice(fmt.Errorf("resize: %w", err))
+			}
+		}
+	}
+}
+
+// keepAlive pings the client until ctx ends; a client that does not answer
+// in time is disconnected through stop.
+func keepAlive(ctx context.Context, conn *websocket.Conn, stop context.CancelFunc) {
+	t := time.NewTicker(termPingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, termPingTimeout)
+		err := conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			stop()
+			return
+		}
+	}
+}

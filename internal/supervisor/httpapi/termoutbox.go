@@ -1,0 +1,256 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/coder/websocket"
+	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// termOutbox holds what one WebSocket client has yet to receive. The
+// runner's reader goroutine fills it through sink and must never wait, since
+// it serves every session terminal and event of that runner; the
+// connection's writer drains it. Past limit bytes of queued output the
+// client is cut: its queue is dropped and its stream ends with an error,
+// while the terminal and the other clients carry on.
+type termOutbox struct {
+	limit int
+	wake  chan struct{} // one pending wake-up is enough
+
+	mu      sync.Mutex
+	chunks  [][]byte // output, oldest first; owned here once queued
+	queued  int      // bytes in chunks
+	notices []api.TermFrame
+	end     *termEnd
+}
+
+// termEnd is how a stream ends: its last frame and the close status.
+type termEnd struct {
+	frame  api.TermFrame
+	status websocket.StatusCode
+	exit   bool // the program exited: the runner has already forgotten the client
+}
+
+func newTermOutbox(limit int) *termOutbox {
+	return &termOutbox{limit: limit, wake: make(chan struct{}, 1)}
+}
+
+func (o *termOutbox) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sink receives the runner's messages for this client (Manager.OpenTerm).
+func (o *termOutbox) sink(m *wire.Message) {
+	if m.Term == nil {
+		return
+	}
+	switch m.T {
+	case wire.TTermData:
+		o.push(m.Term.Data)
+	case wire.TTermExit:
+		code := -1
+		if m.Term.ExitCode != nil {
+			code = *m.Term.ExitCode
+		}
+		o.finish(&termEnd{frame: api.TermFrame{Type: api.FrameExit, ExitCode: &code, Signal: m.Term.Signal},
+			status: websocket.StatusNormalClosure, exit: true}, false)
+	case wire.TTermError:
+		e := m.Error
+		if e == nil {
+			e = wire.Errorf(wire.CodeInternal, "the runner reported a terminal error without saying what")
+		}
+		// A refused input or resize leaves the client attached; anything
+		// else (stream cut, hub closed, runner dead) ends the stream.
+		if e.Code == wire.CodeConflict || e.Code == wire.CodeBadRequest {
+			o.notice(e)
+			return
+		}
+		o.finish(fatalEnd(e), false)
+	}
+}
+
+// fatalEnd is the end of a stream cut by err.
+func fatalEnd(err error) *termEnd {
+	e := wire.ToError(err)
+	status := websocket.StatusInternalError
+	switch e.Code {
+	case wire.CodeTimeout:
+		status = websocket.StatusTryAgainLater
+	case wire.CodeUnavailable:
+		status = websocket.StatusGoingAway
+	}
+	return &termEnd{frame: api.TermFrame{Type: api.FrameError, Code: e.Code, Message: e.Message, Fatal: true}, status: status}
+}
+
+func (o *termOutbox) push(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.end != nil {
+		return
+	}
+	if o.queued+len(p) > o.limit {
+		o.chunks, o.queued = nil, 0
+		o.end = fatalEnd(wire.Errorf(wire.CodeTimeout,
+			"this client fell more than %d bytes behind the terminal's output and was cut; attach again to resync", o.limit))
+		o.signal()
+		return
+	}
+	o.chunks = append(o.chunks, p)
+	o.queued += len(p)
+	o.signal()
+}
+
+// notice queues a non-fatal error frame.
+func (o *termOutbox) notice(err error) {
+	e := wire.ToError(err)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.end != nil {
+		return
+	}
+	o.notices = append(o.notices, api.TermFrame{Type: api.FrameError, Code: e.Code, Message: e.Message})
+	o.signal()
+}
+
+// finish sets how the stream ends, once; output already queued is still
+// sent first unless drop.
+func (o *termOutbox) finish(end *termEnd, drop bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.end != nil {
+		return
+	}
+	if drop {
+		o.chunks, o.queued = nil, 0
+	}
+	o.end = end
+	o.signal()
+}
+
+// exited reports whether the stream ended with the program's exit.
+func (o *termOutbox) exited() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.end != nil && o.end.exit
+}
+
+// take removes pending notices and up to limit bytes of output, appending
+// the output's pieces to pieces. It returns the end only once no output is
+// left.
+func (o *termOutbox) take(pieces [][]byte, limit int) ([]api.TermFrame, [][]byte, *termEnd) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	notices := o.notices
+	o.notices = nil
+	n, i := 0, 0
+	for ; i < len(o.chunks) && n < limit; i++ {
+		c := o.chunks[i]
+		if n+len(c) > limit {
+			k := limit - n
+			pieces = append(pieces, c[:k])
+			o.chunks[i] = c[k:]
+			n += k
+			break
+		}
+		pieces = append(pieces, c)
+		n += len(c)
+		o.chunks[i] = nil
+	}
+	o.chunks = o.chunks[i:]
+	if len(o.chunks) == 0 {
+		o.chunks = nil // let the backing array go
+	}
+	o.queued -= n
+	if len(o.chunks) > 0 {
+		return notices, pieces, nil
+	}
+	return notices, pieces, o.end
+}
+
+// run writes first and then the outbox to conn until the stream ends, ctx
+// ends, or a write fails. When shutdown ends first, the client is told the
+// supervisor is going away.
+func (o *termOutbox) run(ctx, shutdown context.Context, conn *websocket.Conn, first api.TermFrame) error {
+	if err := writeFrame(ctx, conn, first); err != nil {
+		return err
+	}
+	down := shutdown.Done()
+	buf := make([]byte, 0, api.MaxTermFrame)
+	var pieces [][]byte
+	for {
+		var notices []api.TermFrame
+		var end *termEnd
+		notices, pieces, end = o.take(pieces[:0], api.MaxTermFrame)
+		for _, f := range notices {
+			if err := writeFrame(ctx, conn, f); err != nil {
+				return err
+			}
+		}
+		if len(pieces) > 0 {
+			frame := pieces[0]
+			if len(pieces) > 1 {
+				// Joined, so a burst of small reads costs one frame.
+				buf = buf[:0]
+				for _, p := range pieces {
+					buf = append(buf, p...)
+				}
+				frame = buf
+			}
+			clear(pieces) // the pieces are garbage once written
+			if err := writeBinary(ctx, conn, frame); err != nil {
+				return err
+			}
+			continue
+		}
+		if end != nil {
+			if err := writeFrame(ctx, conn, end.frame); err != nil {
+				return err
+			}
+			return conn.Close(end.status, closeReason(end))
+		}
+		if len(notices) > 0 {
+			continue
+		}
+		select {
+		case <-o.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-down:
+			down = nil
+			o.finish(fatalEnd(wire.Errorf(wire.CodeUnavailable, "the supervisor is shutting down")), true)
+		}
+	}
+}
+
+func closeReason(end *termEnd) string {
+	if end.exit {
+		return "program exited"
+	}
+	return string(end.frame.Code)
+}
+
+func writeFrame(ctx context.Context, conn *websocket.Conn, f api.TermFrame) error {
+	raw, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encode %s frame: %w", f.Type, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, termWriteTimeout)
+	defer cancel()
+	return conn.Write(ctx, websocket.MessageText, raw)
+}
+
+func writeBinary(ctx context.Context, conn *websocket.Conn, p []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, termWriteTimeout)
+	defer cancel()
+	return conn.Write(ctx, websocket.MessageBinary, p)
+}

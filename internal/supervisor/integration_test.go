@@ -1,0 +1,510 @@
+package supervisor
+
+// Integration tests: the real supervisor and runner binaries, built from
+// this tree, driving the script engine.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// built holds the binaries built for this test run; TestMain removes them.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// realBinaries builds cmd/supervisor and cmd/runner once per test run.
+func realBinaries(t testing.TB) (supervisorBin, runnerBin string) {
+	t.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "corral-bin-")
+		if built.err != nil {
+			return
+		}
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("the go command is needed to build the binaries: %w", err)
+			return
+		}
+		cmd := exec.Command(gobin, "build", "-o", built.dir+string(os.PathSeparator),
+			"github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out.String())
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return filepath.Join(built.dir, "supervisor"), filepath.Join(built.dir, "runner")
+}
+
+// scenario is what the script engine plays in these tests.
+const scenario = `{
+  "turns": [
+    {"match": "slow", "steps": [{"say": "working on it"}, {"sleepMs": 4000}, {"say": "done"}]},
+    {"match": "slow", "steps": [{"say": "working on it"}, {"sleepMs": 4000}, {"say": "done"}]},
+    {"match": "steer", "steps": [
+      {"say": "reading"}, {"tool": "read", "path": "notes.txt"},
+      {"sleepMs": 3000},
+      {"tool": "read", "path": "notes.txt"}, {"say": "finished"}]}
+  ],
+  "fallback": {"steps": [{"say": "hello from the script"}]},
+  "onSteer": "steered: {steer}"
+}`
+
+// daemonProc is a running supervisor binary.
+type daemonProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	state  string
+	cwd    string
+	c      *client.Client
+	stderr *bytes.Buffer
+	exited chan struct{}
+	err    error
+}
+
+// startDaemon starts `supervisor serve` on a fresh state folder. Its runner
+// is a wrapper that writes a line to stderr and then becomes the real
+// runner, so a crash has a stderr tail to show.
+func startDaemon(t *testing.T, extra ...string) *daemonProc {
+	t.Helper()
+	sup, runner := realBinaries(t)
+	base := t.TempDir()
+	wrapperDir := filepath.Join(base, "bin")
+	os.Mkdir(wrapperDir, 0o700)
+	wrapper := filepath.Join(wrapperDir, "runner")
+	script := "#!/bin/sh\necho \"runner wrapper: starting pid $$\" >&2\nexec " + strconv.Quote(runner) + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemonProc{t: t, state: filepath.Join(base, "state"), cwd: filepath.Join(base, "work"), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	os.Mkdir(d.cwd, 0o700)
+	os.WriteFile(filepath.Join(d.cwd, "notes.txt"), []byte("some notes\n"), 0o600)
+	os.WriteFile(filepath.Join(d.cwd, "scenario.json"), []byte(scenario), 0o600)
+	args := append([]string{"serve", "--state", d.state, "--runner", wrapper, "--log-level", "debug"}, extra...)
+	d.cmd = exec.Command(sup, args...)
+	d.cmd.Stderr = &lockedWriter{w: d.stderr}
+	proc.Configure(d.cmd)
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		d.err = d.cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.exited:
+		case <-time.After(20 * time.Second):
+			proc.KillGroup(d.cmd.Process.Pid)
+			<-d.exited
+		}
+		if t.Failed() {
+			t.Logf("supervisor log:\n%s", d.log())
+		}
+	})
+	var err error
+	if d.c, err = client.ForState(d.state); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := d.c.Health(context.Background()); err == nil {
+			return d
+		}
+		select {
+		case <-d.exited:
+			t.Fatalf("supervisor exited: %v\n%s", d.err, d.log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("supervisor did not answer:\n%s", d.log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (d *daemonProc) log() string {
+	lw := d.cmd.Stderr.(*lockedWriter)
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return d.stderr.String()
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (d *daemonProc) create(t *testing.T) string {
+	t.Helper()
+	s, err := d.c.CreateSession(ctxT(t), wire.Spec{Engine: "script", Cwd: d.cwd, Scenario: filepath.Join(d.cwd, "scenario.json")})
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, d.log())
+	}
+	return s.ID
+}
+
+func (d *daemonProc) command(t *testing.T, id string, cmd wire.Command) json.RawMessage {
+	t.Helper()
+	r, err := d.c.Command(ctxT(t), id, cmd)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd.Cmd, err)
+	}
+	return r.Result
+}
+
+// follow reads session id's events from seq from until match holds for one,
+// returning every event read.
+func (d *daemonProc) follow(t *testing.T, id string, from int64, match func(wire.Event) bool) []wire.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := d.c.Events(ctx, id, client.EventsOptions{From: from, Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var out []wire.Event
+	for {
+		line, err := st.Next()
+		if err != nil {
+			t.Fatalf("after %v: %v", types(out), err)
+		}
+		var ev wire.Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatalf("event %s: %v", line, err)
+		}
+		out = append(out, ev)
+		if match(ev) {
+			return out
+		}
+	}
+}
+
+func ofType(typ wire.EventType) func(wire.Event) bool {
+	return func(ev wire.Event) bool { return ev.Type == typ }
+}
+
+// nth matches the n-th event of type typ.
+func nth(n int, typ wire.EventType) func(wire.Event) bool {
+	seen := 0
+	return func(ev wire.Event) bool {
+		if ev.Type == typ {
+			seen++
+		}
+		return seen == n
+	}
+}
+
+func (d *daemonProc) runnerPID(t *testing.T, id string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(d.state, "sessions", id, pidFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// gone waits until no process has pid (a zombie counts as gone: it runs
+// nothing and its parent reaps it).
+func gone(t *testing.T, pid int) {
+	t.Helper()
+	waitFor(t, func() bool {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		return len(f) > 0 && f[0] == "Z"
+	})
+}
+
+func dataOf[T any](t *testing.T, ev wire.Event) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(ev.Data, &v); err != nil {
+		t.Fatalf("%s data %s: %v", ev.Type, ev.Data, err)
+	}
+	return v
+}
+
+func TestRealSendReadsEventsToTurnEnd(t *testing.T) {
+	d := startDaemon(t)
+	id := d.create(t)
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
+	evs := d.follow(t, id, 1, ofType(wire.EvTurnEnded))
+	checkSeqs(t, evs, 1)
+	for _, want := range []wire.EventType{wire.EvSessionStarted, wire.EvUserMessage, wire.EvTurnStarted, wire.EvAssistantText} {
+		if !strings.Contains(strings.Join(types(evs), " "), string(want)) {
+			t.Fatalf("no %s in %v", want, types(evs))
+		}
+	}
+	if text := dataOf[wire.TextData](t, evs[len(evs)-1-countAfter(evs, wire.EvAssistantText)]); !strings.Contains(text.Text, "hello from the script") {
+		t.Fatalf("assistant said %q", text.Text)
+	}
+}
+
+// countAfter counts the events after the last one of type typ.
+func countAfter(evs []wire.Event, typ wire.EventType) int {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == typ {
+			return len(evs) - 1 - i
+		}
+	}
+	return len(evs)
+}
+
+func TestRealSecondSendQueuesDuringTurn(t *testing.T) {
+	d := startDaemon(t)
+	id := d.create(t)
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "slow one"})
+	d.follow(t, id, 1, ofType(wire.EvTurnStarted))
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "and then this"})
+	evs := d.follow(t, id, 1, nth(2, wire.EvTurnEnded))
+	checkSeqs(t, evs, 1)
+	var msgs []wire.UserMessageData
+	var turns []wire.TurnStartedData
+	for _, ev := range evs {
+		switch ev.Type {
+		case wire.EvUserMessage:
+			msgs = append(msgs, dataOf[wire.UserMessageData](t, ev))
+		case wire.EvTurnStarted:
+			turns = append(turns, dataOf[wire.TurnStartedData](t, ev))
+		}
+	}
+	if len(msgs) != 2 || msgs[0].Queued || !msgs[1].Queued {
+		t.Fatalf("user messages %+v: the second should be queued", msgs)
+	}
+	if len(turns) != 2 || turns[1].Text != "and then this" {
+		t.Fatalf("turns %+v", turns)
+	}
+	// The queued message started only after the first turn ended.
+	first := nth(1, wire.EvTurnEnded)
+	for _, ev := range evs {
+		if first(ev) {
+			break
+		}
+		if ev.Type == wire.EvTurnStarted && dataOf[wire.TurnStartedData](t, ev).Text == "and then this" {
+			t.Fatal("the second turn started before the first ended")
+		}
+	}
+}
+
+func TestRealSteerLandsAtNextToolBoundary(t *testing.T) {
+	d := startDaemon(t)
+	id := d.create(t)
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "steer test"})
+	d.follow(t, id, 1, ofType(wire.EvToolFinished))
+	d.command(t, id, wire.Command{Cmd: wire.CmdSteer, Text: "use the other file"})
+	evs := d.follow(t, id, 1, ofType(wire.EvTurnEnded))
+	t.Logf("events: %v", types(evs))
+	for i, ev := range evs {
+		if ev.Type != wire.EvSteerDelivered {
+			continue
+		}
+		if s := dataOf[wire.SteerData](t, ev); s.Text != "use the other file" {
+			t.Fatalf("steer %+v", s)
+		}
+		// At the next tool boundary: right after the second tool's end,
+		// while the turn still runs.
+		if evs[i-1].Type != wire.EvToolFinished || countType(evs[:i], wire.EvToolFinished) != 2 {
+			t.Fatalf("steer delivered at %d, not at the next tool boundary: %v", i, types(evs))
+		}
+		return
+	}
+	t.Fatalf("no steerDelivered in %v", types(evs))
+}
+
+func countType(evs []wire.Event, typ wire.EventType) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRealStopMidTurn(t *testing.T) {
+	d := startDaemon(t)
+	id := d.create(t)
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "slow"})
+	d.follow(t, id, 1, ofType(wire.EvTurnStarted))
+	d.command(t, id, wire.Command{Cmd: wire.CmdStop})
+	evs := d.follow(t, id, 1, ofType(wire.EvStopped))
+	if st := dataOf[wire.StoppedData](t, evs[len(evs)-1]); !st.InterruptedTurn {
+		t.Fatalf("stopped %+v", st)
+	}
+	var ended *wire.TurnEndedData
+	for _, ev := range evs {
+		if ev.Type == wire.EvTurnEnded {
+			e := dataOf[wire.TurnEndedData](t, ev)
+			ended = &e
+		}
+	}
+	if ended == nil || ended.Outcome != "stopped" {
+		t.Fatalf("turn ended %+v: %v", ended, types(evs))
+	}
+	for _, ev := range evs {
+		if ev.Type == wire.EvAssistantText && strings.Contains(string(ev.Data), "done") {
+			t.Fatalf("the turn ran its course instead of stopping: %v", types(evs))
+		}
+	}
+}
+
+func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
+	d := startDaemon(t)
+	id := d.create(t)
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "slow"})
+	d.follow(t, id, 1, ofType(wire.EvTurnStarted))
+	pid := d.runnerPID(t, id)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var s *apiSession
+	waitFor(t, func() bool {
+		got, err := d.c.Session(ctxT(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = (*apiSession)(got)
+		return !got.Live && got.LastCrash != nil
+	})
+	crash := s.LastCrash
+	if !errors.Is(crash, wire.ErrRunnerCrashed) || crash.Detail == nil || crash.Detail.Signal != "killed" || crash.Detail.ExitCode != -1 {
+		t.Fatalf("crash %+v", crash)
+	}
+	if !strings.Contains(strings.Join(crash.Detail.Stderr, "\n"), "runner wrapper: starting pid "+strconv.Itoa(pid)) {
+		t.Fatalf("stderr tail %q lacks the runner's own line", crash.Detail.Stderr)
+	}
+	if !strings.Contains(crash.Message, "killed") {
+		t.Fatalf("message %q", crash.Message)
+	}
+
+	// A new command starts a new runner, which continues the log.
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "after the crash"})
+	resumed := false
+	after := d.follow(t, id, 1, func(ev wire.Event) bool {
+		resumed = resumed || ev.Type == wire.EvSessionResumed
+		return resumed && ev.Type == wire.EvTurnEnded
+	})
+	checkSeqs(t, after, 1)
+	if last := dataOf[wire.TurnEndedData](t, after[len(after)-1]); last.Outcome != "done" {
+		t.Fatalf("the turn after the crash ended %+v", last)
+	}
+	if newPID := d.runnerPID(t, id); newPID == pid {
+		t.Fatal("the same runner pid after a crash")
+	}
+}
+
+// apiSession keeps the test's use of the client type short.
+type apiSession = struct {
+	ID        string       `json:"id"`
+	Spec      wire.Spec    `json:"spec"`
+	Live      bool         `json:"live"`
+	Status    *wire.Status `json:"status,omitempty"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+	LastCrash *wire.Error  `json:"lastCrash,omitempty"`
+}
+
+func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {
+	d := startDaemon(t, "--idle-ttl", "2s")
+	id := d.create(t)
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "hi"})
+	first := d.follow(t, id, 1, ofType(wire.EvTurnEnded))
+	pid := d.runnerPID(t, id)
+	waitFor(t, func() bool {
+		s, err := d.c.Session(ctxT(t), id)
+		return err == nil && !s.Live
+	})
+	gone(t, pid)
+	s, err := d.c.Session(ctxT(t), id)
+	if err != nil || s.Status == nil || s.Status.State != wire.StateIdle || s.LastCrash != nil {
+		t.Fatalf("reaped session %+v %v", s, err)
+	}
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "back again"})
+	evs := d.follow(t, id, 1, nth(2, wire.EvTurnEnded))
+	checkSeqs(t, evs, 1)
+	if !strings.Contains(strings.Join(types(evs[len(first):]), " "), "sessionResumed userMessage") {
+		t.Fatalf("after the reap: %v", types(evs[len(first):]))
+	}
+}
+
+func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
+	d := startDaemon(t)
+	busy, idle := d.create(t), d.create(t)
+	d.command(t, busy, wire.Command{Cmd: wire.CmdSend, Text: "slow"})
+	d.follow(t, busy, 1, ofType(wire.EvTurnStarted))
+	pids := []int{d.runnerPID(t, busy), d.runnerPID(t, idle)}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("supervisor did not exit on SIGTERM")
+	}
+	if d.err != nil {
+		t.Fatalf("supervisor exit: %v\n%s", d.err, d.log())
+	}
+	for _, pid := range pids {
+		gone(t, pid)
+	}
+	if _, err := os.Lstat(filepath.Join(d.state, "supervisor.sock")); !os.IsNotExist(err) {
+		t.Fatalf("socket left: %v", err)
+	}
+	// The busy session's log was closed properly: its turn ended.
+	raw, _ := os.ReadFile(filepath.Join(d.state, "sessions", busy, eventsFile))
+	if !bytes.HasSuffix(raw, []byte("\n")) {
+		t.Fatal("events.jsonl ends with a torn line")
+	}
+}
+
+func TestRealSupervisorKill9TakesRunnersWithIt(t *testing.T) {
+	d := startDaemon(t)
+	a, b := d.create(t), d.create(t)
+	d.command(t, a, wire.Command{Cmd: wire.CmdSend, Text: "slow"})
+	d.follow(t, a, 1, ofType(wire.EvTurnStarted))
+	pids := []int{d.runnerPID(t, a), d.runnerPID(t, b)}
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+	for _, pid := range pids {
+		gone(t, pid)
+	}
+}

@@ -1,0 +1,380 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// Manager keeps the sessions of one state folder and their runners. Its
+// methods are safe for concurrent use.
+type Manager struct {
+	cfg      Config
+	log      *zap.Logger
+	sessions string // <state>/sessions
+
+	// stopping ends runner starts still under way when Shutdown begins.
+	stopping   context.Context
+	stopStarts context.CancelFunc
+
+	mu       sync.Mutex
+	entries  map[string]*entry // by session id; a rotated session's ids share one
+	hubs     map[string]*hub
+	crashes  map[string]*wire.Error // the last crash of each session's runner
+	deleting map[string]bool
+	closed   bool
+	spawns   sync.WaitGroup
+}
+
+// entry is one runner, from its spawn to its exit.
+type entry struct {
+	ids   []string
+	ready chan struct{} // closed once child or err is set
+	child *child
+	err   error
+
+	holds    int  // calls in flight
+	retiring bool // being stopped: callers wait for the exit, then respawn
+	lastUsed time.Time
+}
+
+// New returns a Manager for cfg.StateDir, creating its sessions folder and
+// killing runners a previous supervisor left behind.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	runner, err := filepath.Abs(cfg.RunnerPath)
+	if err != nil {
+		return nil, fmt.Errorf("runner path: %w", err)
+	}
+	cfg.RunnerPath = runner
+	state, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	cfg.StateDir = state
+	m := &Manager{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		sessions: filepath.Join(state, "sessions"),
+		entries:  map[string]*entry{},
+		hubs:     map[string]*hub{},
+		crashes:  map[string]*wire.Error{},
+		deleting: map[string]bool{},
+	}
+	if err := os.MkdirAll(m.sessions, 0o700); err != nil {
+		return nil, fmt.Errorf("sessions folder: %w", err)
+	}
+	m.stopping, m.stopStarts = context.WithCancel(context.Background())
+	m.sweepStaleRunners()
+	return m, nil
+}
+
+func (m *Manager) dir(id string) string { return filepath.Join(m.sessions, id) }
+
+// SessionDir is the folder of session id.
+func (m *Manager) SessionDir(id string) string { return m.dir(id) }
+
+func shuttingDown() error {
+	return wire.Errorf(wire.CodeUnavailable, "the supervisor is shutting down")
+}
+
+// acquire returns the live runner entry of session id, starting the runner
+// when there is none; concurrent callers share one start. The caller must
+// release the entry.
+func (m *Manager) acquire(ctx context.Context, id string) (*entry, error) {
+	if !validID(id) {
+		return nil, notFound(id)
+	}
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, shuttingDown()
+		}
+		if m.deleting[id] {
+			m.mu.Unlock()
+			return nil, notFound(id)
+		}
+		e := m.entries[id]
+		if e == nil {
+			if _, err := os.Stat(filepath.Join(m.dir(id), metaFile)); err != nil {
+				m.mu.Unlock()
+				return nil, notFound(id)
+			}
+			e = &entry{ids: []string{id}, ready: make(chan struct{})}
+			m.entries[id] = e
+			m.spawns.Add(1)
+			go m.spawn(e, id)
+		}
+		m.mu.Unlock()
+
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return nil, ctxError(ctx, wire.TLiveEnsure)
+		}
+		if e.err != nil {
+			return nil, e.err
+		}
+		c := e.child
+		m.mu.Lock()
+		if m.entries[id] == e && !e.retiring && !m.closed && c.alive() {
+			e.holds++
+			m.mu.Unlock()
+			return e, nil
+		}
+		if m.entries[id] == e && !c.alive() {
+			m.dropLocked(e)
+		}
+		m.mu.Unlock()
+		// Stopping or dead: wait for the exit, then start afresh.
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, ctxError(ctx, wire.TLiveEnsure)
+		}
+	}
+}
+
+// release ends a call; touch marks the session as used for the idle clock.
+func (m *Manager) release(e *entry, touch bool) {
+	m.mu.Lock()
+	e.holds--
+	if touch {
+		e.lastUsed = m.cfg.Now()
+	}
+	m.mu.Unlock()
+}
+
+func (m *Manager) dropLocked(e *entry) {
+	for _, id := range e.ids {
+		if m.entries[id] == e {
+			delete(m.entries, id)
+		}
+	}
+}
+
+func (m *Manager) spawn(e *entry, id string) {
+	defer m.spawns.Done()
+	c, err := m.startRunner(id)
+	m.mu.Lock()
+	late := err == nil && m.closed
+	if late {
+		err = shuttingDown()
+	}
+	if err != nil {
+		m.dropLocked(e)
+		e.err = err
+	} else {
+		e.child = c
+		e.lastUsed = m.cfg.Now()
+	}
+	close(e.ready)
+	m.mu.Unlock()
+	if late {
+		c.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
+	}
+}
+
+// startRunner starts the runner of session id and makes the session live.
+func (m *Manager) startRunner(id string) (*child, error) {
+	dir := m.dir(id)
+	spec, err := readSpec(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	log := m.log.With(zap.String("session", id))
+	c, err := startChild(spawnSpec{
+		runner:  m.cfg.RunnerPath,
+		dir:     dir,
+		session: id,
+		env:     m.cfg.Env,
+		maxLine: m.cfg.MaxLine,
+		log:     log,
+		now:     m.cfg.Now,
+		hooks: childHooks{
+			hub:    m.hub,
+			rotate: m.onRotate,
+			exit:   m.onExit,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(m.stopping, m.cfg.StartTimeout)
+	defer cancel()
+	if err := c.handshake(ctx); err != nil {
+		c.kill()
+		return nil, fmt.Errorf("start runner for session %s: %w", id, err)
+	}
+	if err := m.ensureLive(ctx, c, spec); err != nil {
+		c.kill()
+		return nil, fmt.Errorf("start session %s: %w", id, err)
+	}
+	log.Debug("runner live", zap.Int("pid", c.cmd.Process.Pid))
+	return c, nil
+}
+
+func (m *Manager) ensureLive(ctx context.Context, c *child, spec wire.Spec) error {
+	r, err := c.call(ctx, &wire.Message{T: wire.TLiveEnsure, Spec: &spec, Credentials: m.cfg.Credentials})
+	if err != nil {
+		return err
+	}
+	if r.Error != nil {
+		return r.Error
+	}
+	if r.T != wire.TLiveReady {
+		return wire.Errorf(wire.CodeProtocol, "runner answered live.ensure with %q, want live.ready", r.T)
+	}
+	return nil
+}
+
+func (m *Manager) onExit(c *child) {
+	crash := c.death
+	if crash.Code != wire.CodeRunnerCrashed {
+		crash = nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, e := range m.entries {
+		if e.child == c {
+			delete(m.entries, id)
+			if crash != nil {
+				m.crashes[id] = crash
+			}
+		}
+	}
+}
+
+func (m *Manager) onRotate(c *child, from, to string) {
+	if !validID(to) {
+		c.log.Warn("ignoring rotate to an invalid session id", zap.String("to", to))
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var e *entry
+	if x := m.entries[from]; x != nil && x.child == c {
+		e = x
+	}
+	for _, x := range m.entries {
+		if e == nil && x.child == c {
+			e = x
+		}
+	}
+	if e == nil {
+		return // the runner is on its way out
+	}
+	if other := m.entries[to]; other != nil && other != e {
+		c.log.Warn("rotate to a session another runner holds; ignored", zap.String("to", to))
+		return
+	}
+	m.entries[to] = e
+	e.ids = append(e.ids, to)
+	c.log.Info("session rotated", zap.String("from", from), zap.String("to", to))
+}
+
+// hub returns the event hub of a session, making it on first use.
+func (m *Manager) hub(id string) *hub {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.hubs[id]
+	if h == nil {
+		h = &hub{}
+		if m.closed {
+			h.closed = shuttingDown()
+		}
+		m.hubs[id] = h
+	}
+	return h
+}
+
+func (m *Manager) closeHub(id string, err error) {
+	m.mu.Lock()
+	h := m.hubs[id]
+	delete(m.hubs, id)
+	m.mu.Unlock()
+	if h != nil {
+		h.close(err)
+	}
+}
+
+// withCallTimeout bounds a call whose context has no deadline.
+func (m *Manager) withCallTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, m.cfg.CallTimeout)
+}
+
+// Shutdown stops every runner: shutdown first, SIGTERM to its group after
+// the grace period, SIGKILL after the kill grace. Streams end with
+// unavailable and later calls fail with it.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	hubs := m.hubs
+	m.hubs = map[string]*hub{}
+	m.mu.Unlock()
+	m.stopStarts()
+	for _, h := range hubs {
+		h.close(shuttingDown())
+	}
+
+	spawned := make(chan struct{})
+	go func() {
+		m.spawns.Wait()
+		close(spawned)
+	}()
+	select {
+	case <-spawned:
+	case <-ctx.Done():
+		return fmt.Errorf("shutdown: waiting for runners being started: %w", ctx.Err())
+	}
+
+	m.mu.Lock()
+	var children []*child
+	seen := map[*entry]bool{}
+	for _, e := range m.entries {
+		if seen[e] || e.child == nil {
+			continue
+		}
+		seen[e] = true
+		e.retiring = true
+		children = append(children, e.child)
+	}
+	m.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, c := range children {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
+		}()
+	}
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		m.log.Info("every runner stopped", zap.Int("runners", len(children)))
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("shutdown: stopping runners: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,706 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func TestCreateSendReadsEventsToTurnEnd(t *testing.T) {
+	m := newManager(t, "")
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !validID(s.ID) || len(s.ID) != 12 || !s.Live || s.Status == nil || s.Status.State != wire.StateIdle {
+		t.Fatalf("created session = %+v", s)
+	}
+	fi, err := os.Stat(m.dir(s.ID))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("session folder: %v %v", fi.Mode(), err)
+	}
+	var onDisk wire.Spec
+	raw, _ := os.ReadFile(filepath.Join(m.dir(s.ID), metaFile))
+	if err := json.Unmarshal(raw, &onDisk); err != nil || onDisk.ID != s.ID || onDisk.Engine != "script" {
+		t.Fatalf("meta.json = %s (%v)", raw, err)
+	}
+
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
+	evs := readUntil(t, m, s.ID, 1, "turnEnded")
+	want := []string{"sessionStarted", "userMessage", "turnStarted", "assistantText", "turnEnded"}
+	if got := types(evs); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+	checkSeqs(t, evs, 1)
+}
+
+func TestConcurrentCallersShareOneStart(t *testing.T) {
+	m := newManager(t, fakerunner.ModeReadyDelayPrefix+"150ms")
+	spec, err := createFolder(m.sessions, wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := m.Command(ctxT(t), spec.ID, wire.Command{Cmd: wire.CmdStatus})
+			if err == nil {
+				err = r.Err()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := spawnCount(t, m, spec.ID); n != 1 {
+		t.Fatalf("runner started %d times for 16 concurrent callers, want 1", n)
+	}
+}
+
+func TestRunnerExitRejectsPendingCallWithCodeAndStderr(t *testing.T) {
+	m := newManager(t, fakerunner.ModeCrashOnSend)
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdSend, Text: "boom"})
+	if !errors.Is(err, wire.ErrRunnerCrashed) {
+		t.Fatalf("err = %v, want runner_crashed", err)
+	}
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Detail == nil {
+		t.Fatalf("err = %#v, want a *wire.Error with a crash detail", err)
+	}
+	if we.Detail.ExitCode != 3 || we.Detail.Signal != "" {
+		t.Fatalf("crash = %+v, want exit code 3", we.Detail)
+	}
+	if !strings.Contains(strings.Join(we.Detail.Stderr, "\n"), "engine exploded") {
+		t.Fatalf("stderr tail = %q, want the runner's last words", we.Detail.Stderr)
+	}
+	if !strings.Contains(we.Message, "exited with code 3") || we.StatusCode != 502 {
+		t.Fatalf("message %q status %d", we.Message, we.StatusCode)
+	}
+	if m.Live(s.ID) {
+		t.Fatal("session still live after its runner died")
+	}
+	got, err := m.Get(ctxT(t), s.ID)
+	if err != nil || got.Live || got.LastCrash == nil || got.LastCrash.Detail.ExitCode != 3 {
+		t.Fatalf("session after the crash: %+v %v", got, err)
+	}
+}
+
+func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
+	m := newManager(t, fakerunner.ModeIgnoreInject)
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readAll(t, m, s.ID)
+	pid := runnerPID(t, m, s.ID)
+
+	const callers = 3
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			_, err := m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdSend, Text: "never answered"})
+			errs <- err
+		}()
+	}
+	// Kill only once every call is registered with the runner.
+	waitFor(t, func() bool {
+		e := m.holdLive(s.ID)
+		if e == nil {
+			return false
+		}
+		defer m.release(e, false)
+		e.child.mu.Lock()
+		defer e.child.mu.Unlock()
+		return len(e.child.pending) == callers
+	})
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range callers {
+		err := <-errs
+		var we *wire.Error
+		if !errors.Is(err, wire.ErrRunnerCrashed) || !errors.As(err, &we) {
+			t.Fatalf("err = %v, want runner_crashed", err)
+		}
+		if we.Detail.Signal != "killed" || we.Detail.ExitCode != -1 || !strings.Contains(we.Message, "killed") {
+			t.Fatalf("crash = %+v (%q), want killed by SIGKILL", we.Detail, we.Message)
+		}
+	}
+
+	// The next call starts a new runner, which resumes the log.
+	r, err := m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdStatus})
+	if err != nil || !r.OK {
+		t.Fatalf("status after crash: %v %+v", err, r)
+	}
+	after := readAll(t, m, s.ID)
+	checkSeqs(t, after, 1)
+	if len(after) != len(before)+1 || after[len(after)-1].Type != wire.EvSessionResumed {
+		t.Fatalf("events after restart = %v", types(after))
+	}
+	if n := spawnCount(t, m, s.ID); n != 2 {
+		t.Fatalf("runner started %d times, want 2", n)
+	}
+}
+
+func TestProtocolMismatchFailsStart(t *testing.T) {
+	m := newManager(t, fakerunner.ModeProtoPrefix+"99")
+	_, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if !errors.Is(err, wire.ErrProtocol) {
+		t.Fatalf("err = %v, want protocol_mismatch", err)
+	}
+	for _, want := range []string{"protocol version 99", "speaks 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	list, err := m.List(ctxT(t))
+	if err != nil || len(list) != 0 {
+		t.Fatalf("sessions after a failed start: %v %v", list, err)
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	tests := []struct {
+		name    string
+		modes   string
+		timeout time.Duration
+		want    error
+		text    string
+	}{
+		{"engine refuses live.ensure", fakerunner.ModeFailStart, time.Minute, wire.ErrEngine, `engine "script" refused to start`},
+		{"runner never answers hello", fakerunner.ModeSilent, 300 * time.Millisecond, wire.ErrTimeout, "did not answer hello"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newManager(t, tc.modes, func(c *Config) { c.StartTimeout = tc.timeout })
+			_, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("err = %v, want %v saying %q", err, tc.want, tc.text)
+			}
+		})
+	}
+}
+
+func TestMalformedRunnerLinesAreSkipped(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	m := newManager(t, fakerunner.ModeGarbage, func(c *Config) {
+		c.MaxLine = 1024
+		c.Logger = zap.New(core)
+	})
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hi"})
+	evs := readUntil(t, m, s.ID, 1, "turnEnded")
+	checkSeqs(t, evs, 1)
+	for _, msg := range []string{"skipping runner output line", "skipping malformed runner message"} {
+		if logs.FilterMessage(msg).Len() == 0 {
+			t.Errorf("no %q warning logged", msg)
+		}
+	}
+}
+
+func TestReapSparesBusyRunners(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	var clockMu sync.Mutex
+	clock := func() time.Time {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		return now
+	}
+	advance := func(d time.Duration) {
+		clockMu.Lock()
+		now = now.Add(d)
+		clockMu.Unlock()
+	}
+	ttl := time.Minute
+	// One manager per behaviour keeps each runner's mode its own.
+	t.Cleanup(trackLeaks(t))
+	newM := func(modes string) *Manager {
+		return startManager(t, modes, func(c *Config) { c.IdleTTL = ttl; c.Now = clock })
+	}
+	idle, working, asking, pending, term := newM(""), newM(fakerunner.ModeSlowTurn), newM(fakerunner.ModeAsk), newM(fakerunner.ModeIgnoreInject), newM("")
+	ids := map[*Manager]string{}
+	for _, m := range []*Manager{idle, working, asking, pending, term} {
+		s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[m] = s.ID
+	}
+	mustCommand(t, working, ids[working], wire.Command{Cmd: wire.CmdSend, Text: "long job"})
+	mustCommand(t, asking, ids[asking], wire.Command{Cmd: wire.CmdSend, Text: "needs approval"})
+	readUntil(t, working, ids[working], 1, "turnStarted")
+	readUntil(t, asking, ids[asking], 1, "askOpened")
+	pendingDone := make(chan error, 1)
+	pctx, cancelPending := context.WithCancel(context.Background())
+	defer cancelPending()
+	go func() {
+		_, err := pending.Command(pctx, ids[pending], wire.Command{Cmd: wire.CmdSend, Text: "unanswered"})
+		pendingDone <- err
+	}()
+	waitFor(t, func() bool {
+		e := pending.holdLive(ids[pending])
+		if e == nil {
+			return false
+		}
+		defer pending.release(e, false)
+		return e.holds > 1
+	})
+	sink := make(chan *wire.Message, 4)
+	if _, err := term.OpenTerm(ctxT(t), ids[term], wire.Term{TermID: "t1", ClientID: "c1"}, func(m *wire.Message) { sink <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-sink; string(got.Term.Data) != "$ " {
+		t.Fatalf("terminal output = %q", got.Term.Data)
+	}
+
+	// Before the TTL nothing goes.
+	for _, m := range []*Manager{idle, working, asking, pending, term} {
+		if n := m.Reap(ctxT(t)); n != 0 {
+			t.Fatalf("reaped %d before the TTL", n)
+		}
+	}
+	advance(ttl + time.Second)
+	if n := idle.Reap(ctxT(t)); n != 1 || idle.Live(ids[idle]) {
+		t.Fatalf("idle runner: reaped %d, live %v", n, idle.Live(ids[idle]))
+	}
+	for name, m := range map[string]*Manager{"working": working, "asking": asking, "pending call": pending, "terminal": term} {
+		if n := m.Reap(ctxT(t)); n != 0 || !m.Live(ids[m]) {
+			t.Errorf("%s runner: reaped %d, live %v", name, n, m.Live(ids[m]))
+		}
+	}
+
+	// Once the terminal is closed and the time passes, it goes too.
+	if err := term.CloseTerm(ids[term], "t1", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := term.Reap(ctxT(t)); n != 0 {
+		t.Fatalf("reaped %d right after the terminal closed", n)
+	}
+	advance(ttl + time.Second)
+	if n := term.Reap(ctxT(t)); n != 1 {
+		t.Fatalf("after the terminal closed: reaped %d", n)
+	}
+	cancelPending()
+	if err := <-pendingDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("pending call: %v", err)
+	}
+
+	// A reaped session comes back on the next command, its log continued.
+	mustCommand(t, idle, ids[idle], wire.Command{Cmd: wire.CmdSend, Text: "again"})
+	evs := readUntil(t, idle, ids[idle], 1, "turnEnded")
+	checkSeqs(t, evs, 1)
+	if evs[1].Type != wire.EvSessionResumed {
+		t.Fatalf("events after reap = %v", types(evs))
+	}
+}
+
+func TestReaperRunsOnItsOwn(t *testing.T) {
+	m := newManager(t, "", func(c *Config) { c.IdleTTL = 50 * time.Millisecond })
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.RunReaper(ctx) }()
+	waitFor(t, func() bool { return !m.Live(s.ID) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRotateAliasesNewSessionToSameRunner(t *testing.T) {
+	m := newManager(t, "")
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdForkSession})
+	var res struct{ Session string }
+	if err := json.Unmarshal(raw, &res); err != nil || res.Session == "" {
+		t.Fatalf("fork result %s: %v", raw, err)
+	}
+	if !m.Live(res.Session) {
+		t.Fatal("forked session is not live")
+	}
+	e1, e2 := m.holdLive(s.ID), m.holdLive(res.Session)
+	if e1 == nil || e2 == nil || e1.child != e2.child {
+		t.Fatal("old and new ids do not share the runner")
+	}
+	m.release(e1, false)
+	m.release(e2, false)
+
+	// Mirrors after the rotated event belong to the new session, whose log
+	// continues the old one.
+	mustCommand(t, m, res.Session, wire.Command{Cmd: wire.CmdSend, Text: "on the fork"})
+	evs := readUntil(t, m, res.Session, 1, "turnEnded")
+	checkSeqs(t, evs, 1)
+	old := readAll(t, m, s.ID)
+	last := old[len(old)-1]
+	if last.Type != wire.EvRotated || evs[len(old)-1].Type != wire.EvRotated || evs[len(old)].Type != wire.EvSessionResumed {
+		t.Fatalf("old session %v, forked session %v", types(old), types(evs))
+	}
+	h := m.hub(s.ID)
+	h.mu.Lock()
+	carried := h.last
+	h.mu.Unlock()
+	if carried != last.Seq {
+		t.Fatalf("the old session's feed carried seq %d, its log ends at %d", carried, last.Seq)
+	}
+	if n := spawnCount(t, m, s.ID); n != 1 {
+		t.Fatalf("%d runners started, want 1", n)
+	}
+}
+
+func TestShutdownLeavesNoChild(t *testing.T) {
+	for _, modes := range []string{fakerunner.ModeOn, fakerunner.ModeSlowTurn, fakerunner.ModeHangShutdown} {
+		t.Run(modes, func(t *testing.T) {
+			m := newManager(t, modes, func(c *Config) {
+				c.ShutdownGrace = 300 * time.Millisecond
+				c.KillGrace = 300 * time.Millisecond
+			})
+			var pids []int
+			for range 3 {
+				s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "work"})
+				pids = append(pids, runnerPID(t, m, s.ID))
+			}
+			if err := m.Shutdown(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			for _, pid := range pids {
+				if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+					t.Errorf("runner %d still exists after shutdown (%v)", pid, err)
+				}
+			}
+			if _, err := m.Create(ctxT(t), wire.Spec{Engine: "script"}); !errors.Is(err, wire.ErrUnavailable) {
+				t.Fatalf("create after shutdown: %v", err)
+			}
+		})
+	}
+}
+
+func TestUnknownAndInvalidIDsAreNotFound(t *testing.T) {
+	m := newManager(t, "")
+	for _, id := range []string{"000000000000", "../../etc", "", "a/b"} {
+		if _, err := m.Command(ctxT(t), id, wire.Command{Cmd: wire.CmdStatus}); !errors.Is(err, wire.ErrNotFound) {
+			t.Errorf("command on %q: %v", id, err)
+		}
+		if _, err := m.Get(ctxT(t), id); !errors.Is(err, wire.ErrNotFound) {
+			t.Errorf("get %q: %v", id, err)
+		}
+		if err := m.Delete(ctxT(t), id); !errors.Is(err, wire.ErrNotFound) {
+			t.Errorf("delete %q: %v", id, err)
+		}
+		if _, err := m.Events(ctxT(t), id, 1, true); !errors.Is(err, wire.ErrNotFound) {
+			t.Errorf("events of %q: %v", id, err)
+		}
+	}
+}
+
+func TestCreateRejectsBadSpecs(t *testing.T) {
+	m := newManager(t, "")
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o600)
+	for _, spec := range []wire.Spec{
+		{},
+		{Engine: "script", ID: "mine"},
+		{Engine: "script", Cwd: "relative/dir"},
+		{Engine: "script", Cwd: file},
+		{Engine: "script", SpendCapUSD: -1},
+		{Engine: "script", Parent: "../x"},
+	} {
+		if _, err := m.Create(ctxT(t), spec); !errors.Is(err, wire.ErrBadRequest) {
+			t.Errorf("create %+v: %v, want bad_request", spec, err)
+		}
+	}
+}
+
+func TestDeleteStopsRunnerEndsStreamsRemovesFolder(t *testing.T) {
+	m := newManager(t, fakerunner.ModeSlowTurn)
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "x"})
+	st, err := m.Events(ctxT(t), s.ID, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pid := runnerPID(t, m, s.ID)
+	if err := m.Delete(ctxT(t), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := st.Next(ctxT(t))
+		if err != nil {
+			if !errors.Is(err, wire.ErrNotFound) {
+				t.Fatalf("stream ended with %v, want not_found", err)
+			}
+			break
+		}
+	}
+	if _, err := os.Stat(m.dir(s.ID)); !os.IsNotExist(err) {
+		t.Fatalf("folder still there: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("runner still exists: %v", err)
+	}
+	if _, err := m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdStatus}); !errors.Is(err, wire.ErrNotFound) {
+		t.Fatalf("command after delete: %v", err)
+	}
+}
+
+func TestNotLiveRunnerIsMadeLiveAgain(t *testing.T) {
+	m := newManager(t, fakerunner.ModeNotLiveOnce)
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdStatus})
+}
+
+func TestOtherRequests(t *testing.T) {
+	m := newManager(t, fakerunner.ModeAsk)
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Cap(ctxT(t), s.ID, "getGoal", nil)
+	if err != nil || string(res) != `{"goal":""}` {
+		t.Fatalf("getGoal = %s, %v", res, err)
+	}
+	if _, err := m.Cap(ctxT(t), s.ID, "nope", nil); !errors.Is(err, wire.ErrBadRequest) {
+		t.Fatalf("unknown cap: %v", err)
+	}
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "ask me"})
+	readUntil(t, m, s.ID, 1, "askOpened")
+	if r, err := m.ResolveApproval(ctxT(t), s.ID, "a1", wire.DecisionAllow, ""); err != nil || !r.OK {
+		t.Fatalf("resolve: %+v %v", r, err)
+	}
+	if _, err := m.ResolveApproval(ctxT(t), s.ID, "a1", "maybe", ""); !errors.Is(err, wire.ErrBadRequest) {
+		t.Fatalf("bad decision: %v", err)
+	}
+	readUntil(t, m, s.ID, 1, "turnEnded")
+	if r, err := m.Interrupt(ctxT(t), s.ID); err != nil || !r.OK {
+		t.Fatalf("interrupt: %+v %v", r, err)
+	}
+}
+
+func TestCredentialsReachRunnerButNoFileOrLog(t *testing.T) {
+	const secret = "sk-test-very-secret-value"
+	core, logs := observer.New(zap.DebugLevel)
+	m := newManager(t, "", func(c *Config) {
+		c.Credentials = map[string]string{"anthropic-api-key": secret}
+		c.Logger = zap.New(core)
+	})
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "x"})
+	readUntil(t, m, s.ID, 1, "turnEnded")
+	if err := m.Shutdown(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if logs.FilterFieldKey("line").FilterMessage("runner stderr").Filter(func(e observer.LoggedEntry) bool {
+		return strings.Contains(e.ContextMap()["line"].(string), "credentials received: anthropic-api-key")
+	}).Len() != 1 {
+		t.Fatal("the runner did not receive the credentials")
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(e.Message+toString(e.ContextMap()), secret) {
+			t.Fatalf("secret in log entry %q", e.Message)
+		}
+	}
+	filepath.Walk(m.cfg.StateDir, func(path string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			if raw, _ := os.ReadFile(path); strings.Contains(string(raw), secret) {
+				t.Errorf("secret written to %s", path)
+			}
+		}
+		return nil
+	})
+}
+
+func toString(m map[string]any) string {
+	raw, _ := json.Marshal(m)
+	return string(raw)
+}
+
+func TestSweepKillsOnlyOwnStaleRunners(t *testing.T) {
+	state := t.TempDir()
+	sessions := filepath.Join(state, "sessions")
+	mk := func(name string) string {
+		dir := filepath.Join(sessions, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	staleDir, otherDir, handDir := mk("aaaaaaaaaaaa"), mk("bbbbbbbbbbbb"), mk("cccccccccccc")
+	// A runner left over by a previous supervisor: a stdio runner of its folder.
+	stale := startProcess(t, "runner", "--session-dir", staleDir, "--stdio")
+	// A process whose pid happens to be in a runner.pid: not a runner.
+	other := startProcess(t, "sleeper", "--session-dir", otherDir, "--stdio")
+	// A runner someone started by hand, without --stdio.
+	hand := startProcess(t, "runner", "--session-dir", handDir)
+	for dir, p := range map[string]*os.Process{staleDir: stale, otherDir: other, handDir: hand} {
+		os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(p.Pid)+"\n"), 0o600)
+	}
+	goneDir := mk("dddddddddddd")
+	os.WriteFile(filepath.Join(goneDir, pidFile), []byte("999999999\n"), 0o600)
+
+	m, err := New(Config{StateDir: state, RunnerPath: os.Args[0], Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	if st, _ := stale.Wait(); st == nil || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("stale runner: %v", st)
+	}
+	for name, p := range map[string]*os.Process{"other program": other, "hand-started runner": hand} {
+		if err := p.Signal(syscall.Signal(0)); err != nil {
+			t.Errorf("%s was killed: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(goneDir, pidFile)); !os.IsNotExist(err) {
+		t.Errorf("runner.pid of a dead runner kept: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startProcess starts a process that sleeps until killed, showing args as
+// its command line.
+func startProcess(t *testing.T, args ...string) *os.Process {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Args = args
+	cmd.Env = append(os.Environ(), sleepEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd.Process
+}
+
+func TestRefusedTerminalIsNotTracked(t *testing.T) {
+	m := newManager(t, fakerunner.ModeNoTerminal)
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t1", ClientID: "c1"}, func(*wire.Message) {})
+	if !errors.Is(err, wire.ErrUnavailable) || !strings.Contains(err.Error(), "no terminal support") {
+		t.Fatalf("err = %v", err)
+	}
+	e := m.holdLive(s.ID)
+	defer m.release(e, false)
+	if e.child.holdsTerminal() {
+		t.Fatal("a refused terminal keeps the runner from being reaped")
+	}
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{}, nil); !errors.Is(err, wire.ErrBadRequest) {
+		t.Fatalf("no termId: %v", err)
+	}
+}
+
+func TestShutdownEndsStartsUnderWay(t *testing.T) {
+	m := newManager(t, fakerunner.ModeSilent, func(c *Config) { c.StartTimeout = time.Minute })
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Create(context.Background(), wire.Spec{Engine: "script"})
+		done <- err
+	}()
+	waitFor(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.entries) == 1
+	})
+	if err := m.Shutdown(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("a start cut by shutdown succeeded")
+	}
+}
+
+func TestTerminalExitDetachesClient(t *testing.T) {
+	m := newManager(t, "")
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *wire.Message, 4)
+	term, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t1", ClientID: "c1", Role: "owner"}, func(m *wire.Message) { got <- m })
+	if err != nil || term.Role != "owner" {
+		t.Fatalf("open: %+v %v", term, err)
+	}
+	if first := <-got; first.T != wire.TTermData {
+		t.Fatalf("first message %s", first.T)
+	}
+	if err := m.TermResize(s.ID, wire.Term{TermID: "t1", ClientID: "c1", Cols: 80, Rows: 24}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.TermInput(s.ID, wire.Term{TermID: "t1", ClientID: "c1", Data: []byte("exit\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if last := <-got; last.T != wire.TTermExit {
+		t.Fatalf("last message %s", last.T)
+	}
+	e := m.holdLive(s.ID)
+	defer m.release(e, false)
+	if e.child.holdsTerminal() {
+		t.Fatal("a client whose program exited still counts as attached")
+	}
+	if err := m.TermInput("000000000000", wire.Term{TermID: "t1"}); !errors.Is(err, wire.ErrNotFound) {
+		t.Fatalf("input to no session: %v", err)
+	}
+}

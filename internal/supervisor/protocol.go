@@ -1,0 +1,289 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// read handles the runner's stdout until it closes. Bad lines are logged and
+// skipped; mirrors take a fast path that decodes only their seq and type.
+func (c *child) read(r io.Reader, maxLine int) {
+	lr := wire.NewLineReader(r, maxLine)
+	cur := c.hooks.hub(c.currentSession())
+	for {
+		line, err := lr.Next()
+		if err != nil {
+			var le *wire.LineError
+			if errors.As(err, &le) {
+				c.log.Warn("skipping runner output line", zap.Error(le))
+				continue
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				c.log.Warn("reading runner output", zap.Error(err))
+			}
+			return
+		}
+		if seq, event, ok := parseMirror(line); ok {
+			if to := c.mirror(cur, seq, bytes.Clone(event)); to != "" {
+				cur = c.rotate(to)
+			}
+			continue
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		m := new(wire.Message)
+		if err := json.Unmarshal(line, m); err != nil || m.T == "" {
+			if err == nil {
+				err = errors.New(`message has no "t"`)
+			}
+			c.log.Warn("skipping malformed runner message", zap.Error(err), zap.ByteString("line", clip(line, 120)))
+			continue
+		}
+		switch m.T {
+		case wire.TMirror:
+			if to := c.mirror(cur, m.Seq, m.Event); to != "" {
+				cur = c.rotate(to)
+			}
+		case wire.TRotate:
+			if m.NewSession == "" {
+				c.log.Warn("skipping rotate without newSession")
+				continue
+			}
+			cur = c.rotate(m.NewSession)
+		default:
+			c.deliver(m)
+		}
+	}
+}
+
+// rotate moves the child to session to and returns that session's hub. The
+// runner announces a rotation twice: by the rotated event, which ends the
+// old session's log, and by a rotate message; the first one seen switches,
+// so every event mirrored after the rotated event goes to the new session
+// whichever order the two arrive in.
+func (c *child) rotate(to string) *hub {
+	c.mu.Lock()
+	from := c.session
+	c.session = to
+	c.mu.Unlock()
+	if from != to {
+		c.hooks.rotate(c, from, to)
+	}
+	return c.hooks.hub(to)
+}
+
+// mirror publishes a mirrored event and tracks the session's activity. It
+// returns the new session id when the event is a rotation.
+func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
+	evSeq, typ, err := scanEvent(event)
+	if err != nil {
+		c.log.Warn("skipping unreadable mirrored event", zap.Int64("seq", seq), zap.Error(err))
+		return ""
+	}
+	if evSeq != seq {
+		c.log.Warn("mirror seq differs from its event's seq; using the event's", zap.Int64("mirror", seq), zap.Int64("event", evSeq))
+	}
+	h.publish(Event{Seq: evSeq, Type: typ, Line: event})
+	switch string(typ) {
+	case "turnStarted":
+		c.working.Store(true)
+	case "turnEnded":
+		c.working.Store(false)
+		c.idleSince.Store(c.now().UnixNano())
+	case "askOpened":
+		c.openAsks.Add(1)
+	case "askAnswered":
+		if c.openAsks.Add(-1) < 0 {
+			c.openAsks.Store(0)
+		}
+	case "sessionStarted", "sessionResumed":
+		c.working.Store(false)
+		c.openAsks.Store(0)
+	case "rotated":
+		var ev struct {
+			Data wire.RotatedData `json:"data"`
+		}
+		if err := json.Unmarshal(event, &ev); err != nil || !validID(ev.Data.To) {
+			c.log.Warn("rotated event without a usable new session id", zap.Int64("seq", evSeq), zap.Error(err))
+			return ""
+		}
+		return ev.Data.To
+	}
+	return ""
+}
+
+// deliver hands a reply to the call waiting for it, or a terminal message
+// to the terminal's client.
+func (c *child) deliver(m *wire.Message) {
+	if m.T == wire.TReady {
+		select {
+		case c.ready <- m:
+		default:
+			c.log.Warn("skipping repeated ready")
+		}
+		return
+	}
+	c.mu.Lock()
+	ch, ok := c.pending[m.ReqID]
+	if ok && m.ReqID != "" {
+		delete(c.pending, m.ReqID)
+		c.mu.Unlock()
+		ch <- m
+		return
+	}
+	// Terminal output names its client, or none to reach every client of
+	// the terminal.
+	var sinks []func(*wire.Message)
+	if m.Term != nil {
+		for k, sink := range c.terms {
+			if k.term == m.Term.TermID && (m.Term.ClientID == "" || k.client == m.Term.ClientID) {
+				sinks = append(sinks, sink)
+			}
+		}
+		// A term.error may only refuse one input, so the client stays
+		// attached (and the runner unreaped) until it closes or exits.
+		if m.T == wire.TTermExit {
+			c.dropTermLocked(m.Term.TermID, m.Term.ClientID)
+		}
+	}
+	c.mu.Unlock()
+	for _, sink := range sinks {
+		sink(m)
+	}
+	if len(sinks) > 0 {
+		return
+	}
+	if m.ReqID != "" {
+		// The caller gave up waiting (its context ended) before the reply.
+		c.log.Debug("late reply from runner", zap.String("t", string(m.T)), zap.String("reqId", m.ReqID))
+		return
+	}
+	c.log.Warn("skipping unexpected runner message", zap.String("t", string(m.T)))
+}
+
+// dropTermLocked forgets a terminal client, or every client of the terminal
+// when client is empty (its program exited).
+func (c *child) dropTermLocked(term, client string) {
+	for k := range c.terms {
+		if k.term == term && (client == "" || k.client == client) {
+			delete(c.terms, k)
+		}
+	}
+}
+
+// send writes a message that gets no reply.
+func (c *child) send(m *wire.Message) error {
+	if err := c.err(); err != nil {
+		return err
+	}
+	if err := c.enc.Encode(m); err != nil {
+		return c.writeFailed(context.Background(), m.T, err)
+	}
+	return nil
+}
+
+// call sends a request and waits for the reply with its reqId. A runner
+// that dies first makes it fail with the runner's death error.
+func (c *child) call(ctx context.Context, m *wire.Message) (*wire.Message, error) {
+	id := strconv.FormatUint(c.nextReq.Add(1), 10)
+	m.ReqID = id
+	ch := make(chan *wire.Message, 1)
+	c.mu.Lock()
+	if c.death != nil {
+		c.mu.Unlock()
+		return nil, c.death
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	if err := c.enc.Encode(m); err != nil {
+		c.forget(id)
+		return nil, c.writeFailed(ctx, m.T, err)
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-c.done:
+		select {
+		case r := <-ch:
+			return r, nil
+		default:
+			return nil, c.death
+		}
+	case <-ctx.Done():
+		c.forget(id)
+		return nil, ctxError(ctx, m.T)
+	}
+}
+
+func (c *child) forget(reqID string) {
+	c.mu.Lock()
+	delete(c.pending, reqID)
+	c.mu.Unlock()
+}
+
+// writeFailed explains a failed write: a runner that is dying reports its
+// death (with exit status and stderr), which follows the broken pipe
+// closely.
+func (c *child) writeFailed(ctx context.Context, t wire.Type, err error) error {
+	t0 := time.NewTimer(2 * time.Second)
+	defer t0.Stop()
+	select {
+	case <-c.done:
+		return c.death
+	case <-ctx.Done():
+	case <-t0.C:
+	}
+	return wire.Errorf(wire.CodeUnavailable, "send %s to runner: %v", t, err)
+}
+
+func ctxError(ctx context.Context, t wire.Type) error {
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return wire.Errorf(wire.CodeTimeout, "runner did not answer %s in time", t)
+	}
+	return fmt.Errorf("waiting for the runner to answer %s: %w", t, ctx.Err())
+}
+
+// handshake checks the runner speaks this protocol version.
+func (c *child) handshake(ctx context.Context) error {
+	if err := c.enc.Encode(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion}); err != nil {
+		return c.writeFailed(ctx, wire.THello, err)
+	}
+	select {
+	case m := <-c.ready:
+		if m.Error != nil {
+			return fmt.Errorf("runner %s refused the handshake: %w", c.cmd.Path, m.Error)
+		}
+		if m.Proto != wire.ProtocolVersion {
+			return wire.Errorf(wire.CodeProtocol,
+				"runner %s speaks protocol version %d but this supervisor speaks %d: install a runner from the same release",
+				c.cmd.Path, m.Proto, wire.ProtocolVersion)
+		}
+		if m.Session != "" && m.Session != c.currentSession() {
+			return wire.Errorf(wire.CodeProtocol, "runner says it holds session %q, expected %q", m.Session, c.currentSession())
+		}
+		return nil
+	case <-c.done:
+		return c.death
+	case <-ctx.Done():
+		return ctxError(ctx, wire.THello)
+	}
+}
+
+func clip(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}

@@ -1,0 +1,251 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// Create makes a session folder for spec, starts its runner and returns the
+// session once the runner reported it live. A session whose runner fails to
+// start is removed again.
+func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, error) {
+	if err := validateSpec(spec); err != nil {
+		return api.Session{}, err
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return api.Session{}, shuttingDown()
+	}
+	spec, err := createFolder(m.sessions, spec)
+	if err != nil {
+		return api.Session{}, err
+	}
+	e, err := m.acquire(ctx, spec.ID)
+	if err != nil {
+		if ctx.Err() == nil {
+			// The start failed; the runner is gone, so is the session.
+			m.closeHub(spec.ID, notFound(spec.ID))
+			os.RemoveAll(m.dir(spec.ID))
+		}
+		return api.Session{}, err
+	}
+	m.release(e, true)
+	m.log.Info("session created", zap.String("session", spec.ID), zap.String("engine", spec.Engine))
+	return m.Get(ctx, spec.ID)
+}
+
+// Get describes session id. Its status comes from the runner when one is
+// live, else from the presence.json the runner left.
+func (m *Manager) Get(ctx context.Context, id string) (api.Session, error) {
+	if !validID(id) {
+		return api.Session{}, notFound(id)
+	}
+	dir := m.dir(id)
+	spec, err := readSpec(dir, id)
+	if err != nil {
+		return api.Session{}, err
+	}
+	s := api.Session{ID: id, Spec: spec, UpdatedAt: updatedAt(dir)}
+	m.mu.Lock()
+	s.LastCrash = m.crashes[id]
+	m.mu.Unlock()
+	if e := m.holdLive(id); e != nil {
+		s.Live = true
+		st, err := m.status(ctx, e.child)
+		m.release(e, false)
+		if err == nil {
+			s.Status = st
+			return s, nil
+		}
+		m.log.Debug("live status unavailable; using presence", zap.String("session", id), zap.Error(err))
+	}
+	st, err := readPresence(dir)
+	if err != nil {
+		m.log.Warn("unreadable presence", zap.String("session", id), zap.Error(err))
+	}
+	s.Status = st
+	return s, nil
+}
+
+// holdLive returns the entry of id when its runner is live, without
+// starting one.
+func (m *Manager) holdLive(id string) *entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[id]
+	if e == nil || e.retiring || m.closed {
+		return nil
+	}
+	select {
+	case <-e.ready:
+	default:
+		return nil
+	}
+	if e.err != nil || !e.child.alive() {
+		return nil
+	}
+	e.holds++
+	return e
+}
+
+func updatedAt(dir string) time.Time {
+	for _, name := range []string{eventsFile, metaFile} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return fi.ModTime().UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// List describes every session, most recently updated first.
+func (m *Manager) List(ctx context.Context) ([]api.Session, error) {
+	des, err := os.ReadDir(m.sessions)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	out := make([]api.Session, 0, len(des))
+	for _, de := range des {
+		if !de.IsDir() || !validID(de.Name()) {
+			continue
+		}
+		s, err := m.Get(ctx, de.Name())
+		if errors.Is(err, wire.ErrNotFound) {
+			continue // not a session, or deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Live reports whether session id has a live runner.
+func (m *Manager) Live(id string) bool {
+	e := m.holdLive(id)
+	if e == nil {
+		return false
+	}
+	m.release(e, false)
+	return true
+}
+
+// LiveCount counts the sessions with a live runner.
+func (m *Manager) LiveCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[*entry]bool{}
+	for _, e := range m.entries {
+		select {
+		case <-e.ready:
+			if e.err == nil && !e.retiring && e.child.alive() {
+				seen[e] = true
+			}
+		default:
+		}
+	}
+	return len(seen)
+}
+
+// Delete stops the session's runner and removes its folder. Streams
+// following it end with not_found.
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	if !validID(id) {
+		return notFound(id)
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return shuttingDown()
+	}
+	if m.deleting[id] {
+		m.mu.Unlock()
+		return wire.Errorf(wire.CodeConflict, "session %s is already being deleted", id)
+	}
+	if _, err := os.Stat(filepath.Join(m.dir(id), metaFile)); err != nil {
+		m.mu.Unlock()
+		return notFound(id)
+	}
+	m.deleting[id] = true
+	e := m.entries[id]
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.deleting, id)
+		m.mu.Unlock()
+	}()
+
+	if e != nil {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return ctxError(ctx, wire.TShutdown)
+		}
+		if c := e.child; c != nil {
+			m.mu.Lock()
+			aliasOnly := len(e.ids) > 1 && c.currentSession() != id
+			if aliasOnly {
+				delete(m.entries, id)
+				for i, x := range e.ids {
+					if x == id {
+						e.ids = append(e.ids[:i], e.ids[i+1:]...)
+						break
+					}
+				}
+			} else {
+				e.retiring = true
+			}
+			m.mu.Unlock()
+			if !aliasOnly {
+				c.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
+			}
+		}
+	}
+	m.closeHub(id, wire.Errorf(wire.CodeNotFound, "session %s was deleted", id))
+	m.mu.Lock()
+	delete(m.crashes, id)
+	m.mu.Unlock()
+	if err := os.RemoveAll(m.dir(id)); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	m.log.Info("session deleted", zap.String("session", id))
+	return nil
+}
+
+// Events returns a stream of session id's events from seq from on (from <= 1
+// means from the first). With follow, the stream goes on live after the
+// log's end; without, it ends there with io.EOF.
+func (m *Manager) Events(ctx context.Context, id string, from int64, follow bool) (*Stream, error) {
+	if !validID(id) {
+		return nil, notFound(id)
+	}
+	dir := m.dir(id)
+	if _, err := os.Stat(filepath.Join(dir, metaFile)); err != nil {
+		return nil, notFound(id)
+	}
+	var h *hub
+	if follow {
+		h = m.hub(id)
+		if err := h.err(); err != nil {
+			return nil, err
+		}
+	}
+	return newStream(filepath.Join(dir, eventsFile), h, from, m.cfg.SubscriberBuffer, m.cfg.MaxLine, m.log.With(zap.String("session", id))), nil
+}

@@ -1,0 +1,94 @@
+package supervisor
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"go.uber.org/zap"
+)
+
+// sweepStaleRunners kills runners a previous supervisor of this state
+// folder left behind. A runner normally dies with its supervisor; one that
+// did not would write the same event log as the runner this supervisor is
+// about to start. A pid is only killed when /proc shows it is a
+// supervisor-driven runner (--stdio) of that very folder, so a recycled pid
+// or a runner someone started by hand is left alone.
+func (m *Manager) sweepStaleRunners() {
+	des, err := os.ReadDir(m.sessions)
+	if err != nil {
+		m.log.Warn("sweep of stale runners skipped", zap.Error(err))
+		return
+	}
+	for _, de := range des {
+		if !de.IsDir() {
+			continue
+		}
+		dir := filepath.Join(m.sessions, de.Name())
+		pidPath := filepath.Join(dir, pidFile)
+		raw, err := os.ReadFile(pidPath)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil || pid <= 1 {
+			m.log.Warn("ignoring unreadable runner.pid", zap.String("file", pidPath))
+			continue
+		}
+		args, err := cmdline(pid)
+		if errors.Is(err, os.ErrNotExist) {
+			os.Remove(pidPath) // the runner is gone
+			continue
+		}
+		if err != nil || !m.isOwnRunner(args, dir) {
+			continue
+		}
+		m.log.Warn("killing a runner left by a previous supervisor", zap.String("session", de.Name()), zap.Int("pid", pid))
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		} else {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		os.Remove(pidPath)
+	}
+}
+
+func cmdline(pid int) ([]string, error) {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return nil, err
+	}
+	raw = bytes.TrimSuffix(raw, []byte{0})
+	if len(raw) == 0 {
+		return nil, os.ErrNotExist // a zombie
+	}
+	return strings.Split(string(raw), "\x00"), nil
+}
+
+// isOwnRunner reports whether args are those this supervisor gives a runner
+// of session folder dir.
+func (m *Manager) isOwnRunner(args []string, dir string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	name := filepath.Base(args[0])
+	if name != "runner" && name != filepath.Base(m.cfg.RunnerPath) {
+		return false
+	}
+	stdio, sameDir := false, false
+	for i, a := range args[1:] {
+		switch {
+		case a == "--stdio" || a == "-stdio":
+			stdio = true
+		case (a == "--session-dir" || a == "-session-dir") && i+2 < len(args):
+			sameDir = filepath.Clean(args[i+2]) == filepath.Clean(dir)
+		case strings.HasPrefix(a, "--session-dir="):
+			sameDir = filepath.Clean(strings.TrimPrefix(a, "--session-dir=")) == filepath.Clean(dir)
+		}
+	}
+	return stdio && sameDir
+}
