@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/engines/codex"
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/internal/term"
@@ -16,6 +17,7 @@ import (
 func engines() map[string]engine.Factory {
 	return map[string]engine.Factory{
 		"script": script.New,
+		"codex":  codex.New,
 	}
 }
 

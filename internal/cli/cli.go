@@ -47,6 +47,12 @@ func commands() []command {
 		{"status", "ID", "show a session and its status", runStatus},
 		{"events", "ID", "print a session's events as NDJSON", runEvents},
 		{"rm", "ID", "stop a session's runner and delete the session", runRemove},
+		{"goal", "ID set TEXT|get|clear|done", "set, show, clear or mark done a session's goal", runGoal},
+		{"mode", "ID review|auto|readonly", "change a session's mode", runMode},
+		{"spend-cap", "ID USD", "set a session's spend cap", runSpendCap},
+		{"fork", "ID", "branch a session; prints the new id", runFork},
+		{"run", "-p PROMPT", "print mode: one prompt to its end, the answer on stdout", runRun},
+		{"attach", "ID [-- COMMAND...]", "attach this terminal to a session's terminal (detach: " + detachHelp + ")", runAttach},
 	}
 }
 
@@ -84,9 +90,12 @@ func Main(args []string, stdout, stderr io.Writer, ext ...External) int {
 		}
 		err := c.run(ctx, &env{stdout: stdout, stderr: stderr}, rest)
 		var ue usageError
+		var status exitStatus
 		switch {
 		case err == nil, errors.Is(err, flag.ErrHelp):
 			return 0
+		case errors.As(err, &status):
+			return int(status)
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "supervisor %s: %v\nRun 'supervisor %s --help' for usage.\n", name, ue.err, name)
 			return 2
@@ -122,6 +131,12 @@ func usage(w io.Writer, cmds []command, ext []External) {
 	fmt.Fprintln(w, "else $XDG_STATE_HOME/corral, else ~/.local/state/corral.")
 	fmt.Fprintln(w, "Run 'supervisor COMMAND --help' for a command's flags.")
 }
+
+// exitStatus ends a command with a status of its choosing and no further
+// message (print mode and attach pass on their program's status).
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
 // usageError is a mistake in the command line.
 type usageError struct{ err error }

@@ -184,6 +184,15 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{"serve", "--idle-ttl", "0s"},
 		{"serve", "extra"},
 		{"serve", "--log-level", "loud"},
+		{"goal", "id"},
+		{"goal", "id", "set"},
+		{"goal", "id", "maybe"},
+		{"goal", "id", "clear", "extra"},
+		{"mode", "id"},
+		{"spend-cap", "id", "-1"},
+		{"spend-cap", "id", "lots"},
+		{"fork"},
+		{"run"},
 	} {
 		if code, _, errOut := run(args...); code != 2 || errOut == "" {
 			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)

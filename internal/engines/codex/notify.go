@@ -1,0 +1,232 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+func (e *Engine) badLine(line []byte, err error) {
+	e.log.Warn("codex app-server sent an unreadable line", zap.Error(err), zap.String("line", clip(line, 200)))
+}
+
+// handle receives every notification and server request, in order, on the
+// server's reading goroutine. Requests are answered on their own
+// goroutines: a Permit can take as long as a human does.
+func (e *Engine) handle(srv *serverProc, m message) {
+	if m.Kind == kindRequest {
+		e.mu.Lock()
+		closed := e.closed
+		if !closed {
+			// Under mu, so that Close's Wait never races an Add.
+			e.requests.Add(1)
+		}
+		e.mu.Unlock()
+		if closed {
+			return // the server is being stopped
+		}
+		go func() {
+			defer e.requests.Done()
+			e.serveRequest(srv, m)
+		}()
+		return
+	}
+	if err := e.onNotification(m); err != nil {
+		e.log.Warn("codex notification not understood", zap.String("method", m.Method), zap.Error(err))
+	}
+}
+
+func (e *Engine) onNotification(m message) error {
+	switch m.Method {
+	case nConfigWarning:
+		var w configWarning
+		if err := json.Unmarshal(m.Params, &w); err != nil {
+			return err
+		}
+		if isBenignWarning(w) {
+			e.log.Info("codex config warning", zap.String("summary", w.Summary))
+			return nil
+		}
+		e.log.Error("codex rejected the configuration", zap.String("summary", w.Summary))
+		e.mu.Lock()
+		if e.rejected == nil {
+			e.rejected = warningFailure(w)
+		}
+		e.mu.Unlock()
+	case nTurnStarted, nTurnCompleted:
+		var n turnNotification
+		if err := json.Unmarshal(m.Params, &n); err != nil {
+			return err
+		}
+		ts := e.turnFor(n.ThreadID)
+		if ts == nil || !ts.owns(n.Turn.ID) {
+			return nil
+		}
+		ts.adopt(n.Turn.ID)
+		if m.Method == nTurnCompleted {
+			ts.finish(n.Turn, leftOpenReason(n.Turn.Status))
+		}
+	case nItemStarted, nItemCompleted:
+		var n itemNotification
+		if err := json.Unmarshal(m.Params, &n); err != nil {
+			return err
+		}
+		ts := e.turnFor(n.ThreadID)
+		if ts == nil || !ts.owns(n.TurnID) {
+			return nil
+		}
+		ts.adopt(n.TurnID)
+		if m.Method == nItemStarted {
+			ts.itemStarted(n.Item)
+		} else {
+			ts.itemCompleted(n.Item)
+		}
+	case nAgentMessageDelta:
+		var n deltaNotification
+		if err := json.Unmarshal(m.Params, &n); err != nil {
+			return err
+		}
+		if ts := e.turnFor(n.ThreadID); ts != nil && ts.owns(n.TurnID) && n.Delta != "" {
+			ts.send(wire.EvAssistantDelta, wire.TextData{Text: n.Delta})
+		}
+	case nFileChangePatch:
+		var n patchUpdatedNotification
+		if err := json.Unmarshal(m.Params, &n); err != nil {
+			return err
+		}
+		if ts := e.turnFor(n.ThreadID); ts != nil {
+			ts.mu.Lock()
+			ts.changes[n.ItemID] = n.Changes
+			ts.mu.Unlock()
+		}
+	case nTokenUsage:
+		var n tokenUsageNotification
+		if err := json.Unmarshal(m.Params, &n); err != nil {
+			return err
+		}
+		e.onTokenUsage(n)
+	case nError:
+		var n errorNotification
+		if err := json.Unmarshal(m.Params, &n); err != nil {
+			return err
+		}
+		ts := e.turnFor(n.ThreadID)
+		if ts == nil || !n.WillRetry {
+			return nil
+		}
+		ts.mu.Lock()
+		ts.retries++
+		attempt := ts.retries
+		ts.mu.Unlock()
+		ts.send(wire.EvRetry, retryData(n, attempt))
+	case nServerRequestSettled:
+		var n serverRequestResolved
+		if err := json.Unmarshal(m.Params, &n); err != nil {
+			return err
+		}
+		id, err := canonicalID(n.RequestID)
+		if err != nil || id == nil {
+			return fmt.Errorf("resolved request id %s", n.RequestID)
+		}
+		if ts := e.turnFor(n.ThreadID); ts != nil {
+			ts.resolved(string(id))
+		}
+	}
+	return nil
+}
+
+// leftOpenReason explains why a tool was still open when its turn ended.
+func leftOpenReason(status string) string {
+	switch status {
+	case "interrupted":
+		return "the turn was stopped while the tool ran"
+	case "failed":
+		return "the turn failed while the tool ran"
+	default:
+		return "the turn ended while the tool still ran in the background"
+	}
+}
+
+// retryData describes a model call Codex is about to retry. Codex says
+// "Reconnecting... 1/2" and puts the cause in additionalDetails.
+func retryData(n errorNotification, attempt int) wire.RetryData {
+	d := wire.RetryData{Attempt: attempt, Error: n.Error.Message}
+	if n.Error.AdditionalDetails != nil && *n.Error.AdditionalDetails != "" {
+		d.Error = *n.Error.AdditionalDetails
+	}
+	var at, of int
+	if _, err := fmt.Sscanf(n.Error.Message[strings.LastIndexByte(n.Error.Message, ' ')+1:], "%d/%d", &at, &of); err == nil && of > 0 {
+		d.Attempt, d.MaxRetries = at, of
+	}
+	return d
+}
+
+func (e *Engine) onTokenUsage(n tokenUsageNotification) {
+	cur := n.TokenUsage.Total
+	e.mu.Lock()
+	prev, seen := e.totals[n.ThreadID]
+	e.totals[n.ThreadID] = cur
+	ts := e.turns[n.ThreadID]
+	model, p, priced := e.model, e.price, e.priced
+	e.mu.Unlock()
+	if ts == nil || ts.ended() || n.TurnID == "" || ts.turnID() != n.TurnID {
+		// Figures restored after a resume (they name the turn that
+		// produced them), or late ones: a baseline only. A turn's own
+		// calls come after turn/started, so its id is known by then.
+		return
+	}
+	// Codex repeats a thread's figures without a new model call (around
+	// a compaction, after a resume); only a change of the running total
+	// means the "last" figures are a new call's.
+	if !seen || cur != prev {
+		u := callUsage(n.TokenUsage.Last)
+		u.Model = model
+		if priced {
+			u.CostUSD = p.cost(u)
+		}
+		if u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens > 0 {
+			ts.addUsage(u)
+			ts.send(wire.EvUsage, u)
+		}
+	}
+	window := int64(0)
+	if n.TokenUsage.ModelContextWindow != nil {
+		window = *n.TokenUsage.ModelContextWindow
+	}
+	if c, ok := contextData(n.TokenUsage.Last, window); ok {
+		ts.send(wire.EvContext, c)
+	}
+}
+
+// logWriter sends the server's stderr to the runner's log, line by line.
+type logWriter struct {
+	log *zap.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if line := bytes.TrimSpace(w.buf[:i]); len(line) > 0 {
+			w.log.Debug("codex stderr", zap.ByteString("line", line))
+		}
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 8<<10 {
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
