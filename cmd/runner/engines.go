@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/engines/codex"
+	"github.com/corral-dev/corral/internal/engines/copilot"
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/internal/term"
@@ -16,8 +17,9 @@ import (
 // engines lists the engines this runner can drive.
 func engines() map[string]engine.Factory {
 	return map[string]engine.Factory{
-		"script": script.New,
-		"codex":  codex.New,
+		"script":  script.New,
+		"codex":   codex.New,
+		"copilot": copilot.New,
 	}
 }
 

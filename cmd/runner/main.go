@@ -107,6 +107,10 @@ func Main(args []string) int {
 
 	opts := runner.Options{Dir: abs, Spec: spec, Engines: engines(), Env: proc.BaseEnv(), Logger: log}
 	if *stdio {
+		// Under a supervisor the folder is <state>/sessions/<id>: sessions
+		// share one unpacked copy of an engine CLI's package (hundreds of
+		// MB) in <state>/cache.
+		opts.EngineConfig = map[string]string{"cacheDir": filepath.Join(filepath.Dir(filepath.Dir(abs)), "cache")}
 		return serveStdio(log, opts)
 	}
 	var store *creds.Store

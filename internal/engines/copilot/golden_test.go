@@ -1,0 +1,176 @@
+package copilot
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/corral-dev/corral/internal/engines/copilot/jsonrpc"
+	"github.com/corral-dev/corral/internal/fakemodel"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from a run against the real CLI")
+
+// TestGoldenCanonicalTurn pins what the adapter sends for a canonical turn
+// (create a session, send, approve a file write, shut down) and which kinds
+// of message it receives, so a new CLI version that changes either shows up
+// as a named drift. Run with -update to accept a change.
+func TestGoldenCanonicalTurn(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	type traced struct {
+		dir  jsonrpc.Direction
+		body []byte
+	}
+	var traffic []traced
+	r := newRig(t, fakemodel.Scenario{Steps: []fakemodel.Step{
+		toolStep("create", `{"path":"${cwd}/hello.txt","file_text":"Hello!\n"}`),
+		{Text: "Created hello.txt."},
+	}}, allow, withTrace(func(dir jsonrpc.Direction, body []byte) {
+		mu.Lock()
+		traffic = append(traffic, traced{dir, append([]byte(nil), body...)})
+		mu.Unlock()
+	}))
+	r.start()
+	r.mustTurn("Please create hello.txt containing a greeting.")
+	if err := r.eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var sent []string
+	methods := map[string]string{} // request id → method
+	kinds := map[string]bool{}
+	for _, m := range traffic {
+		var msg rpcMessage
+		if err := json.Unmarshal(m.body, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if m.dir == jsonrpc.Sent {
+			methods[string(msg.ID)] = msg.Method
+			sent = append(sent, normalizeSent(t, m.body, r))
+			continue
+		}
+		switch {
+		case msg.Method == notifySessionEvent:
+			var p sessionEventParams
+			if err := json.Unmarshal(msg.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			kinds["event "+p.Event.Type] = true
+		case msg.Method != "" && len(msg.ID) > 0:
+			kinds["request "+msg.Method] = true
+		case msg.Method != "":
+			kinds["notification "+msg.Method] = true
+		case msg.Error != nil:
+			kinds["error for "+methods[string(msg.ID)]] = true
+		default:
+			kinds["result for "+methods[string(msg.ID)]] = true
+		}
+	}
+	received := make([]string, 0, len(kinds))
+	for k := range kinds {
+		received = append(received, k)
+	}
+	sort.Strings(received)
+
+	compareSent(t, filepath.Join("testdata", "golden", "canonical-turn.sent.jsonl"), sent)
+	compareKinds(t, filepath.Join("testdata", "golden", "canonical-turn.received.txt"), received)
+}
+
+// normalizeSent replaces what differs between runs (ids, paths, ports) by
+// placeholders; keys come out sorted.
+func normalizeSent(t *testing.T, body []byte, r *rig) string {
+	t.Helper()
+	var msg map[string]any
+	if err := json.Unmarshal(body, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if params, ok := msg["params"].(map[string]any); ok {
+		for key, placeholder := range map[string]string{
+			"sessionId": "<session>", "requestId": "<request>", "workingDirectory": "<cwd>",
+		} {
+			if _, ok := params[key]; ok {
+				params[key] = placeholder
+			}
+		}
+		if p, ok := params["provider"].(map[string]any); ok && p["baseUrl"] == r.opts.ModelEndpoint {
+			p["baseUrl"] = "<endpoint>"
+		}
+	}
+	var out strings.Builder
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msg); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(out.String(), "\n")
+}
+
+func compareSent(t *testing.T, path string, got []string) {
+	t.Helper()
+	want := golden(t, path, got)
+	for i := 0; i < len(got) || i < len(want); i++ {
+		switch {
+		case i >= len(want):
+			t.Errorf("sent message %d is new: %s", i+1, got[i])
+		case i >= len(got):
+			t.Errorf("sent message %d is no longer sent: %s", i+1, want[i])
+		case got[i] != want[i]:
+			t.Errorf("sent message %d (%s) drifted:\n got: %s\nwant: %s", i+1, methodOf(want[i]), got[i], want[i])
+		}
+	}
+}
+
+func compareKinds(t *testing.T, path string, got []string) {
+	t.Helper()
+	want := golden(t, path, got)
+	inWant := map[string]bool{}
+	for _, k := range want {
+		inWant[k] = true
+	}
+	for _, k := range got {
+		if !inWant[k] {
+			t.Errorf("received message kind %q is new", k)
+		}
+		delete(inWant, k)
+	}
+	for _, k := range want {
+		if inWant[k] {
+			t.Errorf("received message kind %q is no longer received", k)
+		}
+	}
+}
+
+// golden returns the lines of a golden file, first rewriting it with got
+// under -update.
+func golden(t *testing.T, path string, got []string) []string {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to write it)", err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+func methodOf(line string) string {
+	var m rpcMessage
+	if json.Unmarshal([]byte(line), &m) != nil || m.Method == "" {
+		return "reply"
+	}
+	return m.Method
+}
