@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/engines/claude"
 	"github.com/corral-dev/corral/internal/engines/codex"
 	"github.com/corral-dev/corral/internal/engines/copilot"
 	"github.com/corral-dev/corral/internal/engines/script"
@@ -18,6 +19,7 @@ import (
 func engines() map[string]engine.Factory {
 	return map[string]engine.Factory{
 		"script":  script.New,
+		"claude":  claude.New,
 		"codex":   codex.New,
 		"copilot": copilot.New,
 	}

@@ -9,6 +9,11 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
+// bookkeepingTools are engine tools with no effect outside the agent's own
+// state (its to-do list, its plan, loading a tool's schema). Anything that
+// could act on the world, a subagent included, is asked.
+var bookkeepingTools = map[string]bool{"TodoWrite": true, "ExitPlanMode": true, "ToolSearch": true}
+
 // gatekeeper holds the session's gate. A gate.Gate is immutable, so a mode
 // change builds a new one from the same layers.
 type gatekeeper struct {
@@ -77,6 +82,10 @@ func (gk *gatekeeper) judge(call engine.ToolCall) gate.Judgement {
 	case engine.KindMCP:
 		req.Kind = gate.KindMCP
 	default:
+		if bookkeepingTools[call.Tool] {
+			return gate.Judgement{Decision: gate.Allow, Category: gate.Category("other"),
+				Reason: call.Tool + " only keeps the agent's own notes; it touches no file, command or network"}
+		}
 		j := gate.Judgement{Decision: gate.Ask, Category: gate.Category("other"),
 			Reason: fmt.Sprintf("%s is a tool the gate has no rule for", call.Tool)}
 		j.Unattended = g.Policy().Unattended
