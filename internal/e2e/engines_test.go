@@ -1,0 +1,275 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/engines/claude"
+	"github.com/corral-dev/corral/internal/engines/codex"
+	"github.com/corral-dev/corral/internal/engines/copilot"
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/fakemodel"
+	"github.com/corral-dev/corral/internal/locate"
+	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// waitLimit guards against hangs; real CLIs start in seconds.
+const waitLimit = 2 * time.Minute
+
+// engineCase is one real engine with what it needs.
+type engineCase struct {
+	name   string
+	model  string
+	secret string // credential item
+	config map[string]string
+}
+
+func enginesDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "deploy", "engines")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin")); err != nil {
+		t.Fatalf("the pinned agent CLIs are not installed (%v): run deploy/engines/install.sh", err)
+	}
+	return dir
+}
+
+func cases(t *testing.T) []engineCase {
+	dir := enginesDir(t)
+	cfg := func() map[string]string {
+		return map[string]string{locate.KeyEnginesDir: dir, "cacheDir": filepath.Join(os.TempDir(), "corral-e2e-cache")}
+	}
+	return []engineCase{
+		{"claude", "", "anthropic-api-key", cfg()},
+		{"codex", "gpt-5.5", "openai-api-key", cfg()},
+		{"copilot", "gpt-4.1", "github-token", cfg()},
+	}
+}
+
+var factories = map[string]engine.Factory{"claude": claude.New, "codex": codex.New, "copilot": copilot.New}
+
+// recorder collects a runner's mirrored events.
+type recorder struct {
+	mu     sync.Mutex
+	events []wire.Event
+	change chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{change: make(chan struct{})} }
+
+func (r *recorder) record(b eventlog.Batch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, line := range b.Lines {
+		var ev wire.Event
+		if json.Unmarshal(line, &ev) == nil {
+			r.events = append(r.events, ev)
+		}
+	}
+	close(r.change)
+	r.change = make(chan struct{})
+}
+
+func (r *recorder) wait(t *testing.T, what string, match func(wire.Event) bool) wire.Event {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	seen := 0
+	for {
+		r.mu.Lock()
+		for ; seen < len(r.events); seen++ {
+			if match(r.events[seen]) {
+				ev := r.events[seen]
+				seen++
+				r.mu.Unlock()
+				return ev
+			}
+		}
+		ch := r.change
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("no %s within %s; events:\n%s", what, waitLimit, r.dump())
+		}
+	}
+}
+
+func (r *recorder) dump() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, ev := range r.events {
+		b.WriteString(string(ev.Type) + " " + string(ev.Data) + "\n")
+	}
+	return b.String()
+}
+
+func (r *recorder) count(typ wire.EventType) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ev := range r.events {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func ofType(typ wire.EventType) func(wire.Event) bool {
+	return func(ev wire.Event) bool { return ev.Type == typ }
+}
+
+func startFake(t *testing.T, cwd string) string {
+	t.Helper()
+	sc, err := fakemodel.LoadScenario(filepath.Join("..", "fakemodel", "testdata", "scenarios", "write-bash.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := fakemodel.New(sc, fakemodel.WithVars(map[string]string{"cwd": cwd}))
+	url, err := srv.Start(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return url
+}
+
+func options(t *testing.T, c engineCase, dir, cwd, url string, rec *recorder) runner.Options {
+	home := t.TempDir()
+	return runner.Options{
+		Dir:          dir,
+		Spec:         wire.Spec{ID: "e2e", Engine: c.name, Cwd: cwd, Model: c.model, ModelEndpoint: url, GoalLimit: 1},
+		Engines:      factories,
+		Credentials:  map[string]string{c.secret: "test-key"},
+		EngineConfig: c.config,
+		Env:          []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"},
+		Mirror:       rec.record,
+	}
+}
+
+// TestRealEnginesThroughTheRunner runs, for each real CLI, a turn that
+// writes a file (staged as hunks and accepted) and runs an allowed command,
+// then checks usage, the goal check, and a resume in a new runner.
+func TestRealEnginesThroughTheRunner(t *testing.T) {
+	for _, c := range cases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cwd, dir := t.TempDir(), t.TempDir()
+			url := startFake(t, cwd)
+			rec := newRecorder()
+			r, err := runner.New(options(t, c, dir, cwd, url, rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := r.Start(ctx); err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSetGoal, Goal: "hello.txt exists"}); !reply.OK {
+				t.Fatal(reply.Error)
+			}
+			if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "Create hello.txt, then show it."}); !reply.OK {
+				t.Fatal(reply.Error)
+			}
+			staged := rec.wait(t, "hunkStaged", ofType(wire.EvHunkStaged))
+			var st runner.HunkStagedData
+			if err := json.Unmarshal(staged.Data, &st); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(cwd, "hello.txt")); !os.IsNotExist(err) {
+				t.Fatalf("hello.txt was written before review: %v", err)
+			}
+			for _, h := range st.Edit.Hunks {
+				if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdDecideHunk, EditID: st.EditID, HunkID: h.ID, Decision: wire.DecisionAccept}); !reply.OK {
+					t.Fatal(reply.Error)
+				}
+			}
+			ended := rec.wait(t, "turnEnded", ofType(wire.EvTurnEnded))
+			var te wire.TurnEndedData
+			json.Unmarshal(ended.Data, &te)
+			if te.Outcome != "done" {
+				t.Fatalf("turn ended %s:\n%s", ended.Data, rec.dump())
+			}
+			if got, err := os.ReadFile(filepath.Join(cwd, "hello.txt")); err != nil || string(got) != "hello\n" {
+				t.Fatalf("hello.txt holds %q (%v)", got, err)
+			}
+			if rec.count(wire.EvUsage) == 0 {
+				t.Fatalf("no usage events:\n%s", rec.dump())
+			}
+			check := rec.wait(t, "goalCheck", ofType(wire.EvGoalCheck))
+			if !strings.Contains(string(check.Data), `"clause":"hello.txt exists"`) {
+				t.Fatalf("goal check %s", check.Data)
+			}
+			rec.wait(t, "the turn after the goal check", func(ev wire.Event) bool {
+				return ev.Type == wire.EvTurnEnded || ev.Type == wire.EvGoalCheck && strings.Contains(string(ev.Data), "cannot judge")
+			})
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			// Resume in a new runner: the same engine conversation, seq continuing.
+			rec2 := newRecorder()
+			r2, err := runner.New(options(t, c, dir, cwd, url, rec2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r2.Close()
+			if err := r2.Start(ctx); err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			resumed := rec2.wait(t, "sessionResumed", ofType(wire.EvSessionResumed))
+			var sd wire.SessionStartedData
+			json.Unmarshal(resumed.Data, &sd)
+			if sd.EngineSession == "" || sd.EngineSession != r.Spec().EngineSession {
+				t.Fatalf("resumed conversation %q, want %q", sd.EngineSession, r.Spec().EngineSession)
+			}
+			if reply := r2.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "Anything else?"}); !reply.OK {
+				t.Fatal(reply.Error)
+			}
+			again := rec2.wait(t, "turnEnded after resume", ofType(wire.EvTurnEnded))
+			if !strings.Contains(string(again.Data), `"outcome":"done"`) {
+				t.Fatalf("turn after resume: %s\n%s", again.Data, rec2.dump())
+			}
+		})
+	}
+}
+
+// TestRealEnginesPrintMode runs print mode on each real CLI in auto mode:
+// the final answer comes back and the file is written.
+func TestRealEnginesPrintMode(t *testing.T) {
+	for _, c := range cases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cwd := t.TempDir()
+			url := startFake(t, cwd)
+			opts := options(t, c, t.TempDir(), cwd, url, newRecorder())
+			opts.Mirror = nil
+			opts.Spec.Mode = "auto"
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			res, err := runner.RunPrint(ctx, opts, "Create hello.txt, then show it.", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.OK() || !strings.Contains(res.Answer, "Done.") {
+				t.Fatalf("print mode: %+v (failure %+v)", res, res.Failure)
+			}
+			if got, _ := os.ReadFile(filepath.Join(cwd, "hello.txt")); string(got) != "hello\n" {
+				t.Fatalf("hello.txt holds %q", got)
+			}
+		})
+	}
+}
