@@ -1,0 +1,209 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// fakeSource is an in-memory supervisor: sessions with event logs that
+// grow while streams follow them, as the API's streams behave.
+type fakeSource struct {
+	mu      sync.Mutex
+	logs    map[string]*fakeLog
+	order   []string
+	changed chan struct{} // closed and replaced on every change
+	// failAt makes the next followed stream of a session fail, once, just
+	// before it would deliver that seq.
+	failAt map[string]int64
+	opens  int // streams opened
+}
+
+type fakeLog struct {
+	events  []wire.Event
+	deleted bool
+}
+
+func newFakeSource() *fakeSource {
+	return &fakeSource{logs: make(map[string]*fakeLog), changed: make(chan struct{}), failAt: make(map[string]int64)}
+}
+
+// add appends events to a session's log, creating the session.
+func (s *fakeSource) add(id string, evs ...ev) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.logs[id]
+	if !ok {
+		l = &fakeLog{}
+		s.logs[id] = l
+		s.order = append(s.order, id)
+	}
+	for _, e := range evs {
+		seq := int64(len(l.events) + 1)
+		w := wire.Event{Seq: seq, TS: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).Add(time.Duration(seq) * time.Second), Type: wire.EventType(e.typ)}
+		if e.data != "" {
+			w.Data = json.RawMessage(e.data)
+		}
+		l.events = append(l.events, w)
+	}
+	s.notify()
+}
+
+func (s *fakeSource) remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logs[id].deleted = true
+	s.notify()
+}
+
+func (s *fakeSource) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *fakeSource) Sessions(ctx context.Context) ([]api.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []api.Session
+	for i, id := range s.order {
+		if !s.logs[id].deleted {
+			out = append(out, api.Session{ID: id, UpdatedAt: time.Unix(int64(i), 0)})
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeSource) Events(ctx context.Context, id string, from int64, follow bool) (EventReader, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.logs[id]; !ok || l.deleted {
+		return nil, wire.Errorf(wire.CodeNotFound, "session %s not found", id)
+	}
+	s.opens++
+	st := &fakeStream{src: s, ctx: ctx, id: id, next: max(from, 1), follow: follow}
+	if at, ok := s.failAt[id]; ok && follow {
+		st.failAt = at
+		delete(s.failAt, id)
+	}
+	return st, nil
+}
+
+type fakeStream struct {
+	src    *fakeSource
+	ctx    context.Context
+	id     string
+	next   int64
+	follow bool
+	failAt int64
+}
+
+func (st *fakeStream) Next() ([]byte, error) {
+	for {
+		st.src.mu.Lock()
+		l := st.src.logs[st.id]
+		switch {
+		case l.deleted:
+			st.src.mu.Unlock()
+			return nil, wire.Errorf(wire.CodeNotFound, "session %s was deleted", st.id)
+		case st.failAt != 0 && st.next == st.failAt && int64(len(l.events)) >= st.next:
+			st.src.mu.Unlock()
+			return nil, errors.New("connection reset by peer")
+		case int64(len(l.events)) >= st.next:
+			raw, err := json.Marshal(l.events[st.next-1])
+			st.next++
+			st.src.mu.Unlock()
+			return raw, err
+		case !st.follow:
+			st.src.mu.Unlock()
+			return nil, io.EOF
+		}
+		changed := st.src.changed
+		st.src.mu.Unlock()
+		select {
+		case <-changed:
+		case <-st.ctx.Done():
+			return nil, st.ctx.Err()
+		}
+	}
+}
+
+func (st *fakeStream) Close() error { return nil }
+
+// fakeSender records commands. react, when set, plays the runner: it
+// returns the events a command causes, appended to the session's log.
+type fakeSender struct {
+	mu    sync.Mutex
+	src   *fakeSource
+	cmds  []Request
+	react func(Request) ([]ev, error)
+}
+
+func (f *fakeSender) Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error) {
+	req := Request{Session: id, Cmd: cmd}
+	f.mu.Lock()
+	f.cmds = append(f.cmds, req)
+	react := f.react
+	f.mu.Unlock()
+	if react == nil {
+		return &wire.Reply{OK: true}, nil
+	}
+	evs, err := react(req)
+	if err != nil {
+		return nil, err
+	}
+	f.src.add(id, evs...)
+	return &wire.Reply{OK: true}, nil
+}
+
+func (f *fakeSender) sent() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Request(nil), f.cmds...)
+}
+
+// syncBuffer is a bytes.Buffer several goroutines write.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// eventually waits until cond holds; the deadline only keeps a broken
+// test from hanging.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitFor waits until the buffer holds text.
+func waitFor(t *testing.T, b *syncBuffer, text string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%q in\n%s", text, b.String()), func() bool { return strings.Contains(b.String(), text) })
+}
