@@ -85,12 +85,30 @@ func runNew(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&spec.AllowNetwork, "allow-network", false, "allow network access")
 	fs.StringVar(&spec.Parent, "parent", "", "id of the session this one continues")
 	fs.StringVar(&spec.PluginPath, "plugin", "", "engine plugin executable")
+	goal := fs.String("goal", "", "a goal checked, clause by clause, after every turn")
+	fs.IntVar(&spec.GoalLimit, "goal-limit", 0, "goal-check turns in a row before giving up (default 20)")
+	every := fs.Duration("every", 0, "timed loop: run --prompt on this schedule (needs --unattended and --spend-cap)")
+	count := fs.Int("count", 0, "timed loop: stop after this many runs (0: no limit)")
+	until := fs.String("until", "", "timed loop: stop at this RFC 3339 time")
+	prompt := fs.String("prompt", "", "timed loop: the prompt each run sends")
 	c, _, err := simple(e, fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
 	if spec.Engine == "" {
 		return usagef("--engine is required")
+	}
+	if *goal != "" {
+		spec.Goal = &wire.Goal{Text: *goal}
+	}
+	if *every > 0 || *prompt != "" {
+		loop := &wire.Loop{Prompt: *prompt, EveryMS: every.Milliseconds(), Count: *count}
+		if *until != "" {
+			if loop.Until, err = time.Parse(time.RFC3339, *until); err != nil {
+				return usagef("--until %q: want an RFC 3339 time", *until)
+			}
+		}
+		spec.Loop = loop
 	}
 	spec.Allow = allow
 	spec.SpendCapUSD = spendCap

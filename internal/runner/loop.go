@@ -7,25 +7,8 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
-// validateLoop checks that a timed loop can never wait for a human or spend
-// without bound.
-func validateLoop(spec wire.Spec) error {
-	l := spec.Loop
-	if l == nil {
-		return nil
-	}
-	switch {
-	case l.Prompt == "":
-		return wire.Errorf(wire.CodeBadRequest, "a loop needs a prompt")
-	case l.EveryMS < 1000:
-		return wire.Errorf(wire.CodeBadRequest, "a loop runs at most once a second (everyMs >= 1000)")
-	case !spec.Unattended:
-		return wire.Errorf(wire.CodeBadRequest, "a loop must be unattended: nobody waits on its asks")
-	case spec.SpendCapUSD <= 0:
-		return wire.Errorf(wire.CodeBadRequest, "a loop needs a spend cap (spendCapUsd > 0)")
-	}
-	return nil
-}
+// validateLoop checks a timed loop: see wire.Spec.CheckLoop.
+func validateLoop(spec wire.Spec) error { return spec.CheckLoop() }
 
 // runLoop queues the loop's prompt on its schedule until its count or end
 // time, a stop, or the runner's close. A tick that finds the previous

@@ -88,6 +88,9 @@ func validateSpec(spec wire.Spec) error {
 			return wire.Errorf(wire.CodeBadRequest, "cwd %q is not a directory", spec.Cwd)
 		}
 	}
+	if err := spec.CheckLoop(); err != nil {
+		return err
+	}
 	if spec.PluginPath != "" && !filepath.IsAbs(spec.PluginPath) {
 		return wire.Errorf(wire.CodeBadRequest, "pluginPath %q must be an absolute path", spec.PluginPath)
 	}

@@ -144,3 +144,23 @@ type Loop struct {
 	Count   int       `json:"count,omitempty"`
 	Until   time.Time `json:"until,omitempty"`
 }
+
+// CheckLoop checks that a timed loop can never wait for a human or spend
+// without bound: it needs a prompt, at most one run a second, Unattended,
+// and a spend cap. A spec without a loop passes.
+func (s Spec) CheckLoop() error {
+	l := s.Loop
+	switch {
+	case l == nil:
+		return nil
+	case l.Prompt == "":
+		return Errorf(CodeBadRequest, "a loop needs a prompt")
+	case l.EveryMS < 1000:
+		return Errorf(CodeBadRequest, "a loop runs at most once a second (everyMs >= 1000)")
+	case !s.Unattended:
+		return Errorf(CodeBadRequest, "a loop must be unattended: nobody waits on its asks")
+	case s.SpendCapUSD <= 0:
+		return Errorf(CodeBadRequest, "a loop needs a spend cap (spendCapUsd > 0)")
+	}
+	return nil
+}
