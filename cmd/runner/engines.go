@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral/internal/engines/claude"
 	"github.com/corral-dev/corral/internal/engines/codex"
 	"github.com/corral-dev/corral/internal/engines/copilot"
+	pluginengine "github.com/corral-dev/corral/internal/engines/plugin"
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/internal/term"
@@ -22,6 +23,7 @@ func engines() map[string]engine.Factory {
 		"claude":  claude.New,
 		"codex":   codex.New,
 		"copilot": copilot.New,
+		"plugin":  pluginengine.New,
 	}
 }
 
@@ -34,7 +36,10 @@ func engineNames() string {
 	return strings.Join(names, ", ")
 }
 
-// newTerminals returns the session's terminal hub.
+// newTerminals returns the session's terminal hub. Its clients are the
+// supervisor's, one per terminal, each fanning out to any number of
+// viewers; a link that falls behind paces the program rather than cutting
+// every viewer at once.
 func newTerminals(opts runner.Options, log *zap.Logger) *runner.Terminals {
-	return runner.NewTerminals(term.NewHub(term.HubOptions{Env: opts.Env, Logger: log.Named("term")}))
+	return runner.NewTerminals(term.NewHub(term.HubOptions{Env: opts.Env, Logger: log.Named("term"), Pace: true}))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -144,7 +145,7 @@ func New(opts Options) (*Runner, error) {
 	if err := validateLoop(spec); err != nil {
 		return nil, err
 	}
-	if _, ok := opts.Engines[spec.Engine]; !ok {
+	if _, ok := opts.Engines[spec.Engine]; !ok && opts.Engines["plugin"] == nil {
 		return nil, wire.Errorf(wire.CodeBadRequest, "unknown engine %q", spec.Engine)
 	}
 	r := &Runner{
@@ -263,7 +264,21 @@ func (r *Runner) Start(ctx context.Context) error {
 
 // startEngine starts or resumes the engine conversation spec names.
 func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine, string, error) {
-	eng := r.opts.Engines[spec.Engine]()
+	config := maps.Clone(r.opts.EngineConfig)
+	if config == nil {
+		config = map[string]string{}
+	}
+	if spec.PluginPath != "" {
+		config["pluginPath"] = spec.PluginPath
+	}
+	factory, ok := r.opts.Engines[spec.Engine]
+	if !ok {
+		// An engine name Corral does not know is a plugin's, looked up
+		// in the plugins folder.
+		factory = r.opts.Engines["plugin"]
+		config["plugin"] = spec.Engine
+	}
+	eng := factory()
 	convID, err := eng.Start(ctx, engine.StartOptions{
 		SessionID:     spec.ID,
 		Dir:           r.Dir(),
@@ -274,13 +289,18 @@ func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine
 		Scenario:      spec.Scenario,
 		Credentials:   r.opts.Credentials,
 		Env:           r.opts.Env,
-		Config:        r.opts.EngineConfig,
+		Config:        config,
 		Host:          (*host)(r),
 		Logger:        r.log.Named("engine"),
 	})
 	if err != nil {
 		eng.Close()
 		return nil, "", err
+	}
+	// A plugin's abilities are known only once it runs: drive the engine
+	// it hands back, which claims exactly the optional interfaces it has.
+	if s, ok := eng.(interface{ Started() engine.Engine }); ok {
+		eng = s.Started()
 	}
 	return eng, convID, nil
 }

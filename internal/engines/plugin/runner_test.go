@@ -1,0 +1,302 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// waitLimit bounds every wait in these tests; it is a deadlock guard, not a
+// timing goal.
+const waitLimit = 30 * time.Second
+
+// scriptPlugin is cmd/corral-script-plugin, built once for the package.
+var scriptPlugin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// A fuzz worker runs only a fuzz target, which needs no binary.
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "corral-plugin-engine-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	scriptPlugin = filepath.Join(dir, "corral-script-plugin")
+	cmd := exec.Command("go", "build", "-o", scriptPlugin, "github.com/corral-dev/corral/cmd/corral-script-plugin")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the script plugin:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// session is a runner driving the plugin engine, with a recorder of its
+// mirrored events (the pattern of internal/runner's own tests).
+type session struct {
+	t   *testing.T
+	r   *runner.Runner
+	cwd string
+
+	mu     sync.Mutex
+	events []wire.Event
+	change chan struct{}
+}
+
+func newSession(t *testing.T, scenario string, tweak func(*wire.Spec)) *session {
+	t.Helper()
+	s := &session{t: t, cwd: t.TempDir(), change: make(chan struct{})}
+	sc := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(sc, []byte(scenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := wire.Spec{ID: "p1", Engine: "plugin", Cwd: s.cwd, Scenario: sc}
+	if tweak != nil {
+		tweak(&spec)
+	}
+	r, err := runner.New(runner.Options{
+		Dir:          t.TempDir(),
+		Spec:         spec,
+		Engines:      map[string]engine.Factory{"plugin": New},
+		EngineConfig: map[string]string{KeyPluginPath: scriptPlugin},
+		Env:          proc.BaseEnv(),
+		Mirror:       s.record,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.r = r
+	t.Cleanup(func() { r.Close() })
+	return s
+}
+
+func (s *session) record(b eventlog.Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, line := range b.Lines {
+		var ev wire.Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			s.t.Errorf("mirrored line is not an event: %v", err)
+			continue
+		}
+		s.events = append(s.events, ev)
+	}
+	close(s.change)
+	s.change = make(chan struct{})
+}
+
+func (s *session) do(cmd wire.Command) {
+	s.t.Helper()
+	if reply := s.r.Do(context.Background(), cmd); !reply.OK {
+		s.t.Fatalf("%s refused: %v", cmd.Cmd, reply.Error)
+	}
+}
+
+// waitType returns the first event of typ at or after index from.
+func (s *session) waitType(from int, typ wire.EventType) (wire.Event, int) {
+	s.t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		s.mu.Lock()
+		for i := from; i < len(s.events); i++ {
+			if s.events[i].Type == typ {
+				ev := s.events[i]
+				s.mu.Unlock()
+				return ev, i
+			}
+		}
+		ch := s.change
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			s.t.Fatalf("no %s event after %s; saw:\n%s", typ, waitLimit, s.dump())
+		}
+	}
+}
+
+func (s *session) dump() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, ev := range s.events {
+		fmt.Fprintf(&b, "  %d %s %s\n", ev.Seq, ev.Type, ev.Data)
+	}
+	return b.String()
+}
+
+func decode[T any](t *testing.T, ev wire.Event) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(ev.Data, &v); err != nil {
+		t.Fatalf("decode %s: %v", ev.Type, err)
+	}
+	return v
+}
+
+const askAndEdit = `
+turns:
+  - steps:
+      - say: "Checking the machine, then editing f.txt."
+      - tool: shell
+        command: "uptime"
+      - tool: write
+        path: f.txt
+        content: "A\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\nB\n"
+      - say: "Done."
+`
+
+// A plugin's tool calls take the runner's path: the gate asks a person
+// about the command, and the edit is staged as hunks; with one hunk
+// rejected the runner writes the accepted one and the plugin's tool call
+// is refused with the reviewer's note.
+func TestPluginSessionThroughTheRunnersGateAndHunks(t *testing.T) {
+	base := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"
+	s := newSession(t, askAndEdit, nil)
+	path := filepath.Join(s.cwd, "f.txt")
+	if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	started, _ := s.waitType(0, wire.EvSessionStarted)
+	if d := decode[wire.SessionStartedData](t, started); d.Engine != "plugin" || d.EngineSession != "script-p1" {
+		t.Fatalf("sessionStarted %+v", d)
+	}
+
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	ev, i := s.waitType(0, wire.EvAskOpened)
+	ask := decode[wire.AskOpenedData](t, ev)
+	if ask.Command != "uptime" || ask.Category != "shell" {
+		t.Fatalf("ask %+v", ask)
+	}
+	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: ask.AskID, Decision: wire.DecisionAllow})
+	fin, i := s.waitType(i, wire.EvToolFinished)
+	if d := decode[wire.ToolFinishedData](t, fin); d.Outcome != "ok" || d.Output == "" {
+		t.Fatalf("the allowed command finished %+v", d)
+	}
+
+	ev, i = s.waitType(i, wire.EvHunkStaged)
+	staged := decode[runner.HunkStagedData](t, ev)
+	if staged.Path != "f.txt" || len(staged.Edit.Hunks) != 2 {
+		t.Fatalf("staged %+v", staged)
+	}
+	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: staged.EditID, HunkID: "h1", Decision: wire.DecisionReject, Note: "keep line 1"})
+	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: staged.EditID, HunkID: "h2", Decision: wire.DecisionAccept})
+	fin, i = s.waitType(i, wire.EvToolFinished)
+	write := decode[wire.ToolFinishedData](t, fin)
+	if write.Outcome != "partial" || !strings.Contains(write.Message, "keep line 1") {
+		t.Fatalf("the partly accepted edit finished %+v", write)
+	}
+	ended, _ := s.waitType(i, wire.EvTurnEnded)
+	if d := decode[wire.TurnEndedData](t, ended); d.Outcome != "done" {
+		t.Fatalf("turnEnded %+v\n%s", d, s.dump())
+	}
+	got, err := os.ReadFile(path)
+	if want := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\nB\n"; err != nil || string(got) != want {
+		t.Fatalf("f.txt holds %q, %v; want %q", got, err, want)
+	}
+	if len(s.all(wire.EvUsage)) == 0 {
+		t.Fatalf("no usage reached the runner:\n%s", s.dump())
+	}
+}
+
+func (s *session) all(typ wire.EventType) []wire.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []wire.Event
+	for _, ev := range s.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+const crashThenResume = `
+turns:
+  - match: doomed
+    steps:
+      - tool: shell
+        command: "echo plugin-pid=$PPID"
+      - sleepMs: 60000
+  - match: again
+    steps:
+      - tool: shell
+        command: "echo plugin-pid=$PPID"
+      - say: "Back again."
+`
+
+// A plugin killed mid-turn fails the turn with engineError and its stderr
+// tail; the runner survives and the next message runs in a fresh plugin.
+func TestPluginKilledMidTurnThroughTheRunner(t *testing.T) {
+	s := newSession(t, crashThenResume, func(sp *wire.Spec) { sp.Allow = []string{"echo *"} })
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "doomed"})
+	fin, i := s.waitType(0, wire.EvToolFinished)
+	var pid int
+	if _, err := fmt.Sscanf(decode[wire.ToolFinishedData](t, fin).Output, "plugin-pid=%d", &pid); err != nil {
+		t.Fatalf("no plugin pid: %v\n%s", err, s.dump())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ev, i := s.waitType(i, wire.EvFailure)
+	f := decode[wire.FailureData](t, ev)
+	if f.Code != wire.FailEngineError || !strings.Contains(f.Message, "killed") || len(f.Stderr) == 0 {
+		t.Fatalf("failure %+v", f)
+	}
+	ended, i := s.waitType(i, wire.EvTurnEnded)
+	if d := decode[wire.TurnEndedData](t, ended); d.Outcome != "failed" {
+		t.Fatalf("turnEnded %+v", d)
+	}
+
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "again"})
+	fin, i = s.waitType(i, wire.EvToolFinished)
+	var again int
+	if _, err := fmt.Sscanf(decode[wire.ToolFinishedData](t, fin).Output, "plugin-pid=%d", &again); err != nil || again == pid {
+		t.Fatalf("the next turn ran in plugin %d (killed: %d): %v", again, pid, err)
+	}
+	ended, _ = s.waitType(i, wire.EvTurnEnded)
+	if d := decode[wire.TurnEndedData](t, ended); d.Outcome != "done" {
+		t.Fatalf("the turn after the crash: %+v\n%s", d, s.dump())
+	}
+}
+
+func TestUnresolvablePluginFailsTheSessionStart(t *testing.T) {
+	r, err := runner.New(runner.Options{
+		Dir:          t.TempDir(),
+		Spec:         wire.Spec{ID: "p2", Engine: "plugin", Cwd: t.TempDir()},
+		Engines:      map[string]engine.Factory{"plugin": New},
+		EngineConfig: map[string]string{KeyPlugin: "../escape", KeyPluginsDir: t.TempDir()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	err = r.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "not a path") {
+		t.Fatalf("start: %v", err)
+	}
+}
