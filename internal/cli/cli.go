@@ -46,6 +46,7 @@ func commands() []command {
 		{"hunk", "ID [EDIT/]HUNK accept|reject", "decide a staged hunk", runHunk},
 		{"status", "ID", "show a session and its status", runStatus},
 		{"events", "ID", "print a session's events as NDJSON", runEvents},
+		{"watch", "[ID]", "follow a session (or all) as a live transcript; answer asks and review hunks", runWatch},
 		{"rm", "ID", "stop a session's runner and delete the session", runRemove},
 		{"goal", "ID set TEXT|get|clear|done", "set, show, clear or mark done a session's goal", runGoal},
 		{"mode", "ID review|auto|readonly", "change a session's mode", runMode},

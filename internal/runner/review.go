@@ -23,7 +23,6 @@ type stagedEdit struct {
 	auto      bool
 	decisions map[string]hunkDecision
 	decided   chan struct{} // closed when every hunk has a decision
-	final     bool
 }
 
 type hunkDecision struct {

@@ -124,7 +124,7 @@ func (l *Link) handle(ctx context.Context, m *wire.Message) {
 		l.do(ctx, m, wire.Command{Cmd: wire.CmdStop}, wire.TInterrupted)
 	case wire.TCap:
 		l.capability(ctx, m)
-	case wire.TTermOpen, wire.TTermInput, wire.TTermResize, wire.TTermClose:
+	case wire.TTermOpen, wire.TTermInput, wire.TTermResize, wire.TTermClose, wire.TTermAck:
 		if l.Terminals == nil {
 			l.send(&wire.Message{T: wire.TTermError, ReqID: m.ReqID, Term: m.Term,
 				Error: wire.Errorf(wire.CodeUnavailable, "this runner has no terminal support")})

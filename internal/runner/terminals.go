@@ -16,15 +16,18 @@ type Terminals struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu  sync.Mutex
-	cwd string
+	mu    sync.Mutex
+	cwd   string
+	sinks map[sinkKey]*wireSink // the clients under flow control
 }
+
+type sinkKey struct{ term, client string }
 
 // NewTerminals returns a handler over hub. Attachments live until their
 // client closes, the terminal exits, or Close.
 func NewTerminals(hub *term.Hub) *Terminals {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Terminals{hub: hub, ctx: ctx, cancel: cancel}
+	return &Terminals{hub: hub, ctx: ctx, cancel: cancel, sinks: map[sinkKey]*wireSink{}}
 }
 
 // SetCwd sets where new terminals start when the request names no folder:
@@ -40,6 +43,13 @@ func (t *Terminals) Active() bool { return t.hub.Active() }
 
 // Close detaches every client and kills every terminal's processes.
 func (t *Terminals) Close() {
+	// A sink waiting for the supervisor's acknowledgement would hold up the
+	// hub's close: let every one go.
+	t.mu.Lock()
+	for _, s := range t.sinks {
+		s.release()
+	}
+	t.mu.Unlock()
 	// The hub first, so clients are told the hub closed rather than that
 	// a context was cancelled.
 	t.hub.Close()
@@ -71,13 +81,30 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 		t.mu.Lock()
 		cwd := t.cwd
 		t.mu.Unlock()
-		sink := &wireSink{send: send, reqID: m.ReqID, termID: tm.TermID, clientID: tm.ClientID}
+		sink := &wireSink{send: send, reqID: m.ReqID, termID: tm.TermID, clientID: tm.ClientID, window: tm.Window}
+		if sink.window > 0 {
+			sink.credit = sync.NewCond(&sink.mu)
+			sink.forget = func() { t.forgetSink(sink) }
+			t.mu.Lock()
+			t.sinks[sinkKey{tm.TermID, tm.ClientID}] = sink
+			t.mu.Unlock()
+		}
 		_, _, err := t.hub.Attach(t.ctx, term.AttachRequest{
 			TermID: tm.TermID, ClientID: tm.ClientID, Role: term.Role(tm.Role),
 			Command: tm.Command, Cwd: cwd, Cols: tm.Cols, Rows: tm.Rows,
 		}, sink)
 		if err != nil {
+			t.forgetSink(sink)
 			fail(err)
+		}
+		return
+	}
+	if m.T == wire.TTermAck {
+		t.mu.Lock()
+		s := t.sinks[sinkKey{tm.TermID, tm.ClientID}]
+		t.mu.Unlock()
+		if s != nil {
+			s.ack(tm.Acked)
 		}
 		return
 	}
@@ -93,6 +120,14 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 	case wire.TTermResize:
 		err = c.Resize(tm.Cols, tm.Rows)
 	case wire.TTermClose:
+		// Close waits for the sink's last call, which may be waiting for
+		// an acknowledgement that will not come.
+		t.mu.Lock()
+		s := t.sinks[sinkKey{tm.TermID, tm.ClientID}]
+		t.mu.Unlock()
+		if s != nil {
+			s.release()
+		}
 		c.Close()
 	}
 	if err != nil {
@@ -100,11 +135,72 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 	}
 }
 
-// wireSink turns one client's terminal stream into wire messages.
+func (t *Terminals) forgetSink(s *wireSink) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if k := (sinkKey{s.termID, s.clientID}); t.sinks[k] == s {
+		delete(t.sinks, k)
+	}
+}
+
+// wireSink turns one client's terminal stream into wire messages. With a
+// window (term.open's), it sends at most window bytes beyond what the
+// client acknowledged (term.ack) and waits for more; the hub, which
+// queues the rest, then holds the program back (HubOptions.Pace) instead
+// of cutting a client whose only fault is a busy link.
 type wireSink struct {
 	send             func(*wire.Message)
 	reqID            string
 	termID, clientID string
+
+	window int64
+	forget func() // drops the sink from Terminals.sinks
+	mu     sync.Mutex
+	credit *sync.Cond // signalled by ack and release
+	sent   int64
+	acked  int64
+	gone   bool // released: send nothing more
+}
+
+// ack records that the client has taken acked bytes in all.
+func (s *wireSink) ack(acked int64) {
+	s.mu.Lock()
+	s.acked = max(s.acked, acked)
+	s.mu.Unlock()
+	s.credit.Broadcast()
+}
+
+// release stops the sink waiting, for good: the client is going away.
+func (s *wireSink) release() {
+	s.mu.Lock()
+	s.gone = true
+	s.mu.Unlock()
+	s.credit.Broadcast()
+}
+
+// reserve waits until n more bytes fit in the window, and reports false
+// once the sink is released.
+func (s *wireSink) reserve(n int) bool {
+	if s.window <= 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.gone && s.sent-s.acked >= s.window {
+		s.credit.Wait()
+	}
+	if s.gone {
+		return false
+	}
+	s.sent += int64(n)
+	return true
+}
+
+func (s *wireSink) end() {
+	if s.forget != nil {
+		s.release()
+		s.forget()
+	}
 }
 
 func (s *wireSink) Opened(g term.Grant) {
@@ -113,15 +209,20 @@ func (s *wireSink) Opened(g term.Grant) {
 }
 
 func (s *wireSink) Data(p []byte) error {
+	if !s.reserve(len(p)) {
+		return nil // released: the client is detaching
+	}
 	s.send(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: s.termID, ClientID: s.clientID, Data: p}})
 	return nil
 }
 
 func (s *wireSink) Exit(code int, signal string) {
+	s.end()
 	s.send(&wire.Message{T: wire.TTermExit, Term: &wire.Term{TermID: s.termID, ClientID: s.clientID, ExitCode: &code, Signal: signal}})
 }
 
 func (s *wireSink) Closed(err error) {
+	s.end()
 	if err == nil {
 		return
 	}

@@ -42,6 +42,10 @@ func (c *child) read(r io.Reader, maxLine int) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		if m, ok := parseTermData(line); ok {
+			c.deliver(m)
+			continue
+		}
 		m := new(wire.Message)
 		if err := json.Unmarshal(line, m); err != nil || m.T == "" {
 			if err == nil {

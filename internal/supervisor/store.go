@@ -32,10 +32,6 @@ func createFolder(sessions string, spec wire.Spec) (wire.Spec, error) {
 	return spec, err
 }
 
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return sessiondir.WriteAtomic(path, data, perm)
-}
-
 func readSpec(dir, id string) (wire.Spec, error) {
 	spec, ok, err := sessiondir.ReadSpec(dir)
 	if err != nil {

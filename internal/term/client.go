@@ -165,6 +165,13 @@ func (c *Client) enqueue(chunk []byte, bound int) bool {
 	return true
 }
 
+// queued is how many live bytes wait for delivery.
+func (c *Client) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending
+}
+
 // end decides how the stream ends, unless that is already decided. An exit
 // lets queued output drain first; any other ending drops it.
 func (c *Client) end(e *ending) {
@@ -250,6 +257,7 @@ func (c *Client) send(batch [][]byte, counted bool) error {
 			c.mu.Lock()
 			c.pending -= len(p)
 			c.mu.Unlock()
+			c.term.pokeRoom()
 		}
 	}
 	return nil

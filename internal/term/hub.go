@@ -62,6 +62,15 @@ type HubOptions struct {
 
 	// Logger receives lifecycle events. Nil means no logging.
 	Logger *zap.Logger
+
+	// Pace holds a terminal's reader back, instead of cutting anyone, while
+	// every attached client is ClientBufferBytes behind: the program then
+	// waits, as it would for a terminal window that draws slower than it
+	// writes. A client behind while another keeps up is still cut. It suits
+	// clients that share one consumer, like the runner's link to the
+	// supervisor, which fans the output out to its own clients: when that
+	// link falls behind, no client is to blame.
+	Pace bool
 }
 
 func (o HubOptions) withDefaults() HubOptions {

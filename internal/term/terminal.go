@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -28,10 +29,12 @@ type terminal struct {
 	pid    int // the program; also its session and process group id
 	master *os.File
 
-	closeMaster sync.Once
-	inputMu     sync.Mutex    // one Input write at a time
-	readDone    chan struct{} // the reader saw the end of output
-	done        chan struct{} // the program and its session are gone
+	closeMaster  sync.Once
+	masterClosed chan struct{} // closed with the master
+	inputMu      sync.Mutex    // one Input write at a time
+	readDone     chan struct{} // the reader saw the end of output
+	done         chan struct{} // the program and its session are gone
+	room         chan struct{} // capacity 1: a client took output or left (Pace)
 
 	mu      sync.Mutex
 	clients map[string]*Client
@@ -62,17 +65,19 @@ func (h *Hub) startTerminal(req AttachRequest) (*terminal, error) {
 		return nil, &StartError{TermID: req.TermID, Command: argv, Err: err}
 	}
 	t := &terminal{
-		id:       req.TermID,
-		hub:      h,
-		cmd:      cmd,
-		pid:      cmd.Process.Pid,
-		master:   master,
-		readDone: make(chan struct{}),
-		done:     make(chan struct{}),
-		clients:  make(map[string]*Client),
-		scroll:   newRing(h.opts.ScrollbackBytes),
-		cols:     cols,
-		rows:     rows,
+		id:           req.TermID,
+		hub:          h,
+		cmd:          cmd,
+		pid:          cmd.Process.Pid,
+		master:       master,
+		masterClosed: make(chan struct{}),
+		readDone:     make(chan struct{}),
+		done:         make(chan struct{}),
+		room:         make(chan struct{}, 1),
+		clients:      make(map[string]*Client),
+		scroll:       newRing(h.opts.ScrollbackBytes),
+		cols:         cols,
+		rows:         rows,
 	}
 	t.log = h.log.With(zap.String("term", t.id), zap.Int("pid", t.pid))
 	t.log.Info("terminal started", zap.Strings("command", argv), zap.String("dir", dir))
@@ -151,6 +156,7 @@ func (t *terminal) detach(c *Client, e *ending) {
 	}
 	t.mu.Unlock()
 	c.end(e)
+	t.pokeRoom()
 }
 
 func (t *terminal) clientCount() int {
@@ -174,6 +180,9 @@ func (t *terminal) read() {
 	defer close(t.readDone)
 	buf := make([]byte, readBufferBytes)
 	for {
+		if t.hub.opts.Pace && !t.waitForRoom() {
+			return
+		}
 		n, err := t.master.Read(buf)
 		if n > 0 {
 			t.broadcast(bytes.Clone(buf[:n]))
@@ -187,14 +196,53 @@ func (t *terminal) read() {
 	}
 }
 
+// waitForRoom holds the reader (HubOptions.Pace) while every client is too
+// far behind to take another full read. It reports false once the master is
+// closed.
+func (t *terminal) waitForRoom() bool {
+	for t.everyClientBehind() {
+		select {
+		case <-t.room:
+		case <-t.masterClosed:
+			return false
+		}
+	}
+	return true
+}
+
+func (t *terminal) everyClientBehind() bool {
+	room := max(t.hub.opts.ClientBufferBytes-readBufferBytes, 0)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.clients {
+		if c.queued() <= room {
+			return false
+		}
+	}
+	return len(t.clients) > 0
+}
+
+// pokeRoom wakes a reader waiting for room.
+func (t *terminal) pokeRoom() {
+	select {
+	case t.room <- struct{}{}:
+	default:
+	}
+}
+
 // broadcast records chunk and queues it for every client. chunk is shared,
 // so nobody may modify it. A client already bound bytes behind is cut here
-// rather than waited for.
+// rather than waited for; with HubOptions.Pace, unless every client is.
 func (t *terminal) broadcast(chunk []byte) {
 	bound := t.hub.opts.ClientBufferBytes
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.scroll.write(chunk)
+	if t.hub.opts.Pace && t.everyClientFullLocked(len(chunk), bound) {
+		// The reader waited for room first, so this passes the bound by
+		// less than one read.
+		bound = math.MaxInt
+	}
 	for id, c := range t.clients {
 		if c.enqueue(chunk, bound) {
 			continue
@@ -206,6 +254,17 @@ func (t *terminal) broadcast(chunk []byte) {
 		c.end(&ending{err: fmt.Errorf("client %q: %w", id, ErrSlowClient)})
 		t.log.Info("slow client cut", zap.String("client", id), zap.Int("bound", bound))
 	}
+}
+
+// everyClientFullLocked reports whether n more bytes would put every client
+// past bound.
+func (t *terminal) everyClientFullLocked(n, bound int) bool {
+	for _, c := range t.clients {
+		if c.queued()+n <= bound {
+			return false
+		}
+	}
+	return true
 }
 
 // write types p into the terminal.
@@ -239,7 +298,10 @@ func (t *terminal) resizeLocked(cols, rows uint16) error {
 }
 
 func (t *terminal) closeMasterOnce() {
-	t.closeMaster.Do(func() { t.master.Close() })
+	t.closeMaster.Do(func() {
+		t.master.Close()
+		close(t.masterClosed)
+	})
 }
 
 // run waits for the program, clears away whatever it left in its session,
@@ -277,6 +339,7 @@ func (t *terminal) run() {
 	for _, c := range clients {
 		c.end(final)
 	}
+	t.pokeRoom()
 }
 
 func exitOf(ps *os.ProcessState) *ending {
@@ -303,6 +366,7 @@ func (t *terminal) shutdown() error {
 	for _, c := range clients {
 		c.end(&ending{err: ErrHubClosed})
 	}
+	t.pokeRoom()
 	err := t.endSession()
 	<-t.done
 	return err

@@ -20,6 +20,7 @@ const (
 	TTermInput      Type = "term.input"       // Term (TermID, ClientID, Data)
 	TTermResize     Type = "term.resize"      // Term (TermID, ClientID, Cols, Rows)
 	TTermClose      Type = "term.close"       // Term (TermID, ClientID)
+	TTermAck        Type = "term.ack"         // Term (TermID, ClientID, Acked): flow control
 	TShutdown       Type = "shutdown"         // ReqID: flush, stop the engine, exit 0
 )
 
@@ -98,6 +99,15 @@ type Term struct {
 	Data     []byte   `json:"data,omitempty"` // base64 on the wire
 	ExitCode *int     `json:"exitCode,omitempty"`
 	Signal   string   `json:"signal,omitempty"`
+
+	// Window, on term.open, turns on flow control for the client: the
+	// runner sends at most Window bytes of term.data beyond what the client
+	// has acknowledged with term.ack, and holds the rest back. Zero means
+	// no flow control.
+	Window int64 `json:"window,omitempty"`
+	// Acked, on term.ack, counts every byte of term.data the client has
+	// taken since its term.opened.
+	Acked int64 `json:"acked,omitempty"`
 }
 
 // Spec is how a session is configured when it is created. It is stored in

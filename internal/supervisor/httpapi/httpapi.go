@@ -57,7 +57,7 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("DELETE "+v+"/sessions/{id}", s.delete)
 	mux.HandleFunc("POST "+v+"/sessions/{id}/commands", s.command)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/events", s.events)
-	mux.HandleFunc("GET "+v+"/sessions/{id}/terminals/{termId}", s.terminal)
+	mux.HandleFunc("GET "+v+"/sessions/{id}/terminals/{termId}", newTerminals(m, s.log).serve)
 	// Known paths with another method, and unknown paths, still answer
 	// in JSON.
 	for path, allow := range map[string]string{

@@ -143,10 +143,20 @@ func newClientID() (string, error) {
 	return "ws-" + hex.EncodeToString(b[:]), nil
 }
 
-// terminal attaches a WebSocket client to a terminal. The terminal is opened
+// terminals serves the terminal WebSocket.
+type terminals struct {
+	log   *zap.Logger
+	muxes *termMuxes
+}
+
+func newTerminals(m termManager, log *zap.Logger) *terminals {
+	return &terminals{log: log, muxes: newTermMuxes(m)}
+}
+
+// serve attaches a WebSocket client to a terminal. The terminal is opened
 // before the upgrade, so a request the runner refuses (unknown session, a
 // program that cannot start) gets an ordinary JSON error.
-func (s *server) terminal(w http.ResponseWriter, r *http.Request) {
+func (h *terminals) serve(w http.ResponseWriter, r *http.Request) {
 	id, termID := r.PathValue("id"), r.PathValue("termId")
 	if !validTermID(termID) {
 		writeError(w, wire.Errorf(wire.CodeBadRequest,
@@ -172,23 +182,21 @@ func (s *server) terminal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := newTermOutbox(termBufferBytes)
-	opened, err := s.m.OpenTerm(r.Context(), id, wire.Term{
-		TermID: termID, ClientID: clientID, Role: q.role, Command: q.command, Cols: q.cols, Rows: q.rows,
-	}, out.sink)
+	c, grant, err := h.muxes.attach(r.Context(), id, termID, q, out)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	log := s.log.With(zap.String("session", id), zap.String("term", termID), zap.String("client", clientID))
+	defer c.detach()
+	log := h.log.With(zap.String("session", id), zap.String("term", termID), zap.String("client", clientID))
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		// Accept has answered the request.
 		log.Debug("terminal upgrade failed", zap.Error(err))
-		s.closeTerm(log, id, termID, clientID)
 		return
 	}
 	conn.SetReadLimit(termReadLimit)
-	log.Debug("terminal attached", zap.String("role", opened.Role))
+	log.Debug("terminal attached", zap.String("role", grant.role))
 
 	// Cancelling a read closes the connection at once, so the reader does
 	// not use the request's context: on a supervisor shutdown the writer
@@ -201,7 +209,7 @@ func (s *server) terminal(w http.ResponseWriter, r *http.Request) {
 		defer wg.Done()
 		defer stop()
 		first := api.TermFrame{Type: api.FrameOpened, TermID: termID, ClientID: clientID,
-			Role: opened.Role, Cols: opened.Cols, Rows: opened.Rows}
+			Role: grant.role, Cols: grant.cols, Rows: grant.rows}
 		if err := out.run(connCtx, r.Context(), conn, first); err != nil {
 			log.Debug("terminal stream ended", zap.Error(err))
 		}
@@ -210,43 +218,16 @@ func (s *server) terminal(w http.ResponseWriter, r *http.Request) {
 		defer wg.Done()
 		keepAlive(connCtx, conn, stop)
 	}()
-	tc := termClient{m: s.m, out: out, session: id, termID: termID, clientID: clientID, owner: opened.Role == api.RoleOwner}
-	err = tc.readInput(connCtx, conn)
+	err = readInput(connCtx, conn, c)
 	stop()
 	wg.Wait()
 	conn.CloseNow()
-	if !out.exited() {
-		// The runner may still count this client as attached (and keep
-		// the session from being reaped) until it is told.
-		s.closeTerm(log, id, termID, clientID)
-	}
 	log.Debug("terminal detached", zap.Error(err))
 }
 
-func (s *server) closeTerm(log *zap.Logger, id, termID, clientID string) {
-	if err := s.m.CloseTerm(id, termID, clientID); err != nil {
-		log.Debug("detach terminal client", zap.Error(err))
-	}
-}
-
-// termManager is what a terminal client needs of the supervisor.
-type termManager interface {
-	TermInput(id string, t wire.Term) error
-	TermResize(id string, t wire.Term) error
-}
-
-// termClient relays one WebSocket client's keystrokes and resizes.
-type termClient struct {
-	m                         termManager
-	out                       *termOutbox
-	session, termID, clientID string
-	owner                     bool
-}
-
-// readInput reads the client's frames until the connection ends. Input
-// and resizes from a read-only client are refused here, without a trip to
-// the runner, which would refuse them too.
-func (c *termClient) readInput(ctx context.Context, conn *websocket.Conn) error {
+// readInput relays a client's keystrokes and resizes until the connection
+// ends. A read-only client's are refused with an error frame.
+func readInput(ctx context.Context, conn *websocket.Conn, c *muxClient) error {
 	for {
 		typ, p, err := conn.Read(ctx)
 		if err != nil {
@@ -254,13 +235,9 @@ func (c *termClient) readInput(ctx context.Context, conn *websocket.Conn) error 
 		}
 		switch typ {
 		case websocket.MessageBinary:
-			if !c.owner {
-				c.out.notice(wire.Errorf(wire.CodeConflict, "this client is read-only: its input was not sent to the terminal"))
-				continue
-			}
 			for len(p) > 0 {
 				n := min(len(p), termInputChunk)
-				if err := c.m.TermInput(c.session, wire.Term{TermID: c.termID, ClientID: c.clientID, Data: p[:n]}); err != nil {
+				if err := c.input(p[:n]); err != nil {
 					c.out.notice(fmt.Errorf("input: %w", err))
 					break
 				}
@@ -272,11 +249,7 @@ func (c *termClient) readInput(ctx context.Context, conn *websocket.Conn) error 
 				c.out.notice(err)
 				continue
 			}
-			if !c.owner {
-				c.out.notice(wire.Errorf(wire.CodeConflict, "this client is read-only: only the owner resizes the terminal"))
-				continue
-			}
-			if err := c.m.TermResize(c.session, wire.Term{TermID: c.termID, ClientID: c.clientID, Cols: f.Cols, Rows: f.Rows}); err != nil {
+			if err := c.resize(f.Cols, f.Rows); err != nil {
 				c.out.notice(fmt.Errorf("resize: %w", err))
 			}
 		}

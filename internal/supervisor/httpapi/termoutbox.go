@@ -12,8 +12,8 @@ import (
 )
 
 // termOutbox holds what one WebSocket client has yet to receive. The
-// runner's reader goroutine fills it through sink and must never wait, since
-// it serves every session terminal and event of that runner; the
+// runner's reader goroutine fills it (through termMux.sink) and must never
+// wait, since it serves every terminal and event of that runner; the
 // connection's writer drains it. Past limit bytes of queued output the
 // client is cut: its queue is dropped and its stream ends with an error,
 // while the terminal and the other clients carry on.
@@ -46,36 +46,6 @@ func (o *termOutbox) signal() {
 	}
 }
 
-// sink receives the runner's messages for this client (Manager.OpenTerm).
-func (o *termOutbox) sink(m *wire.Message) {
-	if m.Term == nil {
-		return
-	}
-	switch m.T {
-	case wire.TTermData:
-		o.push(m.Term.Data)
-	case wire.TTermExit:
-		code := -1
-		if m.Term.ExitCode != nil {
-			code = *m.Term.ExitCode
-		}
-		o.finish(&termEnd{frame: api.TermFrame{Type: api.FrameExit, ExitCode: &code, Signal: m.Term.Signal},
-			status: websocket.StatusNormalClosure, exit: true}, false)
-	case wire.TTermError:
-		e := m.Error
-		if e == nil {
-			e = wire.Errorf(wire.CodeInternal, "the runner reported a terminal error without saying what")
-		}
-		// A refused input or resize leaves the client attached; anything
-		// else (stream cut, hub closed, runner dead) ends the stream.
-		if e.Code == wire.CodeConflict || e.Code == wire.CodeBadRequest {
-			o.notice(e)
-			return
-		}
-		o.finish(fatalEnd(e), false)
-	}
-}
-
 // fatalEnd is the end of a stream cut by err.
 func fatalEnd(err error) *termEnd {
 	e := wire.ToError(err)
@@ -89,25 +59,28 @@ func fatalEnd(err error) *termEnd {
 	return &termEnd{frame: api.TermFrame{Type: api.FrameError, Code: e.Code, Message: e.Message, Fatal: true}, status: status}
 }
 
-func (o *termOutbox) push(p []byte) {
-	if len(p) == 0 {
-		return
-	}
+// push queues output. It reports false once the stream has ended, which
+// it does here, cut, when the output would pass the limit.
+func (o *termOutbox) push(p []byte) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.end != nil {
-		return
+		return false
+	}
+	if len(p) == 0 {
+		return true
 	}
 	if o.queued+len(p) > o.limit {
 		o.chunks, o.queued = nil, 0
 		o.end = fatalEnd(wire.Errorf(wire.CodeTimeout,
 			"this client fell more than %d bytes behind the terminal's output and was cut; attach again to resync", o.limit))
 		o.signal()
-		return
+		return false
 	}
 	o.chunks = append(o.chunks, p)
 	o.queued += len(p)
 	o.signal()
+	return true
 }
 
 // notice queues a non-fatal error frame.
@@ -135,13 +108,6 @@ func (o *termOutbox) finish(end *termEnd, drop bool) {
 	}
 	o.end = end
 	o.signal()
-}
-
-// exited reports whether the stream ended with the program's exit.
-func (o *termOutbox) exited() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.end != nil && o.end.exit
 }
 
 // take removes pending notices and up to limit bytes of output, appending
