@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/corral-dev/corral/internal/locate/locatetest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,21 +33,10 @@ type engineCase struct {
 	config map[string]string
 }
 
-func enginesDir(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "deploy", "engines")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin")); err != nil {
-		t.Fatalf("the pinned agent CLIs are not installed (%v): run deploy/engines/install.sh", err)
-	}
-	return dir
-}
-
 func cases(t *testing.T) []engineCase {
-	dir := enginesDir(t)
+	dir := locatetest.EnginesDir(t, "claude")
+	locatetest.EnginesDir(t, "codex")
+	locatetest.EnginesDir(t, "copilot")
 	cfg := func() map[string]string {
 		return map[string]string{locate.KeyEnginesDir: dir, "cacheDir": filepath.Join(os.TempDir(), "corral-e2e-cache")}
 	}

@@ -3,8 +3,8 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"github.com/corral-dev/corral/internal/locate/locatetest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,18 +31,7 @@ const turnTimeout = 60 * time.Second
 
 // enginesDir is the project's pinned engine install, found relative to this
 // package so the tests run from any checkout.
-func enginesDir(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "deploy", "engines"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "node_modules", ".bin", "claude")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("the pinned Claude Code CLI is not installed at %s (%v): run deploy/engines/install.sh", bin, err)
-	}
-	return dir
-}
+func enginesDir(t testing.TB) string { return locatetest.EnginesDir(t, "claude") }
 
 // session is one engine under test with everything around it.
 type session struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/corral-dev/corral/internal/locate/locatetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,17 +50,7 @@ func TestMain(m *testing.M) {
 }
 
 // enginesDir is the repository's pinned npm install of the agent CLIs.
-func enginesDir(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "deploy", "engines"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := locate.Binary("copilot", map[string]string{locate.KeyEnginesDir: dir}); err != nil {
-		t.Fatalf("the copilot CLI is not installed (%v): run deploy/engines/install.sh", err)
-	}
-	return dir
-}
+func enginesDir(t testing.TB) string { return locatetest.EnginesDir(t, "copilot") }
 
 // unpackedCache is the CLI unpack folder the package's tests share. The
 // CLI unpacks about 235 MB into it on first run, which each session would
