@@ -173,7 +173,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 				t.Fatal(reply.Error)
 			}
 			staged := rec.wait(t, "hunkStaged", ofType(wire.EvHunkStaged))
-			var st runner.HunkStagedData
+			var st wire.HunkStagedData
 			if err := json.Unmarshal(staged.Data, &st); err != nil {
 				t.Fatal(err)
 			}

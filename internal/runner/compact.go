@@ -12,11 +12,6 @@ import (
 // compaction at the end of a turn.
 const defaultCompactAt = 95
 
-// CompactedData is the data of compacted.
-type CompactedData struct {
-	BeforePercent float64 `json:"beforePercent"`
-}
-
 // compactIfFull compacts the conversation through the engine's own
 // compaction when the context is nearly full, and reports contextFull when
 // the engine has none or it fails.
@@ -45,5 +40,5 @@ func (r *Runner) compactIfFull(ctx context.Context) {
 	r.mu.Lock()
 	r.contextPercent = 0
 	r.mu.Unlock()
-	r.emit(wire.EvCompacted, CompactedData{BeforePercent: fill})
+	r.emit(wire.EvCompacted, wire.CompactedData{BeforePercent: fill})
 }

@@ -69,7 +69,7 @@ func Brief(dir string) (string, error) {
 				answers = append(answers, d.Text)
 			}
 		case wire.EvEditApplied:
-			var d EditAppliedData
+			var d wire.EditAppliedData
 			if json.Unmarshal(ev.Data, &d) == nil && d.Conflict == "" {
 				files[d.Path] = true
 			}

@@ -40,7 +40,7 @@ func (r *Runner) closeLeftovers() error {
 				delete(openAsks, d.AskID)
 			}
 		case wire.EvHunkStaged:
-			var d HunkStagedData
+			var d wire.HunkStagedData
 			if json.Unmarshal(ev.Data, &d) == nil && !d.Auto && d.Edit != nil {
 				set := map[string]bool{}
 				for _, h := range d.Edit.Hunks {
@@ -50,7 +50,7 @@ func (r *Runner) closeLeftovers() error {
 				note(d.EditID)
 			}
 		case wire.EvHunkDecided:
-			var d HunkDecidedData
+			var d wire.HunkDecidedData
 			if json.Unmarshal(ev.Data, &d) == nil && openHunks[d.EditID] != nil {
 				delete(openHunks[d.EditID], d.HunkID)
 			}
@@ -84,7 +84,7 @@ func (r *Runner) closeLeftovers() error {
 	}
 	for _, edit := range sortedKeys(openHunks) {
 		for _, h := range sortedKeys(openHunks[edit]) {
-			r.emit(wire.EvHunkDecided, HunkDecidedData{EditID: edit, HunkID: h, Decision: wire.DecisionReject, By: "expired"})
+			r.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: edit, HunkID: h, Decision: wire.DecisionReject, By: "expired"})
 		}
 	}
 	if openTurn > 0 {

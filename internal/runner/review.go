@@ -31,37 +31,6 @@ type hunkDecision struct {
 	by     string
 }
 
-// HunkStagedData is the data of hunkStaged.
-type HunkStagedData struct {
-	EditID string      `json:"editId"`
-	ToolID string      `json:"toolId,omitempty"`
-	Path   string      `json:"path"`
-	Auto   bool        `json:"auto"`
-	Edit   *hunks.Edit `json:"edit"`
-}
-
-// HunkDecidedData is the data of hunkDecided.
-type HunkDecidedData struct {
-	EditID   string `json:"editId"`
-	HunkID   string `json:"hunkId"`
-	Decision string `json:"decision"`
-	Note     string `json:"note,omitempty"`
-	By       string `json:"by"`
-}
-
-// EditAppliedData is the data of editApplied: bytes reached the disk (or,
-// with a conflict, did not).
-type EditAppliedData struct {
-	EditID   string   `json:"editId"`
-	Path     string   `json:"path"`
-	By       string   `json:"by"` // engine, corral
-	Hunks    []string `json:"hunks"`
-	Reverted bool     `json:"reverted,omitempty"`
-	Added    int      `json:"added"`
-	Removed  int      `json:"removed"`
-	Conflict string   `json:"conflict,omitempty"`
-}
-
 // review stages an edit as hunks and waits for the reviewer (review mode),
 // or records it as accepted (auto mode).
 func (r *Runner) review(ctx context.Context, call engine.ToolCall) engine.Verdict {
@@ -99,7 +68,7 @@ func (r *Runner) review(ctx context.Context, call engine.ToolCall) engine.Verdic
 	}
 	r.edits[se.id] = se
 	r.mu.Unlock()
-	r.emit(wire.EvHunkStaged, HunkStagedData{EditID: se.id, ToolID: call.ID, Path: display, Auto: auto, Edit: ed})
+	r.emit(wire.EvHunkStaged, wire.HunkStagedData{EditID: se.id, ToolID: call.ID, Path: display, Auto: auto, Edit: ed})
 	r.presence.touch()
 
 	select {
@@ -159,7 +128,7 @@ func (r *Runner) applyPartial(se *stagedEdit, display string, accepted, rejected
 	}
 	if err != nil {
 		conflict := err.Error()
-		r.emit(wire.EvEditApplied, EditAppliedData{EditID: se.id, Path: display, By: "corral", Hunks: []string{}, Conflict: conflict})
+		r.emit(wire.EvEditApplied, wire.EditAppliedData{EditID: se.id, Path: display, By: "corral", Hunks: []string{}, Conflict: conflict})
 		return engine.Verdict{Message: fmt.Sprintf("The reviewer accepted hunks %s of this edit to %s, but they no longer apply to the file as it is now (%s); nothing was written. Rejected: %s.%s",
 			strings.Join(accepted, ", "), display, conflict, strings.Join(rejected, ", "), notesText(notes))}
 	}
@@ -196,7 +165,7 @@ func (r *Runner) recordApplied(se *stagedEdit, by string, ids []string, reverted
 	if ids == nil {
 		ids = []string{}
 	}
-	r.emit(wire.EvEditApplied, EditAppliedData{EditID: se.id, Path: display, By: by, Hunks: ids, Reverted: reverted, Added: added, Removed: removed, Conflict: conflict})
+	r.emit(wire.EvEditApplied, wire.EditAppliedData{EditID: se.id, Path: display, By: by, Hunks: ids, Reverted: reverted, Added: added, Removed: removed, Conflict: conflict})
 }
 
 func (r *Runner) decideHunk(cmd wire.Command) (any, error) {
@@ -234,7 +203,7 @@ func (r *Runner) decideHunk(cmd wire.Command) (any, error) {
 	switch {
 	case se.auto && accept:
 		r.mu.Unlock()
-		return HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionAccept, By: prev.by}, nil
+		return wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionAccept, By: prev.by}, nil
 	case se.auto && !prev.accept:
 		r.mu.Unlock()
 		return nil, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already rejected", editID, hunkID)
@@ -261,11 +230,11 @@ func (r *Runner) decideHunk(cmd wire.Command) (any, error) {
 			r.mu.Unlock()
 			return nil, wire.Errorf(wire.CodeConflict, "could not take hunk %s/%s back out of %s: %v", editID, hunkID, r.displayPath(se.path), err)
 		}
-		r.emit(wire.EvHunkDecided, HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionReject, Note: cmd.Note, By: "user"})
+		r.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionReject, Note: cmd.Note, By: "user"})
 		r.recordApplied(se, "corral", []string{hunkID}, true, "")
-		return HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionReject, Note: cmd.Note, By: "user"}, nil
+		return wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionReject, Note: cmd.Note, By: "user"}, nil
 	}
-	d := HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: cmd.Decision, Note: cmd.Note, By: "user"}
+	d := wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: cmd.Decision, Note: cmd.Note, By: "user"}
 	r.emit(wire.EvHunkDecided, d)
 	if complete {
 		close(se.decided)
@@ -307,7 +276,7 @@ func (r *Runner) rejectAllPending(se *stagedEdit, by, note string) int {
 	close(se.decided)
 	r.mu.Unlock()
 	for _, id := range ids {
-		r.emit(wire.EvHunkDecided, HunkDecidedData{EditID: se.id, HunkID: id, Decision: wire.DecisionReject, Note: note, By: by})
+		r.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: se.id, HunkID: id, Decision: wire.DecisionReject, Note: note, By: by})
 	}
 	return len(ids)
 }

@@ -26,7 +26,7 @@ func TestTurnRunsToItsEndWithHunkReview(t *testing.T) {
 	s := newSession(t, writeAndRun, nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "write notes"})
 	staged, i := s.waitType(0, wire.EvHunkStaged)
-	d := decode[HunkStagedData](t, staged)
+	d := decode[wire.HunkStagedData](t, staged)
 	if d.Path != "notes.txt" || len(d.Edit.Hunks) != 1 {
 		t.Fatalf("staged %+v", d)
 	}
@@ -85,7 +85,7 @@ func TestHunkDecisions(t *testing.T) {
 			}
 			s.do(wire.Command{Cmd: wire.CmdSend, Text: "edit"})
 			staged, i := s.waitType(0, wire.EvHunkStaged)
-			d := decode[HunkStagedData](t, staged)
+			d := decode[wire.HunkStagedData](t, staged)
 			if len(d.Edit.Hunks) != 2 {
 				t.Fatalf("want 2 hunks, got %d", len(d.Edit.Hunks))
 			}
@@ -118,7 +118,7 @@ func TestAutoModeRejectReverseAppliesOneHunk(t *testing.T) {
 	os.WriteFile(path, []byte("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"), 0o644)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "edit"})
 	staged, i := s.waitType(0, wire.EvHunkStaged)
-	d := decode[HunkStagedData](t, staged)
+	d := decode[wire.HunkStagedData](t, staged)
 	if !d.Auto {
 		t.Fatal("auto mode staged an edit for review")
 	}

@@ -191,7 +191,7 @@ turns:
 	s := newSession(t, sc, nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
 	ev, _ := s.waitType(0, wire.EvCompacted)
-	if d := decode[CompactedData](t, ev); d.BeforePercent < 95 {
+	if d := decode[wire.CompactedData](t, ev); d.BeforePercent < 95 {
 		t.Fatalf("compacted at %.1f%%", d.BeforePercent)
 	}
 }

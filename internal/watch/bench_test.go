@@ -36,7 +36,7 @@ func BenchmarkRenderLargeEdit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := json.Marshal(hunkStagedData{EditID: "e1", Path: "big.txt", Edit: edit})
+	data, err := json.Marshal(wire.HunkStagedData{EditID: "e1", Path: "big.txt", Edit: edit})
 	if err != nil {
 		b.Fatal(err)
 	}

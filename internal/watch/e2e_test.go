@@ -188,7 +188,7 @@ func checkDecisions(t *testing.T, c *client.Client, id string) {
 			json.Unmarshal(e.Data, &d)
 			got = append(got, fmt.Sprintf("ask %s %s by %s", d.Decision, d.Note, d.By))
 		case wire.EvHunkDecided:
-			var d hunkDecidedData
+			var d wire.HunkDecidedData
 			json.Unmarshal(e.Data, &d)
 			got = append(got, fmt.Sprintf("%s %s %s by %s", d.HunkID, d.Decision, d.Note, d.By))
 		}

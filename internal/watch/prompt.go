@@ -90,7 +90,7 @@ func (p *Prompter) Observe(session string, ev wire.Event) []Closed {
 			p.pending = append(p.pending, &Prompt{Session: session, Ask: &d})
 		}
 	case wire.EvHunkStaged:
-		var d hunkStagedData
+		var d wire.HunkStagedData
 		if decode(ev, &d) != nil || d.Auto || d.Edit == nil {
 			// Auto-mode edits are already accepted; rejecting one later is
 			// a deliberate act (`supervisor hunk`), not a prompt.
@@ -109,7 +109,7 @@ func (p *Prompter) Observe(session string, ev wire.Event) []Closed {
 			return p.close(session, d.By, func(q *Prompt) bool { return q.IsAsk() && q.Ask.AskID == d.AskID })
 		}
 	case wire.EvHunkDecided:
-		var d hunkDecidedData
+		var d wire.HunkDecidedData
 		if decode(ev, &d) == nil {
 			return p.close(session, d.By, func(q *Prompt) bool { return !q.IsAsk() && q.EditID == d.EditID && q.Hunk.ID == d.HunkID })
 		}

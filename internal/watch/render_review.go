@@ -9,36 +9,6 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
-// The data of the review events, as docs/events.md documents them. The
-// runner's own types would drag the runner's dependencies into every
-// shell; a test checks these read what the runner writes.
-type (
-	hunkStagedData struct {
-		EditID string      `json:"editId"`
-		ToolID string      `json:"toolId"`
-		Path   string      `json:"path"`
-		Auto   bool        `json:"auto"`
-		Edit   *hunks.Edit `json:"edit"`
-	}
-	hunkDecidedData struct {
-		EditID   string `json:"editId"`
-		HunkID   string `json:"hunkId"`
-		Decision string `json:"decision"`
-		Note     string `json:"note"`
-		By       string `json:"by"`
-	}
-	editAppliedData struct {
-		EditID   string   `json:"editId"`
-		Path     string   `json:"path"`
-		By       string   `json:"by"`
-		Hunks    []string `json:"hunks"`
-		Reverted bool     `json:"reverted"`
-		Added    int      `json:"added"`
-		Removed  int      `json:"removed"`
-		Conflict string   `json:"conflict"`
-	}
-)
-
 // askPart is one simple command of a compound shell command in askOpened.
 type askPart struct {
 	Command  string `json:"command"`
@@ -134,7 +104,7 @@ func (r *renderer) by(by string) string {
 }
 
 func (r *renderer) hunkStaged() ([]string, error) {
-	var d hunkStagedData
+	var d wire.HunkStagedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -210,7 +180,7 @@ func DiffLines(h hunks.Hunk, style Style, indent string) []string {
 }
 
 func (r *renderer) hunkDecided() ([]string, error) {
-	var d hunkDecidedData
+	var d wire.HunkDecidedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -233,7 +203,7 @@ func (r *renderer) hunkDecided() ([]string, error) {
 }
 
 func (r *renderer) editApplied() ([]string, error) {
-	var d editAppliedData
+	var d wire.EditAppliedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}

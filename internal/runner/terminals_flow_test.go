@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+func TestWireSinkSendsNoMoreThanTheWindowAhead(t *testing.T) {
+	var mu sync.Mutex
+	var sent []int
+	s := &wireSink{termID: "t", clientID: "c", window: 10, forget: func() {},
+		send: func(m *wire.Message) {
+			mu.Lock()
+			sent = append(sent, len(m.Term.Data))
+			mu.Unlock()
+		}}
+	s.credit = sync.NewCond(&s.mu)
+	s.Data(make([]byte, 8))
+	s.Data(make([]byte, 8)) // 8 unacknowledged: still within the window
+	third := make(chan struct{})
+	go func() {
+		s.Data(make([]byte, 1)) // 16 unacknowledged: waits
+		close(third)
+	}()
+	select {
+	case <-third:
+		t.Fatal("sent 16 bytes ahead of a 10 byte window")
+	case <-time.After(100 * time.Millisecond):
+	}
+	s.ack(7)
+	select {
+	case <-third:
+	case <-time.After(waitLimit):
+		t.Fatal("an acknowledgement did not let the output go")
+	}
+	fourth := make(chan struct{})
+	go func() {
+		s.Data(make([]byte, 5)) // 10 unacknowledged: waits
+		close(fourth)
+	}()
+	s.Closed(nil) // the client detached: nothing more is sent
+	<-fourth
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 3 || sent[2] != 1 {
+		t.Fatalf("sent %v, want the three pieces before the detach", sent)
+	}
+}
+
+func TestLinkTerminalFlowControl(t *testing.T) {
+	const (
+		window = 64 << 10
+		size   = 1 << 20
+	)
+	p := startLink(t, "")
+	p.send(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion})
+	spec := wire.Spec{ID: "s1", Engine: "script", Cwd: t.TempDir(), Scenario: scenarioFile(t, writeAndRun)}
+	p.send(&wire.Message{T: wire.TLiveEnsure, ReqID: "1", Spec: &spec})
+	p.await("live.ready", isT(wire.TLiveReady, "1"))
+	p.send(&wire.Message{T: wire.TTermOpen, ReqID: "o", Term: &wire.Term{TermID: "t1", ClientID: "sup", Role: "owner", Window: window,
+		Command: []string{"/bin/sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x; echo; echo END"}}})
+	p.await("term.opened", isT(wire.TTermOpened, "o"))
+
+	// Acknowledge in halves of the window, as a reader that keeps up does:
+	// the output flows to its end only if the acknowledgements arrive.
+	var out bytes.Buffer
+	acked := 0
+	for {
+		m := p.await("term output", func(m *wire.Message) bool { return m.T == wire.TTermData || m.T == wire.TTermExit })
+		if m.T == wire.TTermExit {
+			if *m.Term.ExitCode != 0 {
+				t.Fatalf("exit %d", *m.Term.ExitCode)
+			}
+			break
+		}
+		out.Write(m.Term.Data)
+		if out.Len()-acked >= window/2 {
+			acked = out.Len()
+			p.send(&wire.Message{T: wire.TTermAck, Term: &wire.Term{TermID: "t1", ClientID: "sup", Acked: int64(acked)}})
+		}
+	}
+	if got := strings.Count(out.String(), "x"); got != size || !strings.HasSuffix(out.String(), "END\r\n") {
+		t.Fatalf("got %d x's ending %q, want %d", got, out.String()[max(0, out.Len()-20):], size)
+	}
+}
