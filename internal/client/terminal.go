@@ -139,8 +139,10 @@ func (t *Terminal) Role() string { return t.opened.Role }
 // Size is the terminal's size when this client attached.
 func (t *Terminal) Size() (cols, rows uint16) { return t.opened.Cols, t.opened.Rows }
 
-// TermID and ClientID name this attachment.
-func (t *Terminal) TermID() string   { return t.opened.TermID }
+// TermID is the terminal this client is attached to.
+func (t *Terminal) TermID() string { return t.opened.TermID }
+
+// ClientID names this attachment in the supervisor's logs.
 func (t *Terminal) ClientID() string { return t.opened.ClientID }
 
 // Next returns the stream's next event. After the Exit event it returns

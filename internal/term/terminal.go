@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -179,21 +180,67 @@ func (t *terminal) read() {
 	defer t.hub.wg.Done()
 	defer close(t.readDone)
 	buf := make([]byte, readBufferBytes)
+	raw, err := t.master.SyscallConn()
+	if err != nil {
+		t.log.Warn("read terminal output", zap.Error(err))
+		return
+	}
 	for {
 		if t.hub.opts.Pace && !t.waitForRoom() {
 			return
 		}
-		n, err := t.master.Read(buf)
+		n, err := readReady(raw, buf)
 		if n > 0 {
 			t.broadcast(bytes.Clone(buf[:n]))
 		}
 		if err != nil {
-			if !errors.Is(err, syscall.EIO) && !errors.Is(err, os.ErrClosed) {
-				t.log.Warn("read terminal output", zap.Error(err))
+			select {
+			case <-t.masterClosed:
+			default:
+				if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) {
+					t.log.Warn("read terminal output", zap.Error(err))
+				}
 			}
 			return
 		}
 	}
+}
+
+// readReady waits for output and then reads all that is ready, up to
+// len(buf). The terminal hands out at most 4 KiB per read, so a program
+// writing fast would otherwise cost a broadcast, a client wake-up and a
+// message per 4 KiB; taking what is already there batches a flood without
+// delaying a lone keystroke's echo.
+func readReady(raw syscall.RawConn, buf []byte) (int, error) {
+	n := 0
+	var readErr error
+	err := raw.Read(func(fd uintptr) bool {
+		for n < len(buf) {
+			m, err := unix.Read(int(fd), buf[n:])
+			switch {
+			case m > 0:
+				n += m
+			case err == unix.EINTR:
+			case err == unix.EAGAIN:
+				return n > 0 // nothing more yet: done, or wait for output
+			case err != nil:
+				readErr = err
+				return true
+			default:
+				readErr = io.EOF
+				return true
+			}
+		}
+		return true
+	})
+	if n > 0 {
+		// A failure after some output comes back on the next read.
+		return n, nil
+	}
+	if readErr != nil {
+		return 0, readErr
+	}
+	return 0, err
 }
 
 // waitForRoom holds the reader (HubOptions.Pace) while every client is too
@@ -299,8 +346,9 @@ func (t *terminal) resizeLocked(cols, rows uint16) error {
 
 func (t *terminal) closeMasterOnce() {
 	t.closeMaster.Do(func() {
-		t.master.Close()
+		// Marked first, so the reader knows its failing read is this.
 		close(t.masterClosed)
+		t.master.Close()
 	})
 }
 

@@ -282,7 +282,7 @@ func (r *runner) serve(stdin io.Reader) int {
 				code := 0
 				r.write(&wire.Message{T: wire.TTermExit, Term: &wire.Term{TermID: m.Term.TermID, ClientID: m.Term.ClientID, ExitCode: &code}})
 			}
-		case wire.TTermResize, wire.TTermClose:
+		case wire.TTermResize, wire.TTermClose, wire.TTermAck:
 		case wire.TShutdown:
 			if r.modes[ModeHangShutdown] {
 				continue

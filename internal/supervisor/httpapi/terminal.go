@@ -1,8 +1,9 @@
 package httpapi
 
 // The terminal WebSocket: GET /v1/sessions/{id}/terminals/{termId}. One
-// connection is one client of a terminal in the session's runner; docs/api.md
-// describes the protocol and docs/terminal.md the terminal's semantics.
+// connection is one client of a session terminal, fanned out from a single
+// runner client (termmux.go); docs/api.md describes the protocol and
+// docs/terminal.md the terminal's semantics.
 
 import (
 	"context"
@@ -25,8 +26,8 @@ import (
 
 const (
 	// termBufferBytes is how much output may wait for one WebSocket client
-	// before it is cut as too slow. It matches the runner's own bound per
-	// client, so neither side holds more than the other allows.
+	// before it is cut as too slow. The program is paced to the fastest
+	// client, so this is how far behind that one a client may fall.
 	termBufferBytes = 4 << 20
 	// termReadLimit bounds one message from a client (a large paste).
 	termReadLimit = 1 << 20
@@ -210,7 +211,7 @@ func (h *terminals) serve(w http.ResponseWriter, r *http.Request) {
 		defer stop()
 		first := api.TermFrame{Type: api.FrameOpened, TermID: termID, ClientID: clientID,
 			Role: grant.role, Cols: grant.cols, Rows: grant.rows}
-		if err := out.run(connCtx, r.Context(), conn, first); err != nil {
+		if err := out.run(connCtx, r.Context(), conn, first, c.mux.progress); err != nil {
 			log.Debug("terminal stream ended", zap.Error(err))
 		}
 	}()

@@ -22,8 +22,9 @@ type termOutbox struct {
 	wake  chan struct{} // one pending wake-up is enough
 
 	mu      sync.Mutex
-	chunks  [][]byte // output, oldest first; owned here once queued
+	chunks  [][]byte // output, oldest first; shared with other clients, never modified
 	queued  int      // bytes in chunks
+	taken   int64    // bytes handed to the writer in all
 	notices []api.TermFrame
 	end     *termEnd
 }
@@ -137,16 +138,25 @@ func (o *termOutbox) take(pieces [][]byte, limit int) ([]api.TermFrame, [][]byte
 		o.chunks = nil // let the backing array go
 	}
 	o.queued -= n
+	o.taken += int64(n)
 	if len(o.chunks) > 0 {
 		return notices, pieces, nil
 	}
 	return notices, pieces, o.end
 }
 
+// takenBytes is how much output the writer has taken in all.
+func (o *termOutbox) takenBytes() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.taken
+}
+
 // run writes first and then the outbox to conn until the stream ends, ctx
-// ends, or a write fails. When shutdown ends first, the client is told the
-// supervisor is going away.
-func (o *termOutbox) run(ctx, shutdown context.Context, conn *websocket.Conn, first api.TermFrame) error {
+// ends, or a write fails, calling taken after each batch of output it takes.
+// When shutdown ends first, the client is told the supervisor is going
+// away.
+func (o *termOutbox) run(ctx, shutdown context.Context, conn *websocket.Conn, first api.TermFrame, taken func()) error {
 	if err := writeFrame(ctx, conn, first); err != nil {
 		return err
 	}
@@ -163,6 +173,7 @@ func (o *termOutbox) run(ctx, shutdown context.Context, conn *websocket.Conn, fi
 			}
 		}
 		if len(pieces) > 0 {
+			taken()
 			frame := pieces[0]
 			if len(pieces) > 1 {
 				// Joined, so a burst of small reads costs one frame.

@@ -1,0 +1,400 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// recordingManager stands in for the supervisor: it grants every open,
+// keeps the sinks so a test can play the runner, and records the rest.
+type recordingManager struct {
+	mu      sync.Mutex
+	opens   []wire.Term
+	sinks   map[string]func(*wire.Message) // by runner client id
+	inputs  []wire.Term
+	resizes []wire.Term
+	closes  []string
+	acks    []int64
+	refuse  error
+	role    string
+}
+
+func newRecordingManager() *recordingManager {
+	return &recordingManager{sinks: map[string]func(*wire.Message){}, role: api.RoleOwner}
+}
+
+func (r *recordingManager) OpenTerm(_ context.Context, _ string, t wire.Term, sink func(*wire.Message)) (*wire.Term, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refuse != nil {
+		return nil, r.refuse
+	}
+	r.opens = append(r.opens, t)
+	r.sinks[t.ClientID] = sink
+	cols, rows := t.Cols, t.Rows
+	if cols == 0 {
+		cols, rows = 80, 24
+	}
+	return &wire.Term{TermID: t.TermID, ClientID: t.ClientID, Role: r.role, Cols: cols, Rows: rows}, nil
+}
+
+func (r *recordingManager) TermInput(_ string, t wire.Term) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inputs = append(r.inputs, t)
+	return nil
+}
+
+func (r *recordingManager) TermResize(_ string, t wire.Term) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resizes = append(r.resizes, t)
+	return nil
+}
+
+func (r *recordingManager) TermAck(_ string, t wire.Term) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.acks = append(r.acks, t.Acked)
+	return nil
+}
+
+func (r *recordingManager) CloseTerm(_, _, clientID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closes = append(r.closes, clientID)
+	return nil
+}
+
+// runner plays the runner's side of the last opened runner client.
+func (r *recordingManager) runner(t *testing.T) func(*wire.Message) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.opens) == 0 {
+		t.Fatal("nothing opened")
+	}
+	return r.sinks[r.opens[len(r.opens)-1].ClientID]
+}
+
+func data(p string) *wire.Message {
+	return &wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: "main", Data: []byte(p)}}
+}
+
+// drainOutbox takes everything queued: the output, the notices and the end.
+func drainOutbox(o *termOutbox) (string, []api.TermFrame, *termEnd) {
+	var out []byte
+	var notices []api.TermFrame
+	for {
+		n, pieces, end := o.take(nil, 1<<20)
+		notices = append(notices, n...)
+		for _, p := range pieces {
+			out = append(out, p...)
+		}
+		if len(pieces) == 0 {
+			return string(out), notices, end
+		}
+	}
+}
+
+func attachQ(t *testing.T, s *termMuxes, role string, cols, rows uint16, limit int) (*muxClient, termGrant, *termOutbox) {
+	t.Helper()
+	out := newTermOutbox(limit)
+	c, g, err := s.attach(context.Background(), "s1", "main", termQuery{role: role, cols: cols, rows: rows}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, g, out
+}
+
+func TestMuxSharesOneRunnerClientWithOneOwner(t *testing.T) {
+	rm := newRecordingManager()
+	s := newTermMuxes(rm)
+	owner, g, oOut := attachQ(t, s, api.RoleOwner, 100, 30, 1<<20)
+	if g.role != api.RoleOwner || g.cols != 100 || g.rows != 30 {
+		t.Fatalf("owner grant %+v", g)
+	}
+	runner := rm.runner(t)
+	runner(data("hello "))
+	second, g2, sOut := attachQ(t, s, api.RoleOwner, 90, 20, 1<<20)
+	viewer, g3, vOut := attachQ(t, s, api.RoleReadOnly, 0, 0, 1<<20)
+	if g2.role != api.RoleReadOnly || g3.role != api.RoleReadOnly || g2.cols != 100 || g2.rows != 30 {
+		t.Fatalf("second %+v, viewer %+v: want read-only at the owner's size", g2, g3)
+	}
+	runner(data("world"))
+	if len(rm.opens) != 1 || len(rm.resizes) != 0 {
+		t.Fatalf("opens %+v, resizes %+v: want one runner client and no resize", rm.opens, rm.resizes)
+	}
+	for name, o := range map[string]*termOutbox{"owner": oOut, "second": sOut, "viewer": vOut} {
+		if got, _, _ := drainOutbox(o); got != "hello world" {
+			t.Fatalf("%s got %q: the scrollback and live output must meet exactly", name, got)
+		}
+	}
+
+	// Only the owner types and resizes.
+	if err := viewer.input([]byte("x")); !errors.Is(err, wire.ErrConflict) {
+		t.Fatalf("viewer input: %v", err)
+	}
+	if err := second.resize(10, 10); !errors.Is(err, wire.ErrConflict) {
+		t.Fatalf("second resize: %v", err)
+	}
+	if err := owner.input([]byte("ls\r")); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.resize(120, 40); err != nil {
+		t.Fatal(err)
+	}
+	runnerID := rm.opens[0].ClientID
+	if len(rm.inputs) != 1 || rm.inputs[0].ClientID != runnerID || string(rm.inputs[0].Data) != "ls\r" ||
+		len(rm.resizes) != 1 || rm.resizes[0].Cols != 120 {
+		t.Fatalf("inputs %+v, resizes %+v", rm.inputs, rm.resizes)
+	}
+
+	// The seat frees when the owner leaves; the next owner request takes
+	// it and gives the terminal its size. Clients already there are not
+	// promoted.
+	owner.detach()
+	if err := second.input([]byte("x")); !errors.Is(err, wire.ErrConflict) {
+		t.Fatalf("a viewer was promoted: %v", err)
+	}
+	next, g4, _ := attachQ(t, s, api.RoleOwner, 132, 43, 1<<20)
+	if g4.role != api.RoleOwner || g4.cols != 132 || len(rm.resizes) != 2 || rm.resizes[1].Rows != 43 {
+		t.Fatalf("next owner %+v, resizes %+v", g4, rm.resizes)
+	}
+	// A refused input comes back from the runner to the owner alone.
+	runner(&wire.Message{T: wire.TTermError, Term: &wire.Term{}, Error: wire.Errorf(wire.CodeBadRequest, "zero size")})
+	if _, notices, _ := drainOutbox(next.out); len(notices) != 1 || notices[0].Code != wire.CodeBadRequest || notices[0].Fatal {
+		t.Fatalf("owner notices %+v", notices)
+	}
+	if _, notices, _ := drainOutbox(vOut); len(notices) != 0 {
+		t.Fatalf("viewer notices %+v", notices)
+	}
+
+	for _, c := range []*muxClient{second, viewer, next} {
+		c.detach()
+	}
+	if len(rm.closes) != 1 || rm.closes[0] != runnerID {
+		t.Fatalf("closes %v: the last detach detaches the runner client once", rm.closes)
+	}
+}
+
+func TestMuxEndsEveryClientAndStartsAfresh(t *testing.T) {
+	tests := []struct {
+		name   string
+		end    *wire.Message
+		frame  string
+		code   wire.Code
+		status websocket.StatusCode
+		closes int
+	}{
+		{"program exit", &wire.Message{T: wire.TTermExit, Term: &wire.Term{ExitCode: new(int)}}, api.FrameExit, "", websocket.StatusNormalClosure, 0},
+		{"runner crash", &wire.Message{T: wire.TTermError, Term: &wire.Term{}, Error: wire.Errorf(wire.CodeRunnerCrashed, "killed")},
+			api.FrameError, wire.CodeRunnerCrashed, websocket.StatusInternalError, 1},
+		{"cut by the runner", &wire.Message{T: wire.TTermError, Term: &wire.Term{}, Error: wire.Errorf(wire.CodeTimeout, "too slow")},
+			api.FrameError, wire.CodeTimeout, websocket.StatusTryAgainLater, 1},
+		{"hub closed", &wire.Message{T: wire.TTermError, Term: &wire.Term{}, Error: wire.Errorf(wire.CodeUnavailable, "closed")},
+			api.FrameError, wire.CodeUnavailable, websocket.StatusGoingAway, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rm := newRecordingManager()
+			s := newTermMuxes(rm)
+			a, _, aOut := attachQ(t, s, api.RoleOwner, 0, 0, 1<<20)
+			b, _, bOut := attachQ(t, s, api.RoleReadOnly, 0, 0, 1<<20)
+			runner := rm.runner(t)
+			runner(data("last words"))
+			runner(tc.end)
+			runner(data("after the end"))
+			for _, o := range []*termOutbox{aOut, bOut} {
+				out, _, end := drainOutbox(o)
+				if out != "last words" || end == nil || end.frame.Type != tc.frame || end.frame.Code != tc.code || end.status != tc.status {
+					t.Fatalf("output %q, end %+v", out, end)
+				}
+			}
+			// A client attaching now gets a new runner client (a new
+			// program after an exit).
+			c, _, _ := attachQ(t, s, api.RoleOwner, 0, 0, 1<<20)
+			if len(rm.opens) != 2 {
+				t.Fatalf("opens %+v, want a second runner client", rm.opens)
+			}
+			a.detach()
+			b.detach()
+			c.detach()
+			if len(rm.closes) != tc.closes+1 {
+				t.Fatalf("closes %v, want %d", rm.closes, tc.closes+1)
+			}
+		})
+	}
+}
+
+func TestMuxCutsOnlyTheSlowClient(t *testing.T) {
+	rm := newRecordingManager()
+	s := newTermMuxes(rm)
+	slow, _, slowOut := attachQ(t, s, api.RoleOwner, 0, 0, 8)
+	_, _, fastOut := attachQ(t, s, api.RoleReadOnly, 0, 0, 1<<20)
+	runner := rm.runner(t)
+	runner(data("12345"))
+	runner(data("67890"))
+	if _, _, end := drainOutbox(slowOut); end == nil || end.frame.Code != wire.CodeTimeout || end.status != websocket.StatusTryAgainLater {
+		t.Fatalf("slow client's end %+v", end)
+	}
+	if got, _, end := drainOutbox(fastOut); got != "1234567890" || end != nil {
+		t.Fatalf("fast client got %q, end %+v", got, end)
+	}
+	// The cut owner lost its seat at once.
+	if err := slow.input([]byte("x")); !errors.Is(err, wire.ErrConflict) {
+		t.Fatalf("cut owner's input: %v", err)
+	}
+	if _, g, _ := attachQ(t, s, api.RoleOwner, 0, 0, 1<<20); g.role != api.RoleOwner {
+		t.Fatalf("the seat of a cut owner is still taken: %+v", g)
+	}
+}
+
+func TestMuxOpenFailureReachesTheClient(t *testing.T) {
+	rm := newRecordingManager()
+	rm.refuse = wire.Errorf(wire.CodeBadRequest, "no such program")
+	s := newTermMuxes(rm)
+	if _, _, err := s.attach(context.Background(), "s1", "main", termQuery{}, newTermOutbox(10)); !errors.Is(err, wire.ErrBadRequest) {
+		t.Fatalf("err = %v", err)
+	}
+	rm.refuse = nil
+	if _, _, err := s.attach(context.Background(), "s1", "main", termQuery{}, newTermOutbox(10)); err != nil {
+		t.Fatalf("a failed open stuck: %v", err)
+	}
+	if len(rm.closes) != 0 {
+		t.Fatalf("closed %v after a failed open", rm.closes)
+	}
+}
+
+func TestMuxWithoutTheSeatGrantsOnlyReadOnly(t *testing.T) {
+	rm := newRecordingManager()
+	rm.role = api.RoleReadOnly
+	s := newTermMuxes(rm)
+	c, g, _ := attachQ(t, s, api.RoleOwner, 0, 0, 1<<20)
+	if g.role != api.RoleReadOnly {
+		t.Fatalf("grant %+v", g)
+	}
+	if err := c.input([]byte("x")); !errors.Is(err, wire.ErrConflict) {
+		t.Fatalf("input: %v", err)
+	}
+}
+
+func TestScrollbackKeepsTheMostRecentOutput(t *testing.T) {
+	s := scrollback{limit: 16}
+	s.write([]byte("one\n"))
+	if got := s.snapshot(); string(got) != "one\n" {
+		t.Fatalf("before the limit: %q", got)
+	}
+	s.write([]byte("two\nthree\nfour\n"))
+	// 19 bytes: the last 16 start with the newline after "one".
+	if got := string(s.snapshot()); got != "two\nthree\nfour\n" {
+		t.Fatalf("past the limit: %q", got)
+	}
+	for range 10 {
+		s.write([]byte("0123456789"))
+	}
+	got := s.snapshot()
+	if len(got) > 16 || !bytes.HasSuffix(got, []byte("6789")) || strings.Contains(string(got), "\n") {
+		t.Fatalf("after many writes: %q", got)
+	}
+	// No line start: cut at a character start, not inside a character.
+	u := scrollback{limit: 5}
+	u.write([]byte("ééééé"))
+	if got := u.snapshot(); !strings.HasPrefix(string(got), "é") {
+		t.Fatalf("utf-8: %q", got)
+	}
+}
+
+func TestOutboxTakesOutputInFramesAndTheEndLast(t *testing.T) {
+	o := newTermOutbox(100)
+	for _, p := range []string{"abc", "defg", "h"} {
+		if !o.push([]byte(p)) {
+			t.Fatal("refused within the limit")
+		}
+	}
+	o.notice(errors.New("input: broken pipe"))
+	o.finish(exitEnd(&wire.Term{Signal: "SIGKILL"}), false)
+	if o.push([]byte("late")) {
+		t.Fatal("took output after the end")
+	}
+	notices, pieces, end := o.take(nil, 5)
+	if len(notices) != 1 || notices[0].Code != wire.CodeInternal || notices[0].Fatal || string(joinPieces(pieces)) != "abcde" || end != nil {
+		t.Fatalf("first take: %+v %q %+v", notices, pieces, end)
+	}
+	notices, pieces, end = o.take(nil, 5)
+	if len(notices) != 0 || string(joinPieces(pieces)) != "fgh" || end == nil {
+		t.Fatalf("second take: %+v %q %+v", notices, pieces, end)
+	}
+	if end.frame.Type != api.FrameExit || *end.frame.ExitCode != -1 || end.frame.Signal != "SIGKILL" {
+		t.Fatalf("end %+v", end.frame)
+	}
+}
+
+func TestOutboxCutDropsWhatWasQueued(t *testing.T) {
+	o := newTermOutbox(10)
+	o.push([]byte("123456"))
+	if o.push([]byte("7890x")) {
+		t.Fatal("took output past the limit")
+	}
+	_, pieces, end := o.take(nil, 100)
+	if len(pieces) != 0 || end == nil || !end.frame.Fatal || end.frame.Code != wire.CodeTimeout {
+		t.Fatalf("after the cut: %q %+v", pieces, end)
+	}
+}
+
+func joinPieces(pieces [][]byte) []byte {
+	var out []byte
+	for _, p := range pieces {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func TestMuxAcknowledgesWhatTheFastestClientTook(t *testing.T) {
+	rm := newRecordingManager()
+	s := newTermMuxes(rm)
+	fast, _, fastOut := attachQ(t, s, api.RoleOwner, 0, 0, 8<<20)
+	_, _, _ = attachQ(t, s, api.RoleReadOnly, 0, 0, 8<<20) // takes nothing
+	if rm.opens[0].Window != termWindowBytes {
+		t.Fatalf("opened with window %d", rm.opens[0].Window)
+	}
+	runner := rm.runner(t)
+	chunk := strings.Repeat("x", 100<<10)
+	for range 6 {
+		runner(data(chunk))
+	}
+	fast.mux.progress()
+	if len(rm.acks) != 0 {
+		t.Fatalf("acknowledged %v before anyone took anything", rm.acks)
+	}
+	drainOutbox(fastOut)
+	fast.mux.progress()
+	if len(rm.acks) != 1 || rm.acks[0] != 600<<10 {
+		t.Fatalf("acks %v, want what the fast client took", rm.acks)
+	}
+
+	// A late client's replay is not new progress; what it takes after it is.
+	fast.detach()
+	late, _, lateOut := attachQ(t, s, api.RoleReadOnly, 0, 0, 8<<20)
+	drainOutbox(lateOut)
+	late.mux.progress()
+	if len(rm.acks) != 1 {
+		t.Fatalf("acks %v after a replay", rm.acks)
+	}
+	for range 3 {
+		runner(data(chunk))
+	}
+	drainOutbox(lateOut)
+	late.mux.progress()
+	if len(rm.acks) != 2 || rm.acks[1] != 900<<10 {
+		t.Fatalf("acks %v, want 900 KiB", rm.acks)
+	}
+}

@@ -1,0 +1,254 @@
+package supervisor
+
+// Terminal benchmarks (docs/performance.md): output throughput of one
+// program to WebSocket clients of the real supervisor and runner, against
+// the same output read straight from a pseudo-terminal and through tmux,
+// and keystroke-to-echo latency through the WebSocket.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/client"
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// termBenchBytes is what one iteration's program writes: the same program
+// for every variant, which waits for a line of input so every reader is in
+// place before the output starts.
+const termBenchBytes = 64 << 20
+
+var termBenchScript = "read go; exec head -c " + strconv.Itoa(termBenchBytes) + " /dev/zero"
+
+// BenchmarkTermRawPTY is the baseline: the program's output read straight
+// from the pseudo-terminal's master, as the pty package hands it out
+// (blocking) and non-blocking through the runtime's poller, as the runner's
+// terminal hub reads it.
+func BenchmarkTermRawPTY(b *testing.B) {
+	for _, mode := range []string{"blocking", "poller"} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetBytes(termBenchBytes)
+			buf := make([]byte, 32<<10)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				cmd := exec.Command("sh", "-c", termBenchScript)
+				master, err := pty.Start(cmd)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if mode == "poller" {
+					if master, err = nonBlocking(master); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if _, err := master.Write([]byte("go\n")); err != nil {
+					b.Fatal(err)
+				}
+				total := 0
+				for {
+					n, err := master.Read(buf)
+					total += n
+					if err != nil {
+						break
+					}
+				}
+				b.StopTimer()
+				cmd.Wait()
+				master.Close()
+				if total < termBenchBytes {
+					b.Fatalf("read %d bytes, want %d", total, termBenchBytes)
+				}
+			}
+		})
+	}
+}
+
+// nonBlocking swaps f for a non-blocking duplicate served by the poller.
+func nonBlocking(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// BenchmarkTermWebSocket runs the program in a session terminal of the
+// supervisor binary and reads its output on 1 and 10 WebSocket clients
+// over the supervisor's socket, until each has the exit. MB/s counts the
+// output once, whatever the number of clients.
+func BenchmarkTermWebSocket(b *testing.B) {
+	for _, clients := range []int{1, 10} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			d := startTermDaemon(b)
+			id := d.newSession()
+			b.SetBytes(termBenchBytes)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				termID := "bench-" + strconv.Itoa(i)
+				terms := make([]*client.Terminal, clients)
+				for k := range terms {
+					terms[k] = d.attach(id, client.TermOptions{TermID: termID, ReadOnly: k > 0, Command: []string{"sh", "-c", termBenchScript}})
+				}
+				var wg sync.WaitGroup
+				errs := make([]error, clients)
+				counts := make([]int, clients)
+				for k, t := range terms {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						counts[k], errs[k] = drain(b, t)
+					}()
+				}
+				b.StartTimer()
+				if err := terms[0].Input(termCtx(b), []byte("go\n")); err != nil {
+					b.Fatal(err)
+				}
+				wg.Wait()
+				b.StopTimer()
+				for k := range terms {
+					if errs[k] != nil || counts[k] < termBenchBytes {
+						b.Fatalf("client %d: %d bytes, %v", k, counts[k], errs[k])
+					}
+					terms[k].Close()
+				}
+			}
+		})
+	}
+}
+
+// drain reads a terminal's output until the exit and counts it.
+func drain(tb testing.TB, t *client.Terminal) (int, error) {
+	total := 0
+	for {
+		ev, err := t.Next(termCtx(tb))
+		if err != nil {
+			return total, err
+		}
+		total += len(ev.Output)
+		if ev.Exit != nil {
+			return total, nil
+		}
+	}
+}
+
+// BenchmarkTermTmux runs the program in a tmux pane with a client
+// attached (its screen read and dropped), timing from the keys that start
+// it to its end. tmux renders the pane into the attached client as it goes.
+func BenchmarkTermTmux(b *testing.B) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Fatal("tmux is needed for this benchmark: install it")
+	}
+	dir := b.TempDir()
+	sock := filepath.Join(dir, "tmux.sock")
+	tmux := func(args ...string) error {
+		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("tmux %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	b.Cleanup(func() { tmux("kill-server") })
+	b.SetBytes(termBenchBytes)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		name := "bench" + strconv.Itoa(i)
+		script := fmt.Sprintf("read go; head -c %d /dev/zero; tmux -S %s wait-for -S %s-done", termBenchBytes, sock, name)
+		if err := tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", "sh", "-c", script); err != nil {
+			b.Fatal(err)
+		}
+		// The attached client, on a terminal of its own whose screen is
+		// read and dropped.
+		attach := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "attach", "-t", name)
+		attach.Env = append(os.Environ(), "TERM=xterm-256color")
+		ptmx, err := pty.StartWithSize(attach, &pty.Winsize{Cols: 200, Rows: 50})
+		if err != nil {
+			b.Fatal(err)
+		}
+		copied := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, ptmx)
+			close(copied)
+		}()
+		waitClient(b, sock, name)
+		b.StartTimer()
+		if err := tmux("send-keys", "-t", name, "go", "Enter"); err != nil {
+			b.Fatal(err)
+		}
+		if err := tmux("wait-for", name+"-done"); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		tmux("kill-session", "-t", name)
+		attach.Wait()
+		ptmx.Close()
+		<-copied
+	}
+}
+
+// waitClient waits until a client is attached to tmux session name.
+func waitClient(b *testing.B, sock, name string) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _ := exec.Command("tmux", "-S", sock, "list-clients", "-t", name).Output()
+		if len(bytes.TrimSpace(out)) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the tmux client did not attach")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// BenchmarkTermKeystrokeEcho measures one key from the owner's WebSocket
+// to a raw-mode cat in the session's terminal and back, and reports the
+// p50 and p99.
+func BenchmarkTermKeystrokeEcho(b *testing.B) {
+	d := startTermDaemon(b)
+	id := d.newSession()
+	t := d.attach(id, client.TermOptions{Command: []string{"sh", "-c", "stty raw -echo; echo ready; exec cat"}})
+	ctx := termCtx(b)
+	var seen []byte
+	for !bytes.Contains(seen, []byte("ready")) {
+		ev, err := t.Next(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		seen = append(seen, ev.Output...)
+	}
+	key := []byte{'k'}
+	samples := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if err := t.Input(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+		for got := false; !got; {
+			ev, err := t.Next(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got = bytes.IndexByte(ev.Output, 'k') >= 0
+		}
+		samples = append(samples, time.Since(start))
+	}
+	b.StopTimer()
+	reportQuantiles(b, samples, time.Microsecond, "µs")
+}
