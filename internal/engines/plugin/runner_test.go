@@ -199,7 +199,7 @@ func TestPluginSessionThroughTheRunnersGateAndHunks(t *testing.T) {
 	}
 
 	ev, i = s.waitType(i, wire.EvHunkStaged)
-	staged := decode[runner.HunkStagedData](t, ev)
+	staged := decode[wire.HunkStagedData](t, ev)
 	if staged.Path != "f.txt" || len(staged.Edit.Hunks) != 2 {
 		t.Fatalf("staged %+v", staged)
 	}
