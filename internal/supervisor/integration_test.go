@@ -63,6 +63,7 @@ const scenario = `{
   "turns": [
     {"match": "slow", "steps": [{"say": "working on it"}, {"sleepMs": 4000}, {"say": "done"}]},
     {"match": "slow", "steps": [{"say": "working on it"}, {"sleepMs": 4000}, {"say": "done"}]},
+    {"match": "long", "steps": [{"say": "working on it"}, {"sleepMs": 120000}, {"say": "done"}]},
     {"match": "steer", "steps": [
       {"say": "reading"}, {"tool": "read", "path": "notes.txt"},
       {"sleepMs": 3000},
@@ -362,7 +363,7 @@ func countType(evs []wire.Event, typ wire.EventType) int {
 func TestRealStopMidTurn(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "slow"})
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "long"})
 	d.follow(t, id, 1, ofType(wire.EvTurnStarted))
 	d.command(t, id, wire.Command{Cmd: wire.CmdStop})
 	evs := d.follow(t, id, 1, ofType(wire.EvStopped))
@@ -389,7 +390,7 @@ func TestRealStopMidTurn(t *testing.T) {
 func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "slow"})
+	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "long"})
 	d.follow(t, id, 1, ofType(wire.EvTurnStarted))
 	pid := d.runnerPID(t, id)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -467,7 +468,7 @@ func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {
 func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 	d := startDaemon(t)
 	busy, idle := d.create(t), d.create(t)
-	d.command(t, busy, wire.Command{Cmd: wire.CmdSend, Text: "slow"})
+	d.command(t, busy, wire.Command{Cmd: wire.CmdSend, Text: "long"})
 	d.follow(t, busy, 1, ofType(wire.EvTurnStarted))
 	pids := []int{d.runnerPID(t, busy), d.runnerPID(t, idle)}
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -497,7 +498,7 @@ func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 func TestRealSupervisorKill9TakesRunnersWithIt(t *testing.T) {
 	d := startDaemon(t)
 	a, b := d.create(t), d.create(t)
-	d.command(t, a, wire.Command{Cmd: wire.CmdSend, Text: "slow"})
+	d.command(t, a, wire.Command{Cmd: wire.CmdSend, Text: "long"})
 	d.follow(t, a, 1, ofType(wire.EvTurnStarted))
 	pids := []int{d.runnerPID(t, a), d.runnerPID(t, b)}
 	if err := d.cmd.Process.Kill(); err != nil {

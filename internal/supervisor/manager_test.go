@@ -273,6 +273,8 @@ func TestReapSparesBusyRunners(t *testing.T) {
 			return false
 		}
 		defer pending.release(e, false)
+		pending.mu.Lock()
+		defer pending.mu.Unlock()
 		return e.holds > 1
 	})
 	sink := make(chan *wire.Message, 4)
