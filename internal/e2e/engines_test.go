@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/corral-dev/corral/internal/locate/locatetest"
 	"os"
 	"path/filepath"
@@ -139,7 +140,7 @@ func options(t *testing.T, c engineCase, dir, cwd, url string, rec *recorder) ru
 	home := t.TempDir()
 	return runner.Options{
 		Dir:          dir,
-		Spec:         wire.Spec{ID: "e2e", Engine: c.name, Cwd: cwd, Model: c.model, ModelEndpoint: url, GoalLimit: 1},
+		Spec:         wire.Spec{ID: "e2e", Engine: c.name, Cwd: cwd, Model: c.model, ModelEndpoint: url, GoalLimit: 2},
 		Engines:      factories,
 		Credentials:  map[string]string{c.secret: "test-key"},
 		EngineConfig: c.config,
@@ -197,13 +198,31 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if rec.count(wire.EvUsage) == 0 {
 				t.Fatalf("no usage events:\n%s", rec.dump())
 			}
-			// One goal check (goalLimit 1): judged by the engine where it can
-			// judge, and never looping past the limit.
-			check := rec.wait(t, "goalCheck", ofType(wire.EvGoalCheck))
+			// The goal loop with goalLimit 2: the fake model's judge answer is
+			// no verdict, so the clause counts as unmet, a goal-check turn
+			// runs, and the second check stops at the limit. Copilot cannot
+			// judge, so it checks once and queues nothing.
+			wantChecks := 2
+			if c.name == "copilot" {
+				wantChecks = 1
+			}
 			var gc wire.GoalCheckData
-			json.Unmarshal(check.Data, &gc)
-			if len(gc.Clauses) != 1 || gc.Clauses[0].Clause != "hello.txt exists" || gc.Attempt != 1 || (!gc.Holds && !gc.LimitReached && c.name != "copilot") {
-				t.Fatalf("goal check %s", check.Data)
+			for i := 1; i <= wantChecks; i++ {
+				check := rec.wait(t, "goalCheck", func(ev wire.Event) bool {
+					return ev.Type == wire.EvGoalCheck && strings.Contains(string(ev.Data), fmt.Sprintf(`"attempt":%d,`, i))
+				})
+				json.Unmarshal(check.Data, &gc)
+				if len(gc.Clauses) != 1 || gc.Clauses[0].Clause != "hello.txt exists" || gc.Holds {
+					t.Fatalf("goal check %d: %s", i, check.Data)
+				}
+			}
+			if c.name != "copilot" && !gc.LimitReached {
+				t.Fatalf("the goal loop did not stop at its limit: %+v", gc)
+			}
+			if c.name != "copilot" {
+				rec.wait(t, "the goal-check turn", func(ev wire.Event) bool {
+					return ev.Type == wire.EvUserMessage && strings.Contains(string(ev.Data), `"kind":"goalCheck"`)
+				})
 			}
 			if err := r.Close(); err != nil {
 				t.Fatal(err)
