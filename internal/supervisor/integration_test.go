@@ -130,18 +130,26 @@ func startDaemon(t *testing.T, extra ...string) *daemonProc {
 	if d.c, err = client.ForState(d.state); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	waitHealthy(t, d.c, d.exited, d.log, 15*time.Second)
+	return d
+}
+
+// waitHealthy waits until a supervisor started by a test answers on its
+// socket, failing the test if it exits or stays silent for limit.
+func waitHealthy(tb testing.TB, c *client.Client, exited <-chan struct{}, log func() string, limit time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
 	for {
-		if _, err := d.c.Health(context.Background()); err == nil {
-			return d
+		if _, err := c.Health(context.Background()); err == nil {
+			return
 		}
 		select {
-		case <-d.exited:
-			t.Fatalf("supervisor exited: %v\n%s", d.err, d.log())
+		case <-exited:
+			tb.Fatalf("supervisor exited:\n%s", log())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("supervisor did not answer:\n%s", d.log())
+			tb.Fatalf("supervisor did not answer:\n%s", log())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

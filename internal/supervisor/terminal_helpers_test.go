@@ -72,21 +72,8 @@ func startTermDaemon(tb testing.TB, extra ...string) *termDaemon {
 	if d.c, err = client.ForState(d.state); err != nil {
 		tb.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := d.c.Health(context.Background()); err == nil {
-			return d
-		}
-		select {
-		case <-d.exited:
-			tb.Fatalf("supervisor exited:\n%s", d.logText())
-		default:
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("supervisor did not answer:\n%s", d.logText())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitHealthy(tb, d.c, d.exited, d.logText, 30*time.Second)
+	return d
 }
 
 // stop ends the supervisor with SIGTERM (SIGKILL to its group if it hangs)
