@@ -4,18 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"github.com/corral-dev/corral/internal/locate/locatetest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/engines/claude"
 	"github.com/corral-dev/corral/internal/engines/codex"
 	"github.com/corral-dev/corral/internal/engines/copilot"
-	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/runner"
@@ -50,73 +49,6 @@ func cases(t *testing.T) []engineCase {
 
 var factories = map[string]engine.Factory{"claude": claude.New, "codex": codex.New, "copilot": copilot.New}
 
-// recorder collects a runner's mirrored events.
-type recorder struct {
-	mu     sync.Mutex
-	events []wire.Event
-	change chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{change: make(chan struct{})} }
-
-func (r *recorder) record(b eventlog.Batch) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, line := range b.Lines {
-		var ev wire.Event
-		if json.Unmarshal(line, &ev) == nil {
-			r.events = append(r.events, ev)
-		}
-	}
-	close(r.change)
-	r.change = make(chan struct{})
-}
-
-func (r *recorder) wait(t *testing.T, what string, match func(wire.Event) bool) wire.Event {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	seen := 0
-	for {
-		r.mu.Lock()
-		for ; seen < len(r.events); seen++ {
-			if match(r.events[seen]) {
-				ev := r.events[seen]
-				r.mu.Unlock()
-				return ev
-			}
-		}
-		ch := r.change
-		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("no %s within %s; events:\n%s", what, waitLimit, r.dump())
-		}
-	}
-}
-
-func (r *recorder) dump() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var b strings.Builder
-	for _, ev := range r.events {
-		b.WriteString(string(ev.Type) + " " + string(ev.Data) + "\n")
-	}
-	return b.String()
-}
-
-func (r *recorder) count(typ wire.EventType) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, ev := range r.events {
-		if ev.Type == typ {
-			n++
-		}
-	}
-	return n
-}
-
 func ofType(typ wire.EventType) func(wire.Event) bool {
 	return func(ev wire.Event) bool { return ev.Type == typ }
 }
@@ -136,7 +68,7 @@ func startFake(t *testing.T, cwd string) string {
 	return url
 }
 
-func options(t *testing.T, c engineCase, dir, cwd, url string, rec *recorder) runner.Options {
+func options(t *testing.T, c engineCase, dir, cwd, url string, rec *eventlogtest.Recorder) runner.Options {
 	home := t.TempDir()
 	return runner.Options{
 		Dir:          dir,
@@ -145,7 +77,7 @@ func options(t *testing.T, c engineCase, dir, cwd, url string, rec *recorder) ru
 		Credentials:  map[string]string{c.secret: "test-key"},
 		EngineConfig: c.config,
 		Env:          []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"},
-		Mirror:       rec.record,
+		Mirror:       rec.Record,
 	}
 }
 
@@ -158,7 +90,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			t.Parallel()
 			cwd, dir := t.TempDir(), t.TempDir()
 			url := startFake(t, cwd)
-			rec := newRecorder()
+			rec := eventlogtest.New(waitLimit)
 			r, err := runner.New(options(t, c, dir, cwd, url, rec))
 			if err != nil {
 				t.Fatal(err)
@@ -173,7 +105,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "Create hello.txt, then show it."}); !reply.OK {
 				t.Fatal(reply.Error)
 			}
-			staged := rec.wait(t, "hunkStaged", ofType(wire.EvHunkStaged))
+			staged := waitFor(rec, t, "hunkStaged", ofType(wire.EvHunkStaged))
 			var st wire.HunkStagedData
 			if err := json.Unmarshal(staged.Data, &st); err != nil {
 				t.Fatal(err)
@@ -186,17 +118,17 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 					t.Fatal(reply.Error)
 				}
 			}
-			ended := rec.wait(t, "turnEnded", ofType(wire.EvTurnEnded))
+			ended := waitFor(rec, t, "turnEnded", ofType(wire.EvTurnEnded))
 			var te wire.TurnEndedData
 			json.Unmarshal(ended.Data, &te)
 			if te.Outcome != "done" {
-				t.Fatalf("turn ended %s:\n%s", ended.Data, rec.dump())
+				t.Fatalf("turn ended %s:\n%s", ended.Data, rec.Dump())
 			}
 			if got, err := os.ReadFile(filepath.Join(cwd, "hello.txt")); err != nil || string(got) != "hello\n" {
 				t.Fatalf("hello.txt holds %q (%v)", got, err)
 			}
-			if rec.count(wire.EvUsage) == 0 {
-				t.Fatalf("no usage events:\n%s", rec.dump())
+			if len(rec.All(wire.EvUsage)) == 0 {
+				t.Fatalf("no usage events:\n%s", rec.Dump())
 			}
 			// The goal loop with goalLimit 2: the fake model's judge answer is
 			// no verdict, so the clause counts as unmet, a goal-check turn
@@ -208,7 +140,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			}
 			var gc wire.GoalCheckData
 			for i := 1; i <= wantChecks; i++ {
-				check := rec.wait(t, "goalCheck", func(ev wire.Event) bool {
+				check := waitFor(rec, t, "goalCheck", func(ev wire.Event) bool {
 					return ev.Type == wire.EvGoalCheck && strings.Contains(string(ev.Data), fmt.Sprintf(`"attempt":%d,`, i))
 				})
 				json.Unmarshal(check.Data, &gc)
@@ -220,7 +152,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 				t.Fatalf("the goal loop did not stop at its limit: %+v", gc)
 			}
 			if c.name != "copilot" {
-				rec.wait(t, "the goal-check turn", func(ev wire.Event) bool {
+				waitFor(rec, t, "the goal-check turn", func(ev wire.Event) bool {
 					return ev.Type == wire.EvUserMessage && strings.Contains(string(ev.Data), `"kind":"goalCheck"`)
 				})
 			}
@@ -229,7 +161,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			}
 
 			// Resume in a new runner: the same engine conversation, seq continuing.
-			rec2 := newRecorder()
+			rec2 := eventlogtest.New(waitLimit)
 			r2, err := runner.New(options(t, c, dir, cwd, url, rec2))
 			if err != nil {
 				t.Fatal(err)
@@ -238,7 +170,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if err := r2.Start(ctx); err != nil {
 				t.Fatalf("resume: %v", err)
 			}
-			resumed := rec2.wait(t, "sessionResumed", ofType(wire.EvSessionResumed))
+			resumed := waitFor(rec2, t, "sessionResumed", ofType(wire.EvSessionResumed))
 			var sd wire.SessionStartedData
 			json.Unmarshal(resumed.Data, &sd)
 			if sd.EngineSession == "" || sd.EngineSession != r.Spec().EngineSession {
@@ -247,9 +179,9 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if reply := r2.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "Anything else?"}); !reply.OK {
 				t.Fatal(reply.Error)
 			}
-			again := rec2.wait(t, "turnEnded after resume", ofType(wire.EvTurnEnded))
+			again := waitFor(rec2, t, "turnEnded after resume", ofType(wire.EvTurnEnded))
 			if !strings.Contains(string(again.Data), `"outcome":"done"`) {
-				t.Fatalf("turn after resume: %s\n%s", again.Data, rec2.dump())
+				t.Fatalf("turn after resume: %s\n%s", again.Data, rec2.Dump())
 			}
 		})
 	}
@@ -263,7 +195,7 @@ func TestRealEnginesPrintMode(t *testing.T) {
 			t.Parallel()
 			cwd := t.TempDir()
 			url := startFake(t, cwd)
-			opts := options(t, c, t.TempDir(), cwd, url, newRecorder())
+			opts := options(t, c, t.TempDir(), cwd, url, eventlogtest.New(waitLimit))
 			opts.Mirror = nil
 			opts.Spec.Mode = "auto"
 			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -280,4 +212,11 @@ func TestRealEnginesPrintMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitFor waits for the first recorded event that matches.
+func waitFor(rec *eventlogtest.Recorder, t *testing.T, what string, match func(wire.Event) bool) wire.Event {
+	t.Helper()
+	ev, _ := rec.WaitFor(t, 0, what, match)
+	return ev
 }

@@ -3,12 +3,10 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,9 +28,7 @@ type session struct {
 	dir string
 	cwd string
 
-	mu     sync.Mutex
-	events []wire.Event
-	change chan struct{}
+	rec *eventlogtest.Recorder
 }
 
 func scenarioFile(t *testing.T, yaml string) string {
@@ -46,7 +42,7 @@ func scenarioFile(t *testing.T, yaml string) string {
 
 func newSession(t *testing.T, scenario string, tweak func(*wire.Spec)) *session {
 	t.Helper()
-	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir(), change: make(chan struct{})}
+	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir()}
 	spec := wire.Spec{ID: "s1", Engine: "script", Cwd: s.cwd, Scenario: scenarioFile(t, scenario)}
 	if tweak != nil {
 		tweak(&spec)
@@ -57,6 +53,9 @@ func newSession(t *testing.T, scenario string, tweak func(*wire.Spec)) *session 
 
 func (s *session) start(spec wire.Spec) {
 	s.t.Helper()
+	if s.rec == nil {
+		s.rec = eventlogtest.New(waitLimit)
+	}
 	r, err := New(Options{
 		Dir: s.dir, Spec: spec,
 		Engines: map[string]engine.Factory{"script": script.New},
@@ -72,21 +71,6 @@ func (s *session) start(spec wire.Spec) {
 	s.t.Cleanup(func() { r.Close() })
 }
 
-func (s *session) record(b eventlog.Batch) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, line := range b.Lines {
-		var ev wire.Event
-		if err := json.Unmarshal(line, &ev); err != nil {
-			s.t.Errorf("mirrored line is not an event: %v", err)
-			continue
-		}
-		s.events = append(s.events, ev)
-	}
-	close(s.change)
-	s.change = make(chan struct{})
-}
-
 // do runs a command and fails the test if it is refused.
 func (s *session) do(cmd wire.Command) json.RawMessage {
 	s.t.Helper()
@@ -95,66 +79,6 @@ func (s *session) do(cmd wire.Command) json.RawMessage {
 		s.t.Fatalf("%s refused: %v", cmd.Cmd, reply.Error)
 	}
 	return reply.Result
-}
-
-// waitFor returns the first event at or after index from that satisfies
-// match, waiting for it.
-func (s *session) waitFor(from int, what string, match func(wire.Event) bool) (wire.Event, int) {
-	s.t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		s.mu.Lock()
-		for i := from; i < len(s.events); i++ {
-			if match(s.events[i]) {
-				ev := s.events[i]
-				s.mu.Unlock()
-				return ev, i
-			}
-		}
-		ch := s.change
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			s.t.Fatalf("no %s event after %s; saw:\n%s", what, waitLimit, s.dump())
-		}
-	}
-}
-
-func (s *session) waitType(from int, typ wire.EventType) (wire.Event, int) {
-	s.t.Helper()
-	return s.waitFor(from, string(typ), func(ev wire.Event) bool { return ev.Type == typ })
-}
-
-func (s *session) dump() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	for _, ev := range s.events {
-		fmt.Fprintf(&b, "  %d %s %s\n", ev.Seq, ev.Type, ev.Data)
-	}
-	return b.String()
-}
-
-func (s *session) all(typ wire.EventType) []wire.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []wire.Event
-	for _, ev := range s.events {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func decode[T any](t *testing.T, ev wire.Event) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(ev.Data, &v); err != nil {
-		t.Fatalf("decode %s: %v", ev.Type, err)
-	}
-	return v
 }
 
 func scanEvents(r io.Reader, fn func(wire.Event)) error {
@@ -166,4 +90,30 @@ func scanEvents(r io.Reader, fn func(wire.Event)) error {
 		fn(ev)
 		return nil
 	})
+}
+
+// record takes the runner's mirrored events; start makes the recorder.
+func (s *session) record(b eventlog.Batch) { s.recorder().Record(b) }
+
+func (s *session) recorder() *eventlogtest.Recorder { return s.rec }
+
+// waitFor returns the first event at or after index from that satisfies
+// match, waiting for it.
+func (s *session) waitFor(from int, what string, match func(wire.Event) bool) (wire.Event, int) {
+	s.t.Helper()
+	return s.recorder().WaitFor(s.t, from, what, match)
+}
+
+func (s *session) waitType(from int, typ wire.EventType) (wire.Event, int) {
+	s.t.Helper()
+	return s.recorder().WaitType(s.t, from, typ)
+}
+
+func (s *session) dump() string { return s.recorder().Dump() }
+
+func (s *session) all(typ wire.EventType) []wire.Event { return s.recorder().All(typ) }
+
+func decode[T any](t *testing.T, ev wire.Event) T {
+	t.Helper()
+	return eventlogtest.Decode[T](t, ev)
 }

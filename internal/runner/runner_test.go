@@ -305,7 +305,7 @@ func TestResumeClosesLeftoversAndContinuesSeq(t *testing.T) {
 	spec := s.r.Spec()
 	s.r.evlog().Close()
 
-	s2 := &session{t: t, dir: s.dir, cwd: s.cwd, change: make(chan struct{})}
+	s2 := &session{t: t, dir: s.dir, cwd: s.cwd}
 	s2.start(spec)
 	ans, _ := s2.waitType(0, wire.EvAskAnswered)
 	if ans.Seq != last+1 || decode[wire.AskAnsweredData](t, ans).By != "expired" {

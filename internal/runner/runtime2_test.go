@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,7 @@ func TestInheritStartsWithAHandoffOfTheParent(t *testing.T) {
 
 	// Sessions are siblings in one folder; the child names the parent by id.
 	childDir := filepath.Join(filepath.Dir(parent.dir), "child")
-	child := &session{t: t, dir: childDir, cwd: parent.cwd, change: make(chan struct{})}
+	child := &session{t: t, dir: childDir, cwd: parent.cwd}
 	child.start(wire.Spec{ID: "child", Engine: "script", Cwd: parent.cwd, Parent: filepath.Base(parent.dir), Scenario: scenarioFile(t, "turns: []")})
 	ev, _ := child.waitType(0, wire.EvTurnStarted)
 	text := decode[wire.TurnStartedData](t, ev).Text
@@ -180,7 +181,7 @@ turns:
       - say: "second"
 `
 	var rotations [][2]string
-	s := &session{t: t, dir: filepath.Join(t.TempDir(), "orig"), cwd: t.TempDir(), change: make(chan struct{})}
+	s := &session{t: t, dir: filepath.Join(t.TempDir(), "orig"), cwd: t.TempDir(), rec: eventlogtest.New(waitLimit)}
 	r, err := New(Options{
 		Dir: s.dir, Spec: wire.Spec{ID: "orig", Engine: "script", Cwd: s.cwd, Scenario: scenarioFile(t, sc)},
 		Engines: map[string]engine.Factory{"script": script.New},
@@ -233,7 +234,7 @@ turns:
 		}
 	}
 	// The original resumes on its own, with its own conversation.
-	orig := &session{t: t, dir: s.dir, cwd: s.cwd, change: make(chan struct{})}
+	orig := &session{t: t, dir: s.dir, cwd: s.cwd}
 	spec, _, _ := ReadSpec(s.dir)
 	if spec.ID != "orig" || spec.EngineSession == r.Spec().EngineSession {
 		t.Fatalf("original meta changed: %+v", spec)

@@ -2,19 +2,17 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/pkg/engine"
@@ -58,15 +56,12 @@ type session struct {
 	t   *testing.T
 	r   *runner.Runner
 	cwd string
-
-	mu     sync.Mutex
-	events []wire.Event
-	change chan struct{}
+	rec *eventlogtest.Recorder
 }
 
 func newSession(t *testing.T, scenario string, tweak func(*wire.Spec)) *session {
 	t.Helper()
-	s := &session{t: t, cwd: t.TempDir(), change: make(chan struct{})}
+	s := &session{t: t, cwd: t.TempDir(), rec: eventlogtest.New(waitLimit)}
 	sc := filepath.Join(t.TempDir(), "scenario.yaml")
 	if err := os.WriteFile(sc, []byte(scenario), 0o600); err != nil {
 		t.Fatal(err)
@@ -81,7 +76,7 @@ func newSession(t *testing.T, scenario string, tweak func(*wire.Spec)) *session 
 		Engines:      map[string]engine.Factory{"plugin": New},
 		EngineConfig: map[string]string{KeyPluginPath: scriptPlugin},
 		Env:          proc.BaseEnv(),
-		Mirror:       s.record,
+		Mirror:       s.rec.Record,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -94,68 +89,11 @@ func newSession(t *testing.T, scenario string, tweak func(*wire.Spec)) *session 
 	return s
 }
 
-func (s *session) record(b eventlog.Batch) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, line := range b.Lines {
-		var ev wire.Event
-		if err := json.Unmarshal(line, &ev); err != nil {
-			s.t.Errorf("mirrored line is not an event: %v", err)
-			continue
-		}
-		s.events = append(s.events, ev)
-	}
-	close(s.change)
-	s.change = make(chan struct{})
-}
-
 func (s *session) do(cmd wire.Command) {
 	s.t.Helper()
 	if reply := s.r.Do(context.Background(), cmd); !reply.OK {
 		s.t.Fatalf("%s refused: %v", cmd.Cmd, reply.Error)
 	}
-}
-
-// waitType returns the first event of typ at or after index from.
-func (s *session) waitType(from int, typ wire.EventType) (wire.Event, int) {
-	s.t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		s.mu.Lock()
-		for i := from; i < len(s.events); i++ {
-			if s.events[i].Type == typ {
-				ev := s.events[i]
-				s.mu.Unlock()
-				return ev, i
-			}
-		}
-		ch := s.change
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			s.t.Fatalf("no %s event after %s; saw:\n%s", typ, waitLimit, s.dump())
-		}
-	}
-}
-
-func (s *session) dump() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	for _, ev := range s.events {
-		fmt.Fprintf(&b, "  %d %s %s\n", ev.Seq, ev.Type, ev.Data)
-	}
-	return b.String()
-}
-
-func decode[T any](t *testing.T, ev wire.Event) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(ev.Data, &v); err != nil {
-		t.Fatalf("decode %s: %v", ev.Type, err)
-	}
-	return v
 }
 
 const askAndEdit = `
@@ -223,18 +161,6 @@ func TestPluginSessionThroughTheRunnersGateAndHunks(t *testing.T) {
 	}
 }
 
-func (s *session) all(typ wire.EventType) []wire.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []wire.Event
-	for _, ev := range s.events {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
 const crashThenResume = `
 turns:
   - match: doomed
@@ -299,4 +225,18 @@ func TestUnresolvablePluginFailsTheSessionStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a path") {
 		t.Fatalf("start: %v", err)
 	}
+}
+
+func (s *session) waitType(from int, typ wire.EventType) (wire.Event, int) {
+	s.t.Helper()
+	return s.rec.WaitType(s.t, from, typ)
+}
+
+func (s *session) all(typ wire.EventType) []wire.Event { return s.rec.All(typ) }
+
+func (s *session) dump() string { return s.rec.Dump() }
+
+func decode[T any](t *testing.T, ev wire.Event) T {
+	t.Helper()
+	return eventlogtest.Decode[T](t, ev)
 }
