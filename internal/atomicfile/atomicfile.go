@@ -11,7 +11,18 @@ import (
 
 // Write replaces path with data: a temporary file beside it, synced, given
 // perm, renamed over path, and the folder synced so the rename is durable.
-func Write(path string, data []byte, perm fs.FileMode) (err error) {
+func Write(path string, data []byte, perm fs.FileMode) error {
+	return write(path, data, perm, true)
+}
+
+// WriteNoSync replaces path with data as Write does, readers seeing the old
+// content or the new, but syncs nothing: for a file a later Write replaces
+// durably, where a crash before that loses nothing a caller was promised.
+func WriteNoSync(path string, data []byte, perm fs.FileMode) error {
+	return write(path, data, perm, false)
+}
+
+func write(path string, data []byte, perm fs.FileMode, sync bool) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -31,14 +42,19 @@ func Write(path string, data []byte, perm fs.FileMode) (err error) {
 	if err := f.Chmod(perm); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return err
+	}
+	if !sync {
+		return nil
 	}
 	// A folder that cannot be synced still holds the new file.
 	if d, err := os.Open(dir); err == nil {

@@ -103,6 +103,11 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if (wire.Spec{Engine: *engine}).NeedsPlugin() {
+		if bin, err = daemon.FindPluginRunner("", bin); err != nil {
+			return err
+		}
+	}
 	argv := []string{"-p", *prompt, "--engine", *engine, "--log-level", "error"}
 	for _, f := range []struct{ name, value string }{
 		{"--cwd", *cwd}, {"--scenario", *scenario}, {"--mode", *mode}, {"--model", *model},

@@ -19,6 +19,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	var state, level string
 	fs.StringVar(&state, "state", "", "state folder (default $CORRAL_STATE, else $XDG_STATE_HOME/corral, else ~/.local/state/corral)")
 	fs.StringVar(&cfg.RunnerPath, "runner", "", "runner executable (default: runner next to this program, else on PATH)")
+	fs.StringVar(&cfg.PluginRunnerPath, "plugin-runner", "", "runner with plugin engines, for sessions on them (default: plugin-runner next to the runner, else on PATH)")
+	fs.BoolVar(&cfg.SpareRunner, "spare-runner", true, "keep a runner started ahead of need, so a new session does not wait for a process to start")
 	fs.StringVar(&cfg.ListenTCP, "listen-tcp", "", "also serve on this TCP address (every request needs the bearer token)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file for --listen-tcp (default <state>/token, generated when missing)")
 	fs.DurationVar(&cfg.IdleTTL, "idle-ttl", 5*time.Minute, "stop a runner idle this long")

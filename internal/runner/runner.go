@@ -90,6 +90,9 @@ type Runner struct {
 	turnDone chan struct{}
 	presence *presenceWriter
 	loopDone chan struct{}
+	// specStored is closed once the spec Start stores is in meta.json;
+	// the first turn and every later spec change wait for it.
+	specStored chan struct{}
 }
 
 // turn is the turn in progress.
@@ -117,9 +120,10 @@ func New(opts Options) (*Runner, error) {
 		return nil, fmt.Errorf("session folder: %w", err)
 	}
 	spec := opts.Spec
-	if stored, ok, err := ReadSpec(opts.Dir); err != nil {
+	stored, haveMeta, err := ReadSpec(opts.Dir)
+	if err != nil {
 		return nil, err
-	} else if ok {
+	} else if haveMeta {
 		if spec.ID == "" {
 			spec = stored
 		} else if spec.EngineSession == "" {
@@ -146,7 +150,8 @@ func New(opts Options) (*Runner, error) {
 		return nil, err
 	}
 	if _, ok := opts.Engines[spec.Engine]; !ok && opts.Engines["plugin"] == nil {
-		return nil, wire.Errorf(wire.CodeBadRequest, "unknown engine %q", spec.Engine)
+		return nil, wire.Errorf(wire.CodeBadRequest,
+			"unknown engine %q: it is not built in, and this runner build has no plugin engines (plugin-runner has)", spec.Engine)
 	}
 	r := &Runner{
 		opts:     opts,
@@ -158,6 +163,11 @@ func New(opts Options) (*Runner, error) {
 		wake:     make(chan struct{}, 1),
 		turnDone: make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
+		specStored: func() chan struct{} {
+			c := make(chan struct{})
+			close(c)
+			return c
+		}(),
 	}
 	gk, err := newGatekeeper(spec)
 	if err != nil {
@@ -172,9 +182,13 @@ func New(opts Options) (*Runner, error) {
 	dir := opts.Dir
 	r.dir.Store(&dir)
 	r.presence = newPresenceWriter(func() string { return filepath.Join(r.Dir(), PresenceFile) }, r.status, r.log)
-	if err := WriteSpec(opts.Dir, spec); err != nil {
-		events.Close()
-		return nil, err
+	// A folder without meta.json gets one now; otherwise Start writes
+	// the spec once, with the engine's conversation id.
+	if !haveMeta {
+		if err := WriteSpec(opts.Dir, spec); err != nil {
+			events.Close()
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -185,8 +199,19 @@ func (r *Runner) evlog() *eventlog.Log { return r.events.Load() }
 // Dir is the session folder.
 func (r *Runner) Dir() string { return *r.dir.Load() }
 
-// saveSpec writes the session's meta.json.
-func (r *Runner) saveSpec(spec wire.Spec) error { return WriteSpec(r.Dir(), spec) }
+// saveSpec writes the session's meta.json, after the write Start began.
+func (r *Runner) saveSpec(spec wire.Spec) error {
+	r.waitSpecStored()
+	return WriteSpec(r.Dir(), spec)
+}
+
+// waitSpecStored waits for the spec Start stores.
+func (r *Runner) waitSpecStored() {
+	r.mu.Lock()
+	stored := r.specStored
+	r.mu.Unlock()
+	<-stored
+}
 
 func (r *Runner) written(b eventlog.Batch) {
 	if r.opts.Mirror != nil {
@@ -229,16 +254,26 @@ func (r *Runner) Start(ctx context.Context) error {
 		r.setState(wire.StateFailed, "engine did not start")
 		return engineErr(err)
 	}
+	stored := make(chan struct{})
 	r.mu.Lock()
 	r.eng = eng
 	r.live = true
 	r.spec.EngineSession = convID
 	spec = r.spec
 	r.state = wire.StateIdle
+	r.specStored = stored
 	r.mu.Unlock()
-	if err := r.saveSpec(spec); err != nil {
-		r.log.Warn("store engine session id", zap.Error(err))
-	}
+	// The durable write of meta.json (with the engine's conversation id,
+	// which a resume needs) takes about as long as the rest of a start, so
+	// the session opens while it is under way; nothing can need it before
+	// the first turn, which waits for it.
+	dir := r.Dir()
+	go func() {
+		defer close(stored)
+		if err := WriteSpec(dir, spec); err != nil {
+			r.log.Warn("store engine session id", zap.Error(err))
+		}
+	}()
 	typ := wire.EvSessionStarted
 	if resumed {
 		typ = wire.EvSessionResumed

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 
 	"go.uber.org/zap"
@@ -220,6 +221,13 @@ func (l *Link) ensure(ctx context.Context, m *wire.Message) {
 	if m.Spec != nil {
 		opts.Spec = *m.Spec
 	}
+	if err := ensureDir(&opts, m.Dir); err != nil {
+		l.mu.Lock()
+		l.ensuring = false
+		l.mu.Unlock()
+		l.send(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Error: wire.ToError(err)})
+		return
+	}
 	opts.Mirror = l.mirrorBatch
 	opts.Rotate = func(from, to string) {
 		l.send(&wire.Message{T: wire.TRotate, Session: from, NewSession: to})
@@ -240,6 +248,8 @@ func (l *Link) ensure(ctx context.Context, m *wire.Message) {
 		l.ensuring = false
 		if err == nil {
 			l.r = r
+			// A spare keeps the folder it took for a later live.ensure.
+			l.Options.Dir = opts.Dir
 		}
 		l.mu.Unlock()
 		if err != nil {
@@ -251,6 +261,25 @@ func (l *Link) ensure(ctx context.Context, m *wire.Message) {
 		}
 		l.send(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Session: r.Spec().ID})
 	}()
+}
+
+// ensureDir settles the session folder of a live.ensure: the one the
+// runner was started on, or for a spare the one the message names.
+func ensureDir(opts *Options, dir string) error {
+	switch {
+	case dir == "" && opts.Dir == "":
+		return wire.Errorf(wire.CodeBadRequest, "live.ensure needs dir: this runner was started without a session folder")
+	case dir == "":
+		return nil
+	case !filepath.IsAbs(dir):
+		return wire.Errorf(wire.CodeBadRequest, "live.ensure dir %q must be an absolute path", dir)
+	case opts.Dir == "":
+		opts.Dir = filepath.Clean(dir)
+		return nil
+	case filepath.Clean(dir) != filepath.Clean(opts.Dir):
+		return wire.Errorf(wire.CodeConflict, "this runner holds session folder %s, not %s", opts.Dir, dir)
+	}
+	return nil
 }
 
 // mirrorBatch forwards a batch of event lines as mirror messages in one

@@ -14,6 +14,7 @@ import (
 // loop runs queued messages one turn at a time until the runner closes.
 func (r *Runner) loop() {
 	defer close(r.loopDone)
+	r.waitSpecStored()
 	for {
 		r.mu.Lock()
 		for !r.closed && (len(r.queue) == 0 || r.spendCapHit) {

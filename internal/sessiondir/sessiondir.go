@@ -11,6 +11,7 @@
 package sessiondir
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -79,7 +80,14 @@ func Create(sessions string, spec wire.Spec) (wire.Spec, string, error) {
 			return spec, "", fmt.Errorf("create session folder: %w", err)
 		}
 		spec.ID = id
-		if err := WriteSpec(dir, spec); err != nil {
+		// Not synced: the runner stores the spec durably as the session
+		// opens (with its engine's conversation id), before any turn.
+		// A session whose start fails is removed.
+		raw, err := encodeSpec(spec)
+		if err == nil {
+			err = atomicfile.WriteNoSync(filepath.Join(dir, MetaFile), raw, 0o600)
+		}
+		if err != nil {
 			os.RemoveAll(dir)
 			return spec, "", err
 		}
@@ -103,13 +111,27 @@ func ReadSpec(dir string) (spec wire.Spec, ok bool, err error) {
 	return spec, true, nil
 }
 
-// WriteSpec replaces a session folder's meta.json atomically.
+// WriteSpec replaces a session folder's meta.json atomically, unless it
+// already holds spec: a runner opening a session the supervisor just
+// created would otherwise pay for a second durable write of the same bytes.
 func WriteSpec(dir string, spec wire.Spec) error {
+	raw, err := encodeSpec(spec)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, MetaFile)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, raw) {
+		return nil
+	}
+	return WriteAtomic(path, raw, 0o600)
+}
+
+func encodeSpec(spec wire.Spec) ([]byte, error) {
 	raw, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode session meta: %w", err)
+		return nil, fmt.Errorf("encode session meta: %w", err)
 	}
-	return WriteAtomic(filepath.Join(dir, MetaFile), append(raw, '\n'), 0o600)
+	return append(raw, '\n'), nil
 }
 
 // WriteAtomic replaces path with data atomically and durably.

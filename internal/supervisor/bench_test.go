@@ -19,11 +19,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// benchManager is a manager whose runners are the real runner binary.
-func benchManager(b *testing.B) *Manager {
+// benchManager is a manager whose runners are the real runner binary, with
+// a spare runner as the daemon has by default.
+func benchManager(b *testing.B) *Manager { return benchManagerSpare(b, true) }
+
+func benchManagerSpare(b *testing.B, spare bool) *Manager {
 	b.Helper()
 	_, runner := realBinaries(b)
-	m, err := New(Config{StateDir: b.TempDir(), RunnerPath: runner, Logger: zap.NewNop()})
+	m, err := New(Config{StateDir: b.TempDir(), RunnerPath: runner, SpareRunner: spare, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,28 +48,48 @@ func reportQuantiles(b *testing.B, samples []time.Duration, unit time.Duration, 
 }
 
 // BenchmarkSessionCreate measures creating a session until its runner (the
-// real one, script engine) is live and has answered status.
+// real one, script engine) is live and has answered status: "spare" as the
+// daemon runs by default, where the session opens in the runner started
+// ahead of it, and "cold", where a runner process is started for it. Each
+// create follows the last after a pause (untimed) in which the spare is
+// replaced, as between sessions a person or a host creates; "burst" creates
+// back to back, so each waits for the spare started behind the last.
 func BenchmarkSessionCreate(b *testing.B) {
-	m := benchManager(b)
-	cwd := b.TempDir()
-	ctx := context.Background()
-	samples := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		s, err := m.Create(ctx, wire.Spec{Engine: "script", Cwd: cwd})
-		samples = append(samples, time.Since(t0))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if err := m.Delete(ctx, s.ID); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
+	for _, bc := range []struct {
+		name  string
+		spare bool
+		pause time.Duration
+	}{
+		{"spare", true, 100 * time.Millisecond},
+		{"cold", false, 100 * time.Millisecond},
+		{"burst", true, 0},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := benchManagerSpare(b, bc.spare)
+			cwd := b.TempDir()
+			ctx := context.Background()
+			samples := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				time.Sleep(bc.pause)
+				b.StartTimer()
+				t0 := time.Now()
+				s, err := m.Create(ctx, wire.Spec{Engine: "script", Cwd: cwd})
+				samples = append(samples, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := m.Delete(ctx, s.ID); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.StopTimer()
+			reportQuantiles(b, samples, time.Millisecond, "ms")
+		})
 	}
-	b.StopTimer()
-	reportQuantiles(b, samples, time.Millisecond, "ms")
 }
 
 // BenchmarkInjectToFirstMirror measures a send from the call to the first

@@ -36,7 +36,9 @@ func (m *Manager) Command(ctx context.Context, id string, cmd wire.Command) (*wi
 			reensured = true
 			var spec wire.Spec
 			if spec, err = readSpec(m.dir(id), id); err == nil {
-				err = m.ensureLive(ctx, e.child, spec)
+				// No folder: the runner stays on the one it holds, which a
+				// fork may have moved from this id's.
+				err = m.ensureLive(ctx, e.child, spec, "")
 			}
 			if err == nil {
 				m.release(e, touch)

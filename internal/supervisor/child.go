@@ -64,7 +64,8 @@ type childHooks struct {
 
 type spawnSpec struct {
 	runner  string
-	dir     string // the session folder, also the working directory
+	dir     string // the session folder, also the working directory; empty for a spare
+	workDir string // a spare's working directory until it takes a session
 	session string
 	env     []string
 	maxLine int
@@ -100,8 +101,12 @@ func startChild(sp spawnSpec) (*child, error) {
 		session: sp.session,
 		now:     sp.now,
 	}
-	cmd := exec.Command(sp.runner, "--session-dir", sp.dir, "--stdio")
-	cmd.Dir = sp.dir
+	cmd := exec.Command(sp.runner, "--stdio")
+	cmd.Dir = sp.workDir
+	if sp.dir != "" {
+		cmd.Args = append(cmd.Args, "--session-dir", sp.dir)
+		cmd.Dir = sp.dir
+	}
 	cmd.Env = append(proc.BaseEnv(), sp.env...)
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
@@ -201,6 +206,13 @@ func (c *child) err() error {
 }
 
 func (c *child) alive() bool { return c.err() == nil }
+
+// takeSession binds a spare to the session it is about to open.
+func (c *child) takeSession(id string) {
+	c.mu.Lock()
+	c.session = id
+	c.mu.Unlock()
+}
 
 func (c *child) currentSession() string {
 	c.mu.Lock()

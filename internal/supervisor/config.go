@@ -15,6 +15,14 @@ type Config struct {
 	StateDir string
 	// RunnerPath is the runner executable.
 	RunnerPath string
+	// PluginRunnerPath is the runner build that also drives plugin
+	// engines, started for sessions whose spec NeedsPlugin (default
+	// RunnerPath).
+	PluginRunnerPath string
+	// SpareRunner keeps one runner started ahead of need, so that
+	// creating or waking a session on a built-in engine does not wait for
+	// a process to start.
+	SpareRunner bool
 	// Env is added to each runner's environment (after the inherited one,
 	// cleaned of credentials).
 	Env []string
@@ -59,6 +67,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RunnerPath == "" {
 		return errors.New("supervisor: runner path is required")
+	}
+	if c.PluginRunnerPath == "" {
+		c.PluginRunnerPath = c.RunnerPath
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

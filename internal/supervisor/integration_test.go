@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,8 @@ var built struct {
 	err  error
 }
 
-// realBinaries builds cmd/supervisor and cmd/runner once per test run.
+// realBinaries builds cmd/supervisor, cmd/runner, cmd/plugin-runner and
+// cmd/corral-script-plugin once per test run, as the Makefile does.
 func realBinaries(t testing.TB) (supervisorBin, runnerBin string) {
 	t.Helper()
 	built.once.Do(func() {
@@ -45,7 +47,9 @@ func realBinaries(t testing.TB) (supervisorBin, runnerBin string) {
 			return
 		}
 		cmd := exec.Command(gobin, "build", "-o", built.dir+string(os.PathSeparator),
-			"github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner")
+			"github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner",
+			"github.com/corral-dev/corral/cmd/plugin-runner", "github.com/corral-dev/corral/cmd/corral-script-plugin")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -245,6 +249,46 @@ func (d *daemonProc) runnerPID(t *testing.T, id string) int {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// runners returns the pids of every runner of the daemon, once it has one
+// for each of sessions and the spare started behind them.
+func (d *daemonProc) runners(t *testing.T, sessions ...string) []int {
+	t.Helper()
+	var pids []int
+	waitFor(t, func() bool {
+		pids = childrenOf(t, d.cmd.Process.Pid)
+		return len(pids) == len(sessions)+1
+	})
+	for _, id := range sessions {
+		if pid := d.runnerPID(t, id); !slices.Contains(pids, pid) {
+			t.Fatalf("session %s's runner %d is not among the supervisor's children %v", id, pid, pids)
+		}
+	}
+	return pids
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue // gone since the glob
+		}
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 // gone waits until no process has pid (a zombie counts as gone: it runs
@@ -478,7 +522,7 @@ func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 	busy, idle := d.create(t), d.create(t)
 	d.command(t, busy, wire.Command{Cmd: wire.CmdSend, Text: "long"})
 	d.follow(t, busy, 1, ofType(wire.EvTurnStarted))
-	pids := []int{d.runnerPID(t, busy), d.runnerPID(t, idle)}
+	pids := d.runners(t, busy, idle)
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -508,12 +552,49 @@ func TestRealSupervisorKill9TakesRunnersWithIt(t *testing.T) {
 	a, b := d.create(t), d.create(t)
 	d.command(t, a, wire.Command{Cmd: wire.CmdSend, Text: "long"})
 	d.follow(t, a, 1, ofType(wire.EvTurnStarted))
-	pids := []int{d.runnerPID(t, a), d.runnerPID(t, b)}
+	pids := d.runners(t, a, b)
 	if err := d.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-d.exited
 	for _, pid := range pids {
 		gone(t, pid)
+	}
+}
+
+// A session on a plugin engine runs in plugin-runner, the runner build with
+// go-plugin, which the supervisor finds beside itself; the spare (a plain
+// runner) is not used for it.
+func TestRealPluginSessionRunsInPluginRunner(t *testing.T) {
+	d := startDaemon(t)
+	sup, _ := realBinaries(t)
+	plugin := filepath.Join(filepath.Dir(sup), "corral-script-plugin")
+	s, err := d.c.CreateSession(ctxT(t), wire.Spec{Engine: "plugin", PluginPath: plugin, Cwd: d.cwd,
+		Scenario: filepath.Join(d.cwd, "scenario.json")})
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, d.log())
+	}
+	args, err := cmdline(d.runnerPID(t, s.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(args[0]) != "plugin-runner" {
+		t.Fatalf("plugin session runs in %v", args)
+	}
+	d.command(t, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
+	evs := d.follow(t, s.ID, 1, ofType(wire.EvTurnEnded))
+	var said []string
+	for _, ev := range evs {
+		if ev.Type == wire.EvAssistantText {
+			said = append(said, dataOf[wire.TextData](t, ev).Text)
+		}
+	}
+	if !strings.Contains(strings.Join(said, " "), "hello from the script") {
+		t.Fatalf("the plugin said %q", said)
+	}
+	// A built-in engine's session goes to the plain runner.
+	id := d.create(t)
+	if args, _ := cmdline(d.runnerPID(t, id)); len(args) == 0 || filepath.Base(args[0]) != "runner" {
+		t.Fatalf("script session runs in %v", args)
 	}
 }

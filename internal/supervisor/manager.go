@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ type Manager struct {
 	deleting map[string]bool
 	closed   bool
 	spawns   sync.WaitGroup
+	spare    spare
 }
 
 // entry is one runner, from its spawn to its exit.
@@ -50,11 +52,13 @@ func New(cfg Config) (*Manager, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	runner, err := filepath.Abs(cfg.RunnerPath)
-	if err != nil {
-		return nil, fmt.Errorf("runner path: %w", err)
+	for _, p := range []*string{&cfg.RunnerPath, &cfg.PluginRunnerPath} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("runner path: %w", err)
+		}
+		*p = abs
 	}
-	cfg.RunnerPath = runner
 	state, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
@@ -74,6 +78,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.stopping, m.stopStarts = context.WithCancel(context.Background())
 	m.sweepStaleRunners()
+	m.refillSpare()
 	return m, nil
 }
 
@@ -152,6 +157,9 @@ func (m *Manager) release(e *entry, touch bool) {
 		e.lastUsed = m.cfg.Now()
 	}
 	m.mu.Unlock()
+	// A call that took the spare has done its work: the next spare no
+	// longer competes with it for the CPU.
+	m.refillSpare()
 }
 
 func (m *Manager) dropLocked(e *entry) {
@@ -184,18 +192,64 @@ func (m *Manager) spawn(e *entry, id string) {
 	}
 }
 
-// startRunner starts the runner of session id and makes the session live.
+// startRunner starts the runner of session id, or takes the spare, and
+// makes the session live.
 func (m *Manager) startRunner(id string) (*child, error) {
 	dir := m.dir(id)
 	spec, err := readSpec(dir, id)
 	if err != nil {
 		return nil, err
 	}
-	log := m.log.With(zap.String("session", id))
+	ctx, cancel := context.WithTimeout(m.stopping, m.cfg.StartTimeout)
+	defer cancel()
+	if !spec.NeedsPlugin() {
+		if c := m.takeSpare(ctx, id); c != nil {
+			err := m.open(ctx, c, spec, dir)
+			if err == nil {
+				return c, nil
+			}
+			if ctx.Err() != nil || !errors.Is(err, wire.ErrRunnerCrashed) {
+				return nil, err
+			}
+			// The spare died as it was handed the session: start another.
+		}
+	}
+	runner := m.cfg.RunnerPath
+	if spec.NeedsPlugin() {
+		runner = m.cfg.PluginRunnerPath
+	}
+	c, err := m.startProcess(ctx, runner, dir, id)
+	if err != nil {
+		return nil, fmt.Errorf("start runner for session %s: %w", id, err)
+	}
+	if err := m.open(ctx, c, spec, dir); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// open makes the session in dir live in runner c, or kills c.
+func (m *Manager) open(ctx context.Context, c *child, spec wire.Spec, dir string) error {
+	if err := m.ensureLive(ctx, c, spec, dir); err != nil {
+		c.kill()
+		return fmt.Errorf("start session %s: %w", spec.ID, err)
+	}
+	c.log.Debug("runner live", zap.String("session", spec.ID))
+	return nil
+}
+
+// startProcess starts a runner and completes its handshake. Without dir
+// it is a spare, taking the session folder its live.ensure names.
+func (m *Manager) startProcess(ctx context.Context, runner, dir, session string) (*child, error) {
+	log := m.log
+	if session != "" {
+		log = log.With(zap.String("session", session))
+	}
 	c, err := startChild(spawnSpec{
-		runner:  m.cfg.RunnerPath,
+		runner:  runner,
 		dir:     dir,
-		session: id,
+		workDir: m.sessions,
+		session: session,
 		env:     m.cfg.Env,
 		maxLine: m.cfg.MaxLine,
 		log:     log,
@@ -209,22 +263,15 @@ func (m *Manager) startRunner(id string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(m.stopping, m.cfg.StartTimeout)
-	defer cancel()
 	if err := c.handshake(ctx); err != nil {
 		c.kill()
-		return nil, fmt.Errorf("start runner for session %s: %w", id, err)
+		return nil, err
 	}
-	if err := m.ensureLive(ctx, c, spec); err != nil {
-		c.kill()
-		return nil, fmt.Errorf("start session %s: %w", id, err)
-	}
-	log.Debug("runner live", zap.Int("pid", c.cmd.Process.Pid))
 	return c, nil
 }
 
-func (m *Manager) ensureLive(ctx context.Context, c *child, spec wire.Spec) error {
-	r, err := c.call(ctx, &wire.Message{T: wire.TLiveEnsure, Spec: &spec, Credentials: m.cfg.Credentials})
+func (m *Manager) ensureLive(ctx context.Context, c *child, spec wire.Spec, dir string) error {
+	r, err := c.call(ctx, &wire.Message{T: wire.TLiveEnsure, Spec: &spec, Dir: dir, Credentials: m.cfg.Credentials})
 	if err != nil {
 		return err
 	}
@@ -244,6 +291,10 @@ func (m *Manager) onExit(c *child) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.spare.child == c {
+		m.spare.child = nil
+		c.log.Warn("spare runner exited", zap.Error(c.death))
+	}
 	for id, e := range m.entries {
 		if e.child == c {
 			delete(m.entries, id)
@@ -344,6 +395,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("shutdown: waiting for runners being started: %w", ctx.Err())
 	}
 
+	m.stopSpare()
 	m.mu.Lock()
 	var children []*child
 	seen := map[*entry]bool{}

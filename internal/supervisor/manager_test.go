@@ -576,13 +576,21 @@ func TestSweepKillsOnlyOwnStaleRunners(t *testing.T) {
 		return dir
 	}
 	staleDir, otherDir, handDir := mk("aaaaaaaaaaaa"), mk("bbbbbbbbbbbb"), mk("cccccccccccc")
-	// A runner left over by a previous supervisor: a stdio runner of its folder.
-	stale := startProcess(t, "runner", "--session-dir", staleDir, "--stdio")
+	spareDir, pluginDir, strayDir := mk("eeeeeeeeeeee"), mk("ffffffffffff"), mk("gggggggggggg")
+	// Runners left over by a previous supervisor: stdio runners of their
+	// folder, named on the command line or, for a spare that took a
+	// session, as the working directory.
+	stale := startProcess(t, "", "runner", "--session-dir", staleDir, "--stdio")
+	spare := startProcess(t, spareDir, "runner", "--stdio")
+	plugin := startProcess(t, "", "plugin-runner", "--stdio", "--session-dir", pluginDir)
 	// A process whose pid happens to be in a runner.pid: not a runner.
-	other := startProcess(t, "sleeper", "--session-dir", otherDir, "--stdio")
+	other := startProcess(t, "", "sleeper", "--session-dir", otherDir, "--stdio")
 	// A runner someone started by hand, without --stdio.
-	hand := startProcess(t, "runner", "--session-dir", handDir)
-	for dir, p := range map[string]*os.Process{staleDir: stale, otherDir: other, handDir: hand} {
+	hand := startProcess(t, "", "runner", "--session-dir", handDir)
+	// A spare-started runner working elsewhere: not that folder's runner.
+	stray := startProcess(t, otherDir, "runner", "--stdio")
+	for dir, p := range map[string]*os.Process{staleDir: stale, spareDir: spare, pluginDir: plugin,
+		otherDir: other, handDir: hand, strayDir: stray} {
 		os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(p.Pid)+"\n"), 0o600)
 	}
 	goneDir := mk("dddddddddddd")
@@ -593,10 +601,12 @@ func TestSweepKillsOnlyOwnStaleRunners(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Shutdown(context.Background())
-	if st, _ := stale.Wait(); st == nil || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("stale runner: %v", st)
+	for name, p := range map[string]*os.Process{"stale runner": stale, "stale spare": spare, "stale plugin-runner": plugin} {
+		if st, _ := p.Wait(); st == nil || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("%s: %v", name, st)
+		}
 	}
-	for name, p := range map[string]*os.Process{"other program": other, "hand-started runner": hand} {
+	for name, p := range map[string]*os.Process{"other program": other, "hand-started runner": hand, "runner of another folder": stray} {
 		if err := p.Signal(syscall.Signal(0)); err != nil {
 			t.Errorf("%s was killed: %v", name, err)
 		}
@@ -617,12 +627,13 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// startProcess starts a process that sleeps until killed, showing args as
-// its command line.
-func startProcess(t *testing.T, args ...string) *os.Process {
+// startProcess starts a process in dir (empty: this one) that sleeps until
+// killed, showing args as its command line.
+func startProcess(t *testing.T, dir string, args ...string) *os.Process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Args = args
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), sleepEnv+"=1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,9 @@ import (
 // skipped; mirrors take a fast path that decodes only their seq and type.
 func (c *child) read(r io.Reader, maxLine int) {
 	lr := wire.NewLineReader(r, maxLine)
-	cur := c.hooks.hub(c.currentSession())
+	// The session's hub, looked up at the first mirror: a spare has no
+	// session until it is handed one, before its live.ensure.
+	var cur *hub
 	for {
 		line, err := lr.Next()
 		if err != nil {
@@ -34,6 +36,9 @@ func (c *child) read(r io.Reader, maxLine int) {
 			return
 		}
 		if seq, event, ok := parseMirror(line); ok {
+			if cur == nil {
+				cur = c.hooks.hub(c.currentSession())
+			}
 			if to := c.mirror(cur, seq, bytes.Clone(event)); to != "" {
 				cur = c.rotate(to)
 			}
@@ -56,6 +61,9 @@ func (c *child) read(r io.Reader, maxLine int) {
 		}
 		switch m.T {
 		case wire.TMirror:
+			if cur == nil {
+				cur = c.hooks.hub(c.currentSession())
+			}
 			if to := c.mirror(cur, m.Seq, m.Event); to != "" {
 				cur = c.rotate(to)
 			}

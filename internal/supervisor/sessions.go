@@ -40,7 +40,7 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 		}
 		return api.Session{}, err
 	}
-	m.release(e, true)
+	defer m.release(e, true)
 	m.log.Info("session created", zap.String("session", spec.ID), zap.String("engine", spec.Engine))
 	return m.Get(ctx, spec.ID)
 }

@@ -44,7 +44,7 @@ func (m *Manager) sweepStaleRunners() {
 			os.Remove(pidPath) // the runner is gone
 			continue
 		}
-		if err != nil || !m.isOwnRunner(args, dir) {
+		if err != nil || !m.isOwnRunner(pid, args, dir) {
 			continue
 		}
 		m.log.Warn("killing a runner left by a previous supervisor", zap.String("session", de.Name()), zap.Int("pid", pid))
@@ -69,26 +69,35 @@ func cmdline(pid int) ([]string, error) {
 	return strings.Split(string(raw), "\x00"), nil
 }
 
-// isOwnRunner reports whether args are those this supervisor gives a runner
-// of session folder dir.
-func (m *Manager) isOwnRunner(args []string, dir string) bool {
+// isOwnRunner reports whether process pid, running args, is a runner this
+// supervisor started for session folder dir: one of its runner programs
+// with --stdio, and either --session-dir dir or, for a runner started as a
+// spare, dir as its working directory.
+func (m *Manager) isOwnRunner(pid int, args []string, dir string) bool {
 	if len(args) == 0 {
 		return false
 	}
-	name := filepath.Base(args[0])
-	if name != "runner" && name != filepath.Base(m.cfg.RunnerPath) {
+	switch filepath.Base(args[0]) {
+	case "runner", "plugin-runner", filepath.Base(m.cfg.RunnerPath), filepath.Base(m.cfg.PluginRunnerPath):
+	default:
 		return false
 	}
-	stdio, sameDir := false, false
+	stdio, named, sameDir := false, false, false
 	for i, a := range args[1:] {
 		switch {
 		case a == "--stdio" || a == "-stdio":
 			stdio = true
 		case (a == "--session-dir" || a == "-session-dir") && i+2 < len(args):
+			named = true
 			sameDir = filepath.Clean(args[i+2]) == filepath.Clean(dir)
 		case strings.HasPrefix(a, "--session-dir="):
+			named = true
 			sameDir = filepath.Clean(strings.TrimPrefix(a, "--session-dir=")) == filepath.Clean(dir)
 		}
+	}
+	if stdio && !named {
+		cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+		sameDir = err == nil && filepath.Clean(cwd) == filepath.Clean(dir)
 	}
 	return stdio && sameDir
 }

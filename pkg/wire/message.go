@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -82,6 +83,11 @@ type Message struct {
 	Term  *Term  `json:"term,omitempty"`
 	Error *Error `json:"error,omitempty"`
 
+	// Dir rides on live.ensure: the session folder. A runner started
+	// without --session-dir (a spare, started before any session needed
+	// it) takes the session in Dir; one started with it refuses another.
+	Dir string `json:"dir,omitempty"`
+
 	// Credentials rides on live.ensure only: the secrets the supervisor was
 	// given, resolved for the runner's engine. It never goes to meta.json or
 	// a log, so a message carrying it must not be logged.
@@ -108,6 +114,16 @@ type Term struct {
 	// Acked, on term.ack, counts every byte of term.data the client has
 	// taken since its term.opened.
 	Acked int64 `json:"acked,omitempty"`
+}
+
+// BuiltinEngines names the engines built into every runner. Any other
+// engine name, or a spec with a PluginPath, is a plugin engine, which only
+// the plugin-runner build drives.
+func BuiltinEngines() []string { return []string{"script", "claude", "codex", "copilot"} }
+
+// NeedsPlugin reports whether the session runs on a plugin engine.
+func (s Spec) NeedsPlugin() bool {
+	return s.PluginPath != "" || !slices.Contains(BuiltinEngines(), s.Engine)
 }
 
 // Spec is how a session is configured when it is created. It is stored in

@@ -37,6 +37,13 @@ type Config struct {
 	StateDir string
 	// RunnerPath is the runner executable; empty means FindRunner's choice.
 	RunnerPath string
+	// PluginRunnerPath is the runner build with plugin engines; empty
+	// means plugin-runner beside the runner, else on PATH, else none
+	// (sessions on plugin engines then fail to start, saying why).
+	PluginRunnerPath string
+	// SpareRunner keeps a runner started ahead of need (see
+	// supervisor.Config).
+	SpareRunner bool
 	// ListenTCP, when set, is a TCP address to serve too, every request
 	// needing the bearer token.
 	ListenTCP string
@@ -67,21 +74,41 @@ type Listening struct {
 // FindRunner returns the runner executable: path when given, else the file
 // named runner next to this executable, else runner on PATH.
 func FindRunner(path string) (string, error) {
+	return findProgram(path, "runner", "")
+}
+
+// FindPluginRunner returns the plugin-runner executable: path when given,
+// else the file named plugin-runner next to runner (the runner the
+// supervisor uses), else next to this executable, else on PATH.
+func FindPluginRunner(path, runner string) (string, error) {
+	return findProgram(path, "plugin-runner", filepath.Dir(runner))
+}
+
+// findProgram returns path when given, else name in dir (when dir is not
+// empty), else beside this executable, else on PATH.
+func findProgram(path, name, dir string) (string, error) {
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
-			return "", fmt.Errorf("runner: %w", err)
+			return "", fmt.Errorf("%s: %w", name, err)
 		}
 		return filepath.Abs(path)
 	}
+	var dirs []string
+	if dir != "" {
+		dirs = append(dirs, dir)
+	}
 	if exe, err := os.Executable(); err == nil {
-		beside := filepath.Join(filepath.Dir(exe), "runner")
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	for _, d := range dirs {
+		beside := filepath.Join(d, name)
 		if fi, err := os.Stat(beside); err == nil && !fi.IsDir() {
 			return beside, nil
 		}
 	}
-	found, err := exec.LookPath("runner")
+	found, err := exec.LookPath(name)
 	if err != nil {
-		return "", errors.New("runner not found next to the supervisor nor on PATH; build it (make build) or pass --runner")
+		return "", fmt.Errorf("%s not found next to the supervisor nor on PATH; build it (make build) or pass --%s", name, name)
 	}
 	return filepath.Abs(found)
 }
@@ -109,13 +136,24 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Without plugin-runner only plugin sessions are affected: the runner
+	// refuses their engine, saying it is not built in.
+	pluginRunner, err := FindPluginRunner(cfg.PluginRunnerPath, runner)
+	if err != nil {
+		if cfg.PluginRunnerPath != "" {
+			return err
+		}
+		log.Info("no plugin-runner: sessions on plugin engines cannot start", zap.Error(err))
+	}
 	mcfg := supervisor.Config{
-		StateDir:      state,
-		RunnerPath:    runner,
-		IdleTTL:       cfg.IdleTTL,
-		ShutdownGrace: cfg.ShutdownGrace,
-		KillGrace:     cfg.KillGrace,
-		Logger:        log,
+		StateDir:         state,
+		RunnerPath:       runner,
+		PluginRunnerPath: pluginRunner,
+		SpareRunner:      cfg.SpareRunner,
+		IdleTTL:          cfg.IdleTTL,
+		ShutdownGrace:    cfg.ShutdownGrace,
+		KillGrace:        cfg.KillGrace,
+		Logger:           log,
 	}
 	if cfg.EnginesDir != "" {
 		dir, err := filepath.Abs(cfg.EnginesDir)

@@ -1,4 +1,4 @@
-package main
+package runnercmd
 
 import (
 	"sort"
@@ -9,27 +9,26 @@ import (
 	"github.com/corral-dev/corral/internal/engines/claude"
 	"github.com/corral-dev/corral/internal/engines/codex"
 	"github.com/corral-dev/corral/internal/engines/copilot"
-	pluginengine "github.com/corral-dev/corral/internal/engines/plugin"
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/internal/term"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
-// engines lists the engines this runner can drive.
-func engines() map[string]engine.Factory {
+// Builtin returns the engines built into Corral; wire.BuiltinEngine names
+// the same set for the supervisor, which does not link them.
+func Builtin() map[string]engine.Factory {
 	return map[string]engine.Factory{
 		"script":  script.New,
 		"claude":  claude.New,
 		"codex":   codex.New,
 		"copilot": copilot.New,
-		"plugin":  pluginengine.New,
 	}
 }
 
-func engineNames() string {
+func engineNames(engines map[string]engine.Factory) string {
 	var names []string
-	for n := range engines() {
+	for n := range engines {
 		names = append(names, n)
 	}
 	sort.Strings(names)

@@ -1,0 +1,214 @@
+// Package runnercmd is the runner program: started by the supervisor with
+// --stdio it speaks the wire protocol on stdin and stdout; started by hand it
+// runs standalone, driven through the session folder's control.sock (and,
+// when stdin is a terminal, by plain lines typed on it, each a send).
+//
+// Two binaries run it with different engine sets: cmd/runner with the
+// built-in engines, and cmd/plugin-runner with plugin engines too, so that
+// the common runner does not carry go-plugin's packages (grpc, protobuf)
+// into every session's start-up time and memory.
+package runnercmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/oklog/run"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/term"
+
+	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// Main runs the runner program called name with the command-line args
+// (without the program name) and the engines it can drive, and returns its
+// exit status.
+func Main(name string, args []string, engines map[string]engine.Factory) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	dir := fs.String("session-dir", "", "the session folder (required)")
+	stdio := fs.Bool("stdio", false, "speak the wire protocol on stdin/stdout (how the supervisor starts runners)")
+	spec := wire.Spec{}
+	fs.StringVar(&spec.Engine, "engine", "", "engine: "+engineNames(engines))
+	fs.StringVar(&spec.Scenario, "scenario", "", "script engine scenario file (default: the built-in demo)")
+	fs.StringVar(&spec.Cwd, "cwd", "", "worktree the agent works in (default: the current directory)")
+	fs.StringVar(&spec.Mode, "mode", "", "review, auto or readonly (default review)")
+	fs.StringVar(&spec.Model, "model", "", "model name")
+	fs.StringVar(&spec.ModelEndpoint, "model-endpoint", "", "model API base URL")
+	fs.BoolVar(&spec.Unattended, "unattended", false, "never wait for a human: asks fail with permissionUnavailable")
+	fs.Float64Var(&spec.SpendCapUSD, "spend-cap", 0, "stop when the session has spent this many USD (0: no cap)")
+	prompt := fs.String("p", "", "print mode: run this prompt to its end, print the final answer, exit non-zero on failure")
+	stream := fs.Bool("stream", false, "print mode: also stream every event to stderr as NDJSON")
+	credFile := fs.String("credentials", "", "credentials file (JSON, mode 0600) instead of the OS keyring")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s --session-dir DIR [--stdio | --engine E ...]\n\n", name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *dir == "" && *prompt != "" {
+		tmp, err := os.MkdirTemp("", "corral-print-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "runner:", err)
+			return 1
+		}
+		defer os.RemoveAll(tmp)
+		*dir = tmp
+	}
+	if *dir == "" && !*stdio {
+		fmt.Fprintln(os.Stderr, name+": --session-dir is required")
+		return 2
+	}
+	log, err := newLogger(*level)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		return 2
+	}
+	defer log.Sync()
+	if spec.Cwd != "" {
+		if spec.Cwd, err = filepath.Abs(spec.Cwd); err != nil {
+			log.Error("cwd", zap.Error(err))
+			return 2
+		}
+	}
+	opts := runner.Options{Spec: spec, Engines: engines, Env: proc.BaseEnv(), Logger: log}
+	if *stdio {
+		return serveStdio(log, opts, *dir)
+	}
+	claim, err := claimDir(*dir)
+	if err != nil {
+		log.Error("session folder", zap.Error(err))
+		return 1
+	}
+	defer claim.release()
+	opts.Dir = claim.dir
+	if opts.Spec.ID == "" {
+		opts.Spec.ID = filepath.Base(claim.dir)
+	}
+	var store *creds.Store
+	if *credFile != "" {
+		if store, err = creds.LoadFile(*credFile); err != nil {
+			log.Error("credentials", zap.Error(err))
+			return 2
+		}
+	}
+	secrets, err := store.All()
+	if err != nil {
+		log.Warn("no credentials from the keyring", zap.Error(err))
+	}
+	opts.Credentials = secrets
+	if *prompt != "" {
+		return printMode(opts, *prompt, *stream)
+	}
+	return standalone(log, opts)
+}
+
+func newLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.OutputPaths = []string{"stderr"}
+	cfg.Sampling = nil
+	return cfg.Build()
+}
+
+// printMode runs one prompt and prints the final answer.
+func printMode(opts runner.Options, prompt string, stream bool) int {
+	ctx, cancel := signalContext()
+	defer cancel()
+	var events io.Writer
+	if stream {
+		events = os.Stderr
+	}
+	res, err := runner.RunPrint(ctx, opts, prompt, events)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "runner:", err)
+		return 1
+	}
+	if res.Answer != "" {
+		fmt.Println(res.Answer)
+	}
+	if !res.OK() {
+		if res.Failure != nil {
+			fmt.Fprintf(os.Stderr, "runner: %s: %s\n", res.Failure.Code, res.Failure.Message)
+		} else {
+			fmt.Fprintf(os.Stderr, "runner: the turn ended %s\n", res.Outcome)
+		}
+		return 1
+	}
+	return 0
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+// standalone runs one session driven through control.sock and, on a
+// terminal, by typed lines.
+func standalone(log *zap.Logger, opts runner.Options) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := runner.New(opts)
+	if err != nil {
+		log.Error("open session", zap.Error(err))
+		return 1
+	}
+	if err := r.Start(ctx); err != nil {
+		log.Error("start session", zap.Error(err))
+		r.Close()
+		return 1
+	}
+	ln, err := runner.ListenControl(opts.Dir)
+	if err != nil {
+		log.Error("control socket", zap.Error(err))
+		r.Close()
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "runner: session %s on %s; control socket %s\n", r.Spec().ID, r.Spec().Engine, filepath.Join(opts.Dir, runner.ControlSock))
+	var g run.Group
+	g.Add(func() error { return runner.ServeControl(ctx, ln, r.Do, log) }, func(error) { cancel() })
+	g.Add(run.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM))
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		g.Add(func() error {
+			sc := bufio.NewScanner(os.Stdin)
+			for sc.Scan() {
+				if line := sc.Text(); line != "" {
+					if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: line}); !reply.OK {
+						fmt.Fprintln(os.Stderr, "runner:", reply.Error.Message)
+					}
+				}
+			}
+			return nil
+		}, func(error) { os.Stdin.Close() })
+	}
+	err = g.Run()
+	if cerr := r.Close(); cerr != nil {
+		log.Error("close session", zap.Error(cerr))
+	}
+	var sig run.SignalError
+	if err != nil && !errors.As(err, &sig) {
+		log.Error("runner", zap.Error(err))
+		return 1
+	}
+	return 0
+}

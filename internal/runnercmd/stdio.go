@@ -1,0 +1,194 @@
+package runnercmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/oklog/run"
+	"go.uber.org/zap"
+
+	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// serveStdio is the supervisor's runner: the wire protocol on stdin/stdout,
+// control.sock once live, until shutdown or stdin closes.
+//
+// With dir empty the runner is a spare, started before any session needed
+// it so that creating one does not wait for a process to start: it takes
+// the session folder the first live.ensure names.
+func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sess stdioSession
+	defer sess.release()
+	if dir != "" {
+		if err := sess.claim(dir); err != nil {
+			log.Error("session folder", zap.Error(err))
+			return 1
+		}
+		opts.Dir = sess.dir
+		opts.Spec.ID = filepath.Base(sess.dir)
+	}
+	var g run.Group
+	terms := newTerminals(opts, log)
+	build := func(spec wire.Spec, secrets map[string]string, o runner.Options) (*runner.Runner, error) {
+		if err := sess.claim(o.Dir); err != nil {
+			return nil, err
+		}
+		o.Spec = spec
+		o.Credentials = secrets
+		// Sessions share one unpacked copy of an engine CLI's package
+		// (hundreds of MB) in <state>/cache, beside <state>/sessions.
+		o.EngineConfig = map[string]string{"cacheDir": filepath.Join(filepath.Dir(filepath.Dir(sess.dir)), "cache")}
+		return runner.New(o)
+	}
+	link := &runner.Link{Build: build, Options: opts, Log: log, Terminals: terms}
+	ctl := &controlServer{ctx: ctx, log: log}
+	defer ctl.close()
+	link.OnLive = func(r *runner.Runner) {
+		terms.SetCwd(r.Spec().Cwd)
+		ctl.serve(r)
+	}
+	// Serve blocks reading stdin, which a signal cannot interrupt, so it
+	// runs on its own; the process exits once the runner is closed.
+	served := make(chan error, 1)
+	go func() { served <- link.Serve(ctx, os.Stdin, os.Stdout) }()
+	g.Add(func() error {
+		select {
+		case err := <-served:
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}, func(error) { cancel() })
+	g.Add(run.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM))
+	err := g.Run()
+	cancel()
+	link.Close()
+	var sig run.SignalError
+	if err != nil && !errors.As(err, &sig) {
+		log.Error("runner", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+// stdioSession is the session folder a supervisor's runner holds: named on
+// the command line, or taken by a spare at its live.ensure.
+type stdioSession struct {
+	mu  sync.Mutex
+	dir string
+	pid string // the pid file to remove at exit
+}
+
+// claim makes dir the runner's session folder, once: its pid file is
+// written (the supervisor's sweep of stale runners reads it) and it becomes
+// the working directory, as for a runner started with --session-dir.
+func (s *stdioSession) claim(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return wire.Errorf(wire.CodeBadRequest, "session folder %q: %v", dir, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir != "" {
+		if s.dir != abs {
+			return wire.Errorf(wire.CodeConflict, "this runner holds session folder %s, not %s", s.dir, abs)
+		}
+		return nil
+	}
+	c, err := claimDir(abs)
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(abs); err != nil {
+		c.release()
+		return fmt.Errorf("session folder: %w", err)
+	}
+	s.dir, s.pid = c.dir, c.pid
+	return nil
+}
+
+func (s *stdioSession) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pid != "" {
+		os.Remove(s.pid)
+	}
+}
+
+// claimed is a session folder this process has written its pid file in.
+type claimed struct{ dir, pid string }
+
+func (c claimed) release() { os.Remove(c.pid) }
+
+// claimDir creates the session folder dir when it is missing and writes
+// this process's pid file in it.
+func claimDir(dir string) (claimed, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return claimed{}, fmt.Errorf("session folder: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return claimed{}, fmt.Errorf("session folder: %w", err)
+	}
+	pid := filepath.Join(abs, runner.PidFile)
+	if err := os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return claimed{}, fmt.Errorf("write pid file: %w", err)
+	}
+	return claimed{dir: abs, pid: pid}, nil
+}
+
+// controlServer serves a live session's control.sock, moving it when a fork
+// moves the session to a new folder.
+type controlServer struct {
+	ctx    context.Context
+	log    *zap.Logger
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (c *controlServer) serve(r *runner.Runner) {
+	// A fork calls this from a command served on the old socket, so the
+	// old server is told to stop but not waited for.
+	c.mu.Lock()
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.mu.Unlock()
+	ln, err := runner.ListenControl(r.Dir())
+	if err != nil {
+		c.log.Error("control socket", zap.Error(err))
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.cancel, c.done = cancel, done
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		if err := runner.ServeControl(ctx, ln, r.Do, c.log); err != nil {
+			c.log.Error("control socket", zap.Error(err))
+		}
+	}()
+}
+
+func (c *controlServer) close() {
+	c.mu.Lock()
+	cancel, done := c.cancel, c.done
+	c.cancel, c.done = nil, nil
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
