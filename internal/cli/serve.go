@@ -24,6 +24,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&cfg.ListenTCP, "listen-tcp", "", "also serve on this TCP address (every request needs the bearer token)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file for --listen-tcp (default <state>/token, generated when missing)")
 	fs.DurationVar(&cfg.IdleTTL, "idle-ttl", 5*time.Minute, "stop a runner idle this long")
+	fs.IntVar(&cfg.MaxLive, "max-live", 64, "most sessions live at once: past it the least recently used idle one is stopped, and with none idle a start fails with 503")
 	fs.StringVar(&cfg.CredentialsFile, "credentials", "", "credentials file (mode 0600) handed to runners instead of the keyring")
 	fs.StringVar(&cfg.EnginesDir, "engines-dir", os.Getenv("CORRAL_ENGINES_DIR"), "folder of the installed agent CLIs (CORRAL_ENGINES_DIR for runners)")
 	fs.StringVar(&level, "log-level", "info", "log level: debug, info, warn or error")
@@ -36,6 +37,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	if cfg.IdleTTL <= 0 {
 		return usagef("--idle-ttl must be positive")
+	}
+	if cfg.MaxLive <= 0 {
+		return usagef("--max-live must be positive")
 	}
 	if cfg.StateDir, err = client.StateDir(state); err != nil {
 		return err

@@ -19,6 +19,10 @@ type Config struct {
 	// engines, started for sessions whose spec NeedsPlugin (default
 	// RunnerPath).
 	PluginRunnerPath string
+	// MaxLive caps the runners live at once (default 64): past it the least
+	// recently used idle one is stopped, and when none is idle a start
+	// fails with unavailable.
+	MaxLive int
 	// SpareRunner keeps one runner started ahead of need, so that
 	// creating or waking a session on a built-in engine does not wait for
 	// a process to start.
@@ -82,6 +86,9 @@ func (c *Config) setDefaults() error {
 	def(&c.KillGrace, 2*time.Second)
 	def(&c.StartTimeout, 30*time.Second)
 	def(&c.CallTimeout, 30*time.Second)
+	if c.MaxLive <= 0 {
+		c.MaxLive = 64
+	}
 	if c.MaxLine <= 0 {
 		c.MaxLine = wire.DefaultMaxLine
 	}

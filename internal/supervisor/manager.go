@@ -114,6 +114,13 @@ func (m *Manager) acquire(ctx context.Context, id string) (*entry, error) {
 				m.mu.Unlock()
 				return nil, notFound(id)
 			}
+			if m.liveLocked() >= m.cfg.MaxLive {
+				m.mu.Unlock()
+				if err := m.makeRoom(ctx); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			e = &entry{ids: []string{id}, ready: make(chan struct{})}
 			m.entries[id] = e
 			m.spawns.Add(1)

@@ -78,6 +78,13 @@ func (m *Manager) Reap(ctx context.Context) int {
 
 // idleLocked reports whether e's runner has been idle since the TTL.
 func (m *Manager) idleLocked(e *entry, now time.Time) bool {
+	return m.quietLocked(e) && now.Sub(lastActive(e)) >= m.cfg.IdleTTL
+}
+
+// quietLocked reports whether e's runner could be stopped without cutting
+// anything short, as far as the supervisor sees: started, not being
+// stopped, no call pending, no turn running or ask open, no terminal.
+func (m *Manager) quietLocked(e *entry) bool {
 	select {
 	case <-e.ready:
 	default:
@@ -87,16 +94,18 @@ func (m *Manager) idleLocked(e *entry, now time.Time) bool {
 	if e.err != nil || e.retiring || e.holds > 0 || !c.alive() {
 		return false
 	}
-	if c.working.Load() || c.openAsks.Load() > 0 || c.holdsTerminal() {
-		return false
-	}
+	return !c.working.Load() && c.openAsks.Load() == 0 && !c.holdsTerminal()
+}
+
+// lastActive is when e's session was last used or its last turn ended.
+func lastActive(e *entry) time.Time {
 	last := e.lastUsed
-	if t := c.idleSince.Load(); t > 0 {
+	if t := e.child.idleSince.Load(); t > 0 {
 		if ts := time.Unix(0, t); ts.After(last) {
 			last = ts
 		}
 	}
-	return now.Sub(last) >= m.cfg.IdleTTL
+	return last
 }
 
 // statusIdle reports whether a runner's own status shows nothing under way

@@ -41,9 +41,10 @@ type Config struct {
 	// means plugin-runner beside the runner, else on PATH, else none
 	// (sessions on plugin engines then fail to start, saying why).
 	PluginRunnerPath string
-	// SpareRunner keeps a runner started ahead of need (see
-	// supervisor.Config).
+	// SpareRunner keeps a runner started ahead of need, and MaxLive caps
+	// the live runners (see supervisor.Config).
 	SpareRunner bool
+	MaxLive     int
 	// ListenTCP, when set, is a TCP address to serve too, every request
 	// needing the bearer token.
 	ListenTCP string
@@ -150,6 +151,7 @@ func Run(ctx context.Context, cfg Config) error {
 		RunnerPath:       runner,
 		PluginRunnerPath: pluginRunner,
 		SpareRunner:      cfg.SpareRunner,
+		MaxLive:          cfg.MaxLive,
 		IdleTTL:          cfg.IdleTTL,
 		ShutdownGrace:    cfg.ShutdownGrace,
 		KillGrace:        cfg.KillGrace,

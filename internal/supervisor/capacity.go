@@ -1,0 +1,78 @@
+package supervisor
+
+import (
+	"context"
+
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+)
+
+// Live sessions are capped (Config.MaxLive) so that a host opening sessions
+// faster than it closes them meets a clear answer instead of exhausting the
+// machine: every live session is a runner, and for the real engines an
+// agent CLI process of a few hundred MB besides.
+
+// liveLocked counts the runners that are live or starting, each once.
+func (m *Manager) liveLocked() int {
+	seen := map[*entry]bool{}
+	for _, e := range m.entries {
+		if !e.retiring {
+			seen[e] = true
+		}
+	}
+	return len(seen)
+}
+
+// makeRoom stops the least recently used quiet runner when MaxLive runners
+// are live, so that another can start: that session resumes, in a new
+// runner, at its next use. It fails with unavailable when every live runner
+// is busy (a turn, an ask, a call, a terminal, queued or pending work).
+func (m *Manager) makeRoom(ctx context.Context) error {
+	busy := map[*entry]bool{} // quiet to the supervisor, busy by their own status
+	for {
+		m.mu.Lock()
+		if m.liveLocked() < m.cfg.MaxLive {
+			m.mu.Unlock()
+			return nil
+		}
+		var lru *entry
+		seen := map[*entry]bool{}
+		for _, e := range m.entries {
+			if seen[e] {
+				continue
+			}
+			seen[e] = true
+			if !busy[e] && m.quietLocked(e) && (lru == nil || lastActive(e).Before(lastActive(lru))) {
+				lru = e
+			}
+		}
+		if lru == nil {
+			m.mu.Unlock()
+			return wire.Errorf(wire.CodeUnavailable,
+				"%d sessions are live, the most this supervisor runs at once (--max-live), and none is idle: retry when one is", m.cfg.MaxLive)
+		}
+		lru.holds++ // ours while its status is asked
+		m.mu.Unlock()
+
+		st, err := m.status(ctx, lru.child)
+		m.mu.Lock()
+		lru.holds--
+		evict := err == nil && statusIdle(st) && m.quietLocked(lru)
+		if evict {
+			lru.retiring = true
+		}
+		busy[lru] = !evict
+		m.mu.Unlock()
+		if ctx.Err() != nil {
+			return ctxError(ctx, wire.TLiveEnsure)
+		}
+		if evict {
+			m.log.Info("stopping the least recently used runner to make room", zap.Strings("sessions", lru.ids), zap.Int("maxLive", m.cfg.MaxLive))
+			m.spawns.Add(1)
+			go func() {
+				defer m.spawns.Done()
+				lru.child.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
+			}()
+		}
+	}
+}
