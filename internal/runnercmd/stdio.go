@@ -35,11 +35,8 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
 		}
 		opts.Dir = sess.dir
 		opts.Spec.ID = filepath.Base(sess.dir)
-	}
-	if dir == "" {
-		if err := runner.Warm(ctx, opts); err != nil {
-			log.Warn("spare runner did not warm up", zap.Error(err))
-		}
+	} else if err := runner.Warm(ctx, opts); err != nil {
+		log.Warn("spare runner did not warm up", zap.Error(err))
 	}
 	var g run.Group
 	terms := newTerminals(opts, log)
