@@ -110,7 +110,10 @@ func (l *Link) handle(ctx context.Context, m *wire.Message) {
 				"runner speaks protocol %d, supervisor %d", wire.ProtocolVersion, m.Proto)})
 			return
 		}
-		l.send(&wire.Message{T: wire.TReady, Proto: wire.ProtocolVersion, Session: l.Options.Spec.ID})
+		// Terminal output goes as binary frames only to a supervisor
+		// that asked for them (docs/wire.md).
+		l.enc.SetTermFrames(m.TermFrames)
+		l.send(&wire.Message{T: wire.TReady, Proto: wire.ProtocolVersion, Session: l.Options.Spec.ID, TermFrames: m.TermFrames})
 	case wire.TLiveEnsure:
 		l.ensure(ctx, m)
 	case wire.TInject:

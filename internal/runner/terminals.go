@@ -208,12 +208,50 @@ func (s *wireSink) Opened(g term.Grant) {
 		TermID: s.termID, ClientID: s.clientID, Role: string(g.Role), Cols: g.Cols, Rows: g.Rows}})
 }
 
+// tryReserve is reserve without the wait: it reports false when n more
+// bytes do not fit in the window now.
+func (s *wireSink) tryReserve(n int) (ok, gone bool) {
+	if s.window <= 0 {
+		return true, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.gone:
+		return false, true
+	case s.sent-s.acked >= s.window:
+		return false, false
+	}
+	s.sent += int64(n)
+	return true, false
+}
+
 func (s *wireSink) Data(p []byte) error {
 	if !s.reserve(len(p)) {
 		return nil // released: the client is detaching
 	}
-	s.send(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: s.termID, ClientID: s.clientID, Data: p}})
+	s.sendData(p)
 	return nil
+}
+
+// TryData sends p at once, on the terminal's reader goroutine, unless the
+// window is full: then the hub queues p and Data waits for the window.
+// term.InlineSink.
+func (s *wireSink) TryData(p []byte) (bool, error) {
+	ok, gone := s.tryReserve(len(p))
+	if gone {
+		return true, nil // released: the client is detaching
+	}
+	if ok {
+		s.sendData(p)
+	}
+	return ok, nil
+}
+
+// sendData writes p as term.data, a binary frame when the supervisor asked
+// for them; the encoder keeps nothing of p.
+func (s *wireSink) sendData(p []byte) {
+	s.send(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: s.termID, ClientID: s.clientID, Data: p}})
 }
 
 func (s *wireSink) Exit(code int, signal string) {

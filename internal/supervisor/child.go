@@ -27,6 +27,9 @@ type child struct {
 	stdin *os.File
 	tail  *proc.Tail
 	hooks childHooks
+	// frames: the handshake asks for terminal output as binary frames, and
+	// the reader takes them.
+	frames bool
 
 	ready  chan *wire.Message // the handshake's answer
 	exited chan struct{}      // closed once the process was waited for
@@ -49,6 +52,7 @@ type child struct {
 	terms    map[termKey]func(*wire.Message)
 	session  string // the session the runner is on now (changes on rotate)
 	stopping bool   // an exit now is a shutdown, not a crash
+	broken   error  // why the reader gave up on the runner's output, which killed it
 	death    *wire.Error
 }
 
@@ -69,6 +73,7 @@ type spawnSpec struct {
 	session string
 	env     []string
 	maxLine int
+	frames  bool // ask for terminal output as binary frames
 	log     *zap.Logger
 	now     func() time.Time
 	hooks   childHooks
@@ -87,12 +92,14 @@ func startChild(sp spawnSpec) (*child, error) {
 		stdinW.Close()
 		return nil, fmt.Errorf("runner stdout: %w", err)
 	}
+	growPipe(stdoutR)
 	c := &child{
 		log:     sp.log,
 		stdin:   stdinW,
 		enc:     wire.NewEncoder(stdinW),
 		tail:    proc.NewTail(stderrTailLines),
 		hooks:   sp.hooks,
+		frames:  sp.frames,
 		ready:   make(chan *wire.Message, 1),
 		exited:  make(chan struct{}),
 		done:    make(chan struct{}),
@@ -181,10 +188,14 @@ func (c *child) deathError(code int, sig string) *wire.Error {
 	}
 	lines := c.tail.Lines()
 	e := &wire.Error{Detail: &wire.Crash{ExitCode: code, Signal: sig, Stderr: lines}}
-	if c.stopping {
+	switch {
+	case c.broken != nil:
+		e.Code = wire.CodeRunnerCrashed
+		e.Message = fmt.Sprintf("runner for session %s was killed: its output could not be read: %v", c.session, c.broken)
+	case c.stopping:
 		e.Code = wire.CodeUnavailable
 		e.Message = fmt.Sprintf("runner for session %s was shut down", c.session)
-	} else {
+	default:
 		e.Code = wire.CodeRunnerCrashed
 		e.Message = fmt.Sprintf("runner for session %s %s", c.session, how)
 		if len(lines) > 0 {

@@ -259,6 +259,7 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 		session: session,
 		env:     m.cfg.Env,
 		maxLine: m.cfg.MaxLine,
+		frames:  !m.cfg.NoTermFrames,
 		log:     log,
 		now:     m.cfg.Now,
 		hooks: childHooks{

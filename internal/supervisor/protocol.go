@@ -11,29 +11,43 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
 
 // read handles the runner's stdout until it closes. Bad lines are logged and
-// skipped; mirrors take a fast path that decodes only their seq and type.
+// skipped; mirrors take a fast path that decodes only their seq and type,
+// and binary terminal frames carry output without any decoding.
 func (c *child) read(r io.Reader, maxLine int) {
 	lr := wire.NewLineReader(r, maxLine)
+	if c.frames {
+		lr.AcceptTermFrames()
+	}
 	// The session's hub, looked up at the first mirror: a spare has no
 	// session until it is handed one, before its live.ensure.
 	var cur *hub
 	for {
-		line, err := lr.Next()
+		line, frame, err := lr.NextRecord()
 		if err != nil {
 			var le *wire.LineError
 			if errors.As(err, &le) {
 				c.log.Warn("skipping runner output line", zap.Error(le))
 				continue
 			}
+			var fe *wire.FrameError
+			if errors.As(err, &fe) {
+				c.breakLink(fe)
+				return
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
 				c.log.Warn("reading runner output", zap.Error(err))
 			}
 			return
+		}
+		if frame != nil {
+			c.deliver(frame.Message())
+			continue
 		}
 		if seq, event, ok := parseMirror(line); ok {
 			if cur == nil {
@@ -77,6 +91,17 @@ func (c *child) read(r io.Reader, maxLine int) {
 			c.deliver(m)
 		}
 	}
+}
+
+// breakLink gives up on a runner whose output lost its framing: nothing it
+// writes can be trusted to be where it seems, so it is killed, and its
+// callers and terminal clients are told why.
+func (c *child) breakLink(err error) {
+	c.log.Error("runner output is unreadable; killing the runner", zap.Error(err))
+	c.mu.Lock()
+	c.broken = err
+	c.mu.Unlock()
+	proc.KillGroup(c.cmd.Process.Pid)
 }
 
 // rotate moves the child to session to and returns that session's hub. The
@@ -269,7 +294,7 @@ func ctxError(ctx context.Context, t wire.Type) error {
 
 // handshake checks the runner speaks this protocol version.
 func (c *child) handshake(ctx context.Context) error {
-	if err := c.enc.Encode(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion}); err != nil {
+	if err := c.enc.Encode(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion, TermFrames: c.frames}); err != nil {
 		return c.writeFailed(ctx, wire.THello, err)
 	}
 	select {
@@ -285,6 +310,7 @@ func (c *child) handshake(ctx context.Context) error {
 		if m.Session != "" && m.Session != c.currentSession() {
 			return wire.Errorf(wire.CodeProtocol, "runner says it holds session %q, expected %q", m.Session, c.currentSession())
 		}
+		c.log.Debug("runner ready", zap.Bool("termFrames", m.TermFrames))
 		return nil
 	case <-c.done:
 		return c.death

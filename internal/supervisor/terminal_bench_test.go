@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +98,7 @@ func BenchmarkTermWebSocket(b *testing.B) {
 			d := startTermDaemon(b)
 			id := d.newSession()
 			b.SetBytes(termBenchBytes)
+			var cpu cpuTimes
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -115,12 +117,14 @@ func BenchmarkTermWebSocket(b *testing.B) {
 						counts[k], errs[k] = drain(b, t)
 					}()
 				}
+				before := sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id))
 				b.StartTimer()
 				if err := terms[0].Input(termCtx(b), []byte("go\n")); err != nil {
 					b.Fatal(err)
 				}
 				wg.Wait()
 				b.StopTimer()
+				cpu.add(sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id)), before)
 				for k := range terms {
 					if errs[k] != nil || counts[k] < termBenchBytes {
 						b.Fatalf("client %d: %d bytes, %v", k, counts[k], errs[k])
@@ -128,9 +132,67 @@ func BenchmarkTermWebSocket(b *testing.B) {
 					terms[k].Close()
 				}
 			}
+			cpu.report(b)
 		})
 	}
 }
+
+// cpuTimes is the CPU time the processes of a terminal benchmark used:
+// user plus system time from /proc/PID/stat, whole processes (every
+// thread). The producer is the terminal's program, counted in the runner's
+// children once the runner has waited for it.
+type cpuTimes struct {
+	supervisor, runner, producer, client time.Duration
+}
+
+// sampleCPU reads the CPU times so far of the supervisor, the runner and
+// its waited-for children, and this process (the clients).
+func sampleCPU(b *testing.B, supervisor, runner int) cpuTimes {
+	sup, _ := procCPU(b, strconv.Itoa(supervisor))
+	run, children := procCPU(b, strconv.Itoa(runner))
+	self, _ := procCPU(b, "self")
+	return cpuTimes{supervisor: sup, runner: run, producer: children, client: self}
+}
+
+func (c *cpuTimes) add(after, before cpuTimes) {
+	c.supervisor += after.supervisor - before.supervisor
+	c.runner += after.runner - before.runner
+	c.producer += after.producer - before.producer
+	c.client += after.client - before.client
+}
+
+// report gives each process's CPU seconds per iteration (per 64 MiB).
+func (c *cpuTimes) report(b *testing.B) {
+	n := float64(b.N)
+	b.ReportMetric(c.runner.Seconds()/n, "runner-cpu-s/op")
+	b.ReportMetric(c.supervisor.Seconds()/n, "sup-cpu-s/op")
+	b.ReportMetric(c.client.Seconds()/n, "client-cpu-s/op")
+	b.ReportMetric(c.producer.Seconds()/n, "producer-cpu-s/op")
+}
+
+// procCPU returns a process's user plus system time, and that of its
+// children it has waited for, from /proc/PID/stat.
+func procCPU(b *testing.B, pid string) (self, children time.Duration) {
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing one. utime, stime, cutime, cstime are fields 14-17.
+	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	tick := func(i int) time.Duration {
+		v, err := strconv.ParseInt(fields[i-3], 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%s/stat field %d: %v", pid, i, err)
+		}
+		return time.Duration(v) * time.Second / clockTicks
+	}
+	return tick(14) + tick(15), tick(16) + tick(17)
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat times: 100
+// on every Linux the project runs on.
+const clockTicks = 100
 
 // drain reads a terminal's output until the exit and counts it.
 func drain(tb testing.TB, t *client.Terminal) (int, error) {

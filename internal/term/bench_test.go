@@ -62,8 +62,12 @@ func benchmarkRawPTY(b *testing.B, start func(*exec.Cmd) (*os.File, error)) {
 	}
 }
 
-func BenchmarkHubOneClient(b *testing.B)  { benchmarkHub(b, 1) }
-func BenchmarkHubTenClients(b *testing.B) { benchmarkHub(b, 10) }
+func BenchmarkHubOneClient(b *testing.B)  { benchmarkHub(b, 1, false) }
+func BenchmarkHubTenClients(b *testing.B) { benchmarkHub(b, 10, false) }
+
+// BenchmarkHubOneInlineClient is BenchmarkHubOneClient with a sink that
+// takes output on the reader (InlineSink), as the runner's link does.
+func BenchmarkHubOneInlineClient(b *testing.B) { benchmarkHub(b, 1, true) }
 
 // countingSink counts what it is given and nothing else.
 type countingSink struct {
@@ -80,10 +84,15 @@ func (s *countingSink) Closed(err error) {
 	close(s.ended)
 }
 
+// inlineCountingSink counts output it takes on the reader too.
+type inlineCountingSink struct{ *countingSink }
+
+func (s inlineCountingSink) TryData(p []byte) (bool, error) { return true, s.Data(p) }
+
 // benchmarkHub measures the program's output rate through the hub with
 // clients attached; SetBytes counts the output once, however many clients
 // each receive all of it.
-func benchmarkHub(b *testing.B, clients int) {
+func benchmarkHub(b *testing.B, clients int, inline bool) {
 	h := NewHub(HubOptions{})
 	defer h.Close()
 	b.SetBytes(benchOutputBytes)
@@ -95,8 +104,12 @@ func benchmarkHub(b *testing.B, clients int) {
 		var owner *Client
 		for i := range sinks {
 			sinks[i] = &countingSink{ended: make(chan struct{})}
+			var sink Sink = sinks[i]
+			if inline {
+				sink = inlineCountingSink{sinks[i]}
+			}
 			c, _, err := h.Attach(context.Background(), AttachRequest{TermID: termID, ClientID: fmt.Sprint(i),
-				Role: RoleOwner, Command: benchCommand}, sinks[i])
+				Role: RoleOwner, Command: benchCommand}, sink)
 			if err != nil {
 				b.Fatal(err)
 			}

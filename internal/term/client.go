@@ -20,10 +20,11 @@ const (
 
 // MaxDataBytes bounds the slice passed to one Sink.Data call, so a replayed
 // scrollback or a burst of output maps onto wire messages of bounded size.
-const MaxDataBytes = 64 << 10
+const MaxDataBytes = 256 << 10
 
 // Sink receives one client's view of a terminal. The hub calls a client's
-// Sink from a goroutine of its own, one call at a time, in stream order:
+// Sink from a goroutine of its own (an InlineSink's TryData also from the
+// terminal's reader), one call at a time, in stream order:
 // Opened once, Data any number of times, then exactly one of Exit or Closed,
 // and then never again.
 //
@@ -53,6 +54,26 @@ type Sink interface {
 	Closed(err error)
 }
 
+// InlineSink is a Sink that can also take output on the terminal's reader
+// goroutine. A client whose Sink is one and that has nothing queued gets
+// each batch of output through TryData, as the reader reads it, with no
+// hand-off to the client's own goroutine and no copy: for a sink that
+// writes the output straight on (the runner's link to the supervisor),
+// that hand-off and that copy are most of what the hub costs.
+//
+// TryData is called one call at a time and in stream order with the other
+// Sink calls, like them. p is the reader's buffer: TryData must not keep
+// or modify it after it returns. It must not wait for the client to catch
+// up (flow control): when it cannot take p at once it returns false, and
+// p is queued and later goes through Data as usual. While TryData runs,
+// the terminal's output is not read, so the program waits for it, as it
+// does under HubOptions.Pace. An error detaches the client as one from
+// Data does.
+type InlineSink interface {
+	Sink
+	TryData(p []byte) (taken bool, err error)
+}
+
 // Client is one attachment to a terminal.
 type Client struct {
 	id   string
@@ -64,7 +85,8 @@ type Client struct {
 	// stream. Only the pump goroutine touches replay after Attach.
 	grant   Grant
 	replay  []byte
-	stopCtx func() // releases the attach context; set before pump starts
+	stopCtx func()     // releases the attach context; set before pump starts
+	inline  InlineSink // sink, when it can take output on the reader
 
 	wake chan struct{} // capacity 1: "queue or final changed"
 	done chan struct{} // closed when the pump has made its last Sink call
@@ -72,8 +94,12 @@ type Client struct {
 
 	mu      sync.Mutex
 	queue   [][]byte // live chunks, shared read-only with other clients
-	pending int      // live bytes queued or being delivered
+	pending int      // live bytes queued or being delivered by the pump
 	final   *ending  // how the stream ends, once decided
+	// At most one of the pump and the reader delivers at a time, so the
+	// Sink sees one call at a time, in order.
+	pumping  bool // the pump has output in hand (the replay, a batch)
+	inlining bool // the reader is in TryData
 }
 
 // ending is the last event of a client's stream.
@@ -196,12 +222,63 @@ func (c *Client) poke() {
 	}
 }
 
-func (c *Client) take() ([][]byte, *ending) {
+// take hands the pump what is queued and how the stream ends, once it
+// does. It hands nothing while the reader delivers inline (wait reports
+// that), so the pump neither delivers nor ends the stream meanwhile.
+func (c *Client) take() (batch [][]byte, final *ending, wait bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	batch := c.queue
+	if c.inlining {
+		return nil, nil, true
+	}
+	batch = c.queue
 	c.queue = nil
-	return batch, c.final
+	c.pumping = len(batch) > 0
+	return batch, c.final, false
+}
+
+// claimInline reserves the next delivery for the reader, when the Sink can
+// take it inline and nothing is queued or being delivered before it. The
+// caller holds the terminal's lock, then calls deliverInline.
+func (c *Client) claimInline() bool {
+	if c.inline == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pumping || c.inlining || c.final != nil || len(c.queue) > 0 {
+		return false
+	}
+	c.inlining = true
+	return true
+}
+
+// deliverInline hands p to the Sink on the reader's goroutine, after
+// claimInline. What the Sink does not take is queued, as queued() (a copy
+// of p), for the pump.
+func (c *Client) deliverInline(p []byte, queued func() []byte) {
+	taken, err := c.inline.TryData(p)
+	if err != nil {
+		c.mu.Lock()
+		c.inlining = false
+		c.mu.Unlock()
+		c.fail(err)
+		c.poke()
+		return
+	}
+	c.mu.Lock()
+	c.inlining = false
+	if !taken && c.final == nil {
+		// Nothing was queued meanwhile: only the reader queues output.
+		chunk := queued()
+		c.queue = append(c.queue, chunk)
+		c.pending += len(chunk)
+	}
+	wake := c.final != nil || len(c.queue) > 0
+	c.mu.Unlock()
+	if wake {
+		c.poke()
+	}
 }
 
 // pump is the client's delivery goroutine. It is the only caller of the
@@ -219,14 +296,14 @@ func (c *Client) pump() {
 		c.fail(err)
 	}
 	for {
-		batch, final := c.take()
+		batch, final, wait := c.take()
 		if len(batch) > 0 {
 			if err := c.send(batch, true); err != nil {
 				c.fail(err)
 			}
 			continue
 		}
-		if final != nil {
+		if final != nil && !wait {
 			final.notify(c.sink)
 			return
 		}

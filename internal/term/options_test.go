@@ -3,6 +3,7 @@ package term
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,10 +117,10 @@ func (s *sizeRecorder) Data(p []byte) error {
 }
 
 func TestReplayArrivesInBoundedPieces(t *testing.T) {
-	const printed = 5 * MaxDataBytes
+	const printed = 3 * MaxDataBytes // several pieces, less than the scrollback
 	h := newTestHub(t, HubOptions{})
 	owner, _, ownerOut := attach(t, h, AttachRequest{TermID: "t", ClientID: "owner", Role: RoleOwner,
-		Command: shell(`head -c 327680 /dev/zero | tr '\0' x; echo; echo END; read l; echo bye`)})
+		Command: shell(fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; echo; echo END; read l; echo bye`, printed))})
 	want := ownerOut.waitForText(t, "END\r\n")
 	if len(want) < printed {
 		t.Fatalf("owner saw %d bytes, the program printed at least %d", len(want), printed)

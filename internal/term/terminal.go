@@ -17,8 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readBufferBytes is the most output one read of the pseudo-terminal takes.
-const readBufferBytes = 32 << 10
+// readBufferBytes is the most output the reader takes in one batch, over as
+// many reads of the pseudo-terminal as it takes (each hands out at most
+// 4 KiB). It is at most MaxDataBytes, so a batch is one Sink.Data.
+const readBufferBytes = MaxDataBytes
 
 // terminal is one program on one pseudo-terminal and the clients attached
 // to it.
@@ -36,6 +38,8 @@ type terminal struct {
 	readDone     chan struct{} // the reader saw the end of output
 	done         chan struct{} // the program and its session are gone
 	room         chan struct{} // capacity 1: a client took output or left (Pace)
+
+	inline []*Client // the reader's scratch: clients taking a batch inline
 
 	mu      sync.Mutex
 	clients map[string]*Client
@@ -128,7 +132,10 @@ func (t *terminal) join(req AttachRequest, sink Sink, created bool) (*Client, Gr
 		replay: replay,
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
+		// The replay goes first, through the pump.
+		pumping: true,
 	}
+	c.inline, _ = sink.(InlineSink)
 	t.clients[c.id] = c
 	if role == RoleOwner {
 		t.owner = c
@@ -173,9 +180,13 @@ func (t *terminal) client(id string) (*Client, bool) {
 	return c, ok
 }
 
-// read copies the program's output into the scrollback and every client's
-// queue until the terminal side has no holders left (EIO) or the master is
-// closed.
+// read copies the program's output into the scrollback and to every
+// client until the terminal side has no holders left (EIO) or the master is
+// closed. The whole loop runs inside one poller read: once a read finds the
+// terminal empty, it waits for output rather than first reading again, as
+// a loop of separate poller reads would. A read of an empty pseudo-terminal
+// is not free: the kernel first waits for its worker to hand over whatever
+// it holds.
 func (t *terminal) read() {
 	defer t.hub.wg.Done()
 	defer close(t.readDone)
@@ -185,62 +196,64 @@ func (t *terminal) read() {
 		t.log.Warn("read terminal output", zap.Error(err))
 		return
 	}
-	for {
-		if t.hub.opts.Pace && !t.waitForRoom() {
-			return
-		}
-		n, err := readReady(raw, buf)
-		if n > 0 {
-			t.broadcast(bytes.Clone(buf[:n]))
-		}
-		if err != nil {
-			select {
-			case <-t.masterClosed:
-			default:
-				if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) {
-					t.log.Warn("read terminal output", zap.Error(err))
-				}
+	var readErr error
+	err = raw.Read(func(fd uintptr) bool {
+		for {
+			if t.hub.opts.Pace && !t.waitForRoom() {
+				readErr = os.ErrClosed
+				return true
 			}
-			return
+			n, err := readBatch(int(fd), buf)
+			if n > 0 {
+				t.broadcast(buf[:n])
+			}
+			switch {
+			case err == nil:
+				// buf is full; more may be waiting.
+			case errors.Is(err, unix.EAGAIN):
+				// Wait for the poller. Output that comes from now on wakes
+				// it, and so does output that came while this batch was
+				// being read or delivered.
+				return false
+			default:
+				readErr = err
+				return true
+			}
+		}
+	})
+	if err == nil {
+		err = readErr
+	}
+	select {
+	case <-t.masterClosed:
+	default:
+		if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+			t.log.Warn("read terminal output", zap.Error(err))
 		}
 	}
 }
 
-// readReady waits for output and then reads all that is ready, up to
-// len(buf). The terminal hands out at most 4 KiB per read, so a program
-// writing fast would otherwise cost a broadcast, a client wake-up and a
-// message per 4 KiB; taking what is already there batches a flood without
-// delaying a lone keystroke's echo.
-func readReady(raw syscall.RawConn, buf []byte) (int, error) {
+// readBatch reads all the output that is ready into buf, until buf is full
+// or a read finds none, and says why it stopped short: unix.EAGAIN when the
+// terminal had no more, or the failure of a read. The terminal hands out at
+// most 4 KiB per read, so a program writing fast would otherwise cost a
+// broadcast, a delivery and a message per 4 KiB; taking all that is there
+// batches a flood without delaying a lone keystroke's echo.
+func readBatch(fd int, buf []byte) (int, error) {
 	n := 0
-	var readErr error
-	err := raw.Read(func(fd uintptr) bool {
-		for n < len(buf) {
-			m, err := unix.Read(int(fd), buf[n:])
-			switch {
-			case m > 0:
-				n += m
-			case err == unix.EINTR:
-			case err == unix.EAGAIN:
-				return n > 0 // nothing more yet: done, or wait for output
-			case err != nil:
-				readErr = err
-				return true
-			default:
-				readErr = io.EOF
-				return true
-			}
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		switch {
+		case m > 0:
+			n += m
+		case err == unix.EINTR:
+		case err != nil:
+			return n, err
+		default:
+			return n, io.EOF
 		}
-		return true
-	})
-	if n > 0 {
-		// A failure after some output comes back on the next read.
-		return n, nil
 	}
-	if readErr != nil {
-		return 0, readErr
-	}
-	return 0, err
+	return n, nil
 }
 
 // waitForRoom holds the reader (HubOptions.Pace) while every client is too
@@ -277,21 +290,36 @@ func (t *terminal) pokeRoom() {
 	}
 }
 
-// broadcast records chunk and queues it for every client. chunk is shared,
-// so nobody may modify it. A client already bound bytes behind is cut here
-// rather than waited for; with HubOptions.Pace, unless every client is.
-func (t *terminal) broadcast(chunk []byte) {
+// broadcast records p, the reader's buffer, and hands it to every client:
+// inline to a client whose Sink takes it on this goroutine (InlineSink) and
+// that has nothing queued, and queued for the others. Queues hold a copy,
+// shared by every client and never modified; p itself is reused for the
+// next batch once broadcast returns. A client already bound bytes behind
+// is cut here rather than waited for; with HubOptions.Pace, unless every
+// client is.
+func (t *terminal) broadcast(p []byte) {
+	var shared []byte // p's copy for the queues, made on first need
+	queued := func() []byte {
+		if shared == nil {
+			shared = bytes.Clone(p)
+		}
+		return shared
+	}
 	bound := t.hub.opts.ClientBufferBytes
+	inline := t.inline[:0]
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.scroll.write(chunk)
-	if t.hub.opts.Pace && t.everyClientFullLocked(len(chunk), bound) {
+	t.scroll.write(p)
+	if t.hub.opts.Pace && t.everyClientFullLocked(len(p), bound) {
 		// The reader waited for room first, so this passes the bound by
 		// less than one read.
 		bound = math.MaxInt
 	}
 	for id, c := range t.clients {
-		if c.enqueue(chunk, bound) {
+		if c.claimInline() {
+			inline = append(inline, c)
+			continue
+		}
+		if c.enqueue(queued(), bound) {
 			continue
 		}
 		delete(t.clients, id)
@@ -301,6 +329,14 @@ func (t *terminal) broadcast(chunk []byte) {
 		c.end(&ending{err: fmt.Errorf("client %q: %w", id, ErrSlowClient)})
 		t.log.Info("slow client cut", zap.String("client", id), zap.Int("bound", bound))
 	}
+	t.mu.Unlock()
+	// Outside the lock: a Sink's delivery must not hold up attaches,
+	// resizes and detaches.
+	for i, c := range inline {
+		c.deliverInline(p, queued)
+		inline[i] = nil
+	}
+	t.inline = inline[:0]
 }
 
 // everyClientFullLocked reports whether n more bytes would put every client

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"sync"
 )
@@ -38,10 +39,16 @@ func (e *LineError) Unwrap() error { return e.Err }
 // line without a newline is returned at EOF.
 type LineReader struct {
 	r          *bufio.Reader
+	src        io.Reader // what r reads: frame payloads are read from it directly
 	max        int
 	line       int64
 	buf        []byte
 	terminated bool
+
+	// Binary terminal frames (frame.go).
+	frames               bool
+	fatal                error // a *FrameError: nothing more can be read
+	lastTerm, lastClient string
 }
 
 // NewLineReader returns a reader of lines up to max bytes (DefaultMaxLine
@@ -50,13 +57,16 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
-	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), src: r, max: max}
 }
 
 // Next returns the next line without its newline (and without a trailing
 // \r). The slice is valid until the next call. Oversized lines are skipped
 // with a *LineError; io.EOF ends the stream.
 func (lr *LineReader) Next() ([]byte, error) {
+	if lr.fatal != nil {
+		return nil, lr.fatal
+	}
 	lr.buf = lr.buf[:0]
 	tooLong := false
 	size := 0
@@ -117,14 +127,21 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 	return &Decoder{lines: NewLineReader(r, maxLine)}
 }
 
-// Decode reads the next message. A *LineError means that line was skipped
-// and the caller may go on; blank lines are ignored; any other error ends
-// the stream.
+// AcceptTermFrames makes the decoder take binary terminal frames too
+// (LineReader.AcceptTermFrames), each decoded as its term.data message.
+func (d *Decoder) AcceptTermFrames() { d.lines.AcceptTermFrames() }
+
+// Decode reads the next message. A *LineError means that line (or frame)
+// was skipped and the caller may go on; blank lines are ignored; any other
+// error, a *FrameError among them, ends the stream.
 func (d *Decoder) Decode() (*Message, error) {
 	for {
-		line, err := d.lines.Next()
+		line, frame, err := d.lines.NextRecord()
 		if err != nil {
 			return nil, err
+		}
+		if frame != nil {
+			return frame.Message(), nil
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -150,9 +167,34 @@ func fragment(b []byte) string {
 // Encoder writes Messages, one per line. It is safe for concurrent use;
 // each message is written whole with a single Write.
 type Encoder struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf bytes.Buffer
+	mu     sync.Mutex
+	w      io.Writer
+	buf    bytes.Buffer
+	frames bool   // term.data goes as binary frames
+	frame  []byte // the frame being written, reused
+}
+
+// SetTermFrames says whether term.data messages go as binary terminal
+// frames (frame.go) rather than JSON lines: only to a reader that asked for
+// them. A term.data message that a frame cannot carry (a reqId, an error or
+// terminal fields other than termId, clientId and data; an id longer than
+// 65535 bytes; more than DefaultMaxLine bytes) still goes as a JSON line.
+func (e *Encoder) SetTermFrames(on bool) {
+	e.mu.Lock()
+	e.frames = on
+	e.mu.Unlock()
+}
+
+// frameable reports whether a frame carries all of m: a term.data with no
+// field set but termId, clientId and data.
+func frameable(m *Message) bool {
+	if m.T != TTermData || m.Term == nil {
+		return false
+	}
+	rest, t := *m, *m.Term
+	rest.T, rest.Term = "", nil
+	t.TermID, t.ClientID, t.Data = "", "", nil
+	return reflect.ValueOf(rest).IsZero() && reflect.ValueOf(t).IsZero()
 }
 
 // NewEncoder returns an encoder writing to w.
@@ -162,6 +204,13 @@ func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
 func (e *Encoder) Encode(m *Message) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.frames && frameable(m) {
+		if frame, err := AppendTermFrame(e.frame[:0], m.Term.TermID, m.Term.ClientID, m.Term.Data); err == nil {
+			e.frame = frame
+			_, err = e.w.Write(frame)
+			return err
+		}
+	}
 	e.buf.Reset()
 	if err := json.NewEncoder(&e.buf).Encode(m); err != nil {
 		return fmt.Errorf("encode %s: %w", m.T, err)

@@ -11,7 +11,7 @@ type Type string
 
 // Parent (supervisor) to child (runner).
 const (
-	THello          Type = "hello"            // Proto
+	THello          Type = "hello"            // Proto, TermFrames
 	TLiveEnsure     Type = "live.ensure"      // ReqID, Spec: start or resume the session
 	TInject         Type = "inject"           // ReqID, Command
 	TLiveInterrupt  Type = "live.interrupt"   // ReqID: stop the running turn
@@ -27,10 +27,10 @@ const (
 
 // Child (runner) to parent (supervisor).
 const (
-	TReady       Type = "ready"       // Proto, Session
+	TReady       Type = "ready"       // Proto, Session, TermFrames
 	TCapResult   Type = "capResult"   // ReqID, Result or Error
 	TTermOpened  Type = "term.opened" // ReqID, Term (Role granted)
-	TTermData    Type = "term.data"   // Term (TermID, ClientID, Data)
+	TTermData    Type = "term.data"   // Term (TermID, ClientID, Data); a binary frame when asked
 	TTermExit    Type = "term.exit"   // Term (TermID, ExitCode, Signal)
 	TTermError   Type = "term.error"  // ReqID, Term, Error
 	TMirror      Type = "mirror"      // Seq, Event: one canonical session event
@@ -58,7 +58,10 @@ type Message struct {
 	T     Type   `json:"t"`
 	ReqID string `json:"reqId,omitempty"`
 
-	Proto      int    `json:"proto,omitempty"`
+	Proto int `json:"proto,omitempty"`
+	// TermFrames, on hello, says the supervisor reads term.data as binary
+	// frames (frame.go); on ready, that the runner will send them.
+	TermFrames bool   `json:"termFrames,omitempty"`
 	Session    string `json:"session,omitempty"`
 	NewSession string `json:"newSession,omitempty"`
 

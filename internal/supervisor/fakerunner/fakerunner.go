@@ -56,6 +56,15 @@ const (
 	ModeIgnoreInject = "ignore-inject"
 	// ModeNoTerminal refuses term.open with term.error.
 	ModeNoTerminal = "no-terminal"
+	// ModeTermFrames sends term.data as binary frames when hello asks for
+	// them, as the real runner does.
+	ModeTermFrames = "term-frames"
+	// ModeBadFrames, with frames, writes a frame of an unknown kind before
+	// each term.data: a frame the supervisor must skip.
+	ModeBadFrames = "bad-frames"
+	// ModeBrokenFrame, with frames, answers the terminal input "break\n"
+	// with a frame whose last byte is not the newline its lengths promise.
+	ModeBrokenFrame = "broken-frame"
 )
 
 // SpawnLog is the file in the session folder where each start appends a
@@ -122,8 +131,9 @@ type runner struct {
 	modes map[string]bool
 	errw  io.Writer
 
-	outMu sync.Mutex
-	out   *bufio.Writer
+	outMu  sync.Mutex
+	out    *bufio.Writer
+	frames bool // hello asked for terminal frames, and ModeTermFrames is on
 
 	mu       sync.Mutex
 	log      *os.File
@@ -231,7 +241,10 @@ func (r *runner) serve(stdin io.Reader) int {
 			if v := r.modeValue(ModeProtoPrefix); v != "" {
 				proto, _ = strconv.Atoi(v)
 			}
-			r.write(&wire.Message{T: wire.TReady, Proto: proto, Session: r.session})
+			r.outMu.Lock()
+			r.frames = m.TermFrames && r.modes[ModeTermFrames]
+			r.outMu.Unlock()
+			r.write(&wire.Message{T: wire.TReady, Proto: proto, Session: r.session, TermFrames: r.frames})
 		case wire.TLiveEnsure:
 			if r.modes[ModeFailStart] {
 				fmt.Fprintln(r.errw, "fake runner: engine refused to start")
@@ -278,9 +291,19 @@ func (r *runner) serve(stdin io.Reader) int {
 			r.write(&wire.Message{T: wire.TTermOpened, ReqID: m.ReqID, Term: &t})
 			r.write(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: t.TermID, ClientID: t.ClientID, Data: []byte("$ ")}})
 		case wire.TTermInput:
-			if string(m.Term.Data) == "exit\n" {
+			switch string(m.Term.Data) {
+			case "exit\n":
 				code := 0
 				r.write(&wire.Message{T: wire.TTermExit, Term: &wire.Term{TermID: m.Term.TermID, ClientID: m.Term.ClientID, ExitCode: &code}})
+			case "break\n":
+				if r.modes[ModeBrokenFrame] {
+					frame, _ := wire.AppendTermFrame(nil, m.Term.TermID, m.Term.ClientID, []byte("broken"))
+					frame[len(frame)-1] = 'x'
+					r.writeRaw(append(frame, "and then whatever\n"...))
+				}
+			default:
+				// Echo, as a terminal would.
+				r.write(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: m.Term.TermID, ClientID: m.Term.ClientID, Data: m.Term.Data}})
 			}
 		case wire.TTermResize, wire.TTermClose, wire.TTermAck:
 		case wire.TShutdown:

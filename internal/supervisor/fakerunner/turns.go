@@ -229,6 +229,19 @@ func (r *runner) emit(typ wire.EventType, data any) {
 }
 
 func (r *runner) write(m *wire.Message) {
+	r.outMu.Lock()
+	frames := r.frames
+	r.outMu.Unlock()
+	if frames && m.T == wire.TTermData {
+		var raw []byte
+		if r.modes[ModeBadFrames] {
+			raw, _ = wire.AppendTermFrame(nil, m.Term.TermID, m.Term.ClientID, []byte("of a kind nobody knows"))
+			raw[1] = 0x7f
+		}
+		raw, _ = wire.AppendTermFrame(raw, m.Term.TermID, m.Term.ClientID, m.Term.Data)
+		r.writeRaw(raw)
+		return
+	}
 	raw, _ := json.Marshal(m)
 	r.writeRaw(append(raw, '\n'))
 }

@@ -27,8 +27,9 @@ import (
 const (
 	// termBufferBytes is how much output may wait for one WebSocket client
 	// before it is cut as too slow. The program is paced to the fastest
-	// client, so this is how far behind that one a client may fall.
-	termBufferBytes = 4 << 20
+	// client, which may have up to termWindowBytes waiting too, so a client
+	// may fall termBufferBytes-termWindowBytes (4 MiB) behind that one.
+	termBufferBytes = termWindowBytes + 4<<20
 	// termReadLimit bounds one message from a client (a large paste).
 	termReadLimit = 1 << 20
 	// termInputChunk bounds the keystrokes in one term.input to the runner.

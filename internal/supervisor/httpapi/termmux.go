@@ -29,9 +29,14 @@ const scrollbackBytes = 1 << 20
 // Flow control between the runner and the fan-out: the runner sends at most
 // termWindowBytes of output that the fastest client has not taken yet, and
 // holds the program back beyond that, instead of cutting everyone because
-// the link fell behind. Progress is acknowledged every ackStepBytes.
+// the link fell behind. Progress is acknowledged every ackStepBytes. The
+// window counts against every client's buffer (termBufferBytes): when the
+// fastest client is what holds the program back, the window is full, and
+// what is left of the buffer is how far behind it another may fall before
+// it is cut. With a 4 MiB window and a 4 MiB buffer that was nothing, and
+// ten clients of a fast program were cut for the slightest lag.
 const (
-	termWindowBytes = 4 << 20
+	termWindowBytes = 1 << 20
 	ackStepBytes    = 256 << 10
 )
 

@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/term"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// lockedBuffer is a bytes.Buffer safe for one writer and one reader.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// terminalOutput runs a Link whose supervisor says frames in its hello,
+// prints file on a terminal in raw mode (so the terminal passes every byte
+// through unchanged), and returns what the terminal's client received,
+// whether ready agreed to frames, and everything the Link wrote.
+func terminalOutput(t *testing.T, frames bool, file string) (out []byte, readyFrames bool, raw []byte) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	link := &Link{Options: Options{Dir: t.TempDir(), Spec: wire.Spec{ID: "s1"}}, Terminals: NewTerminals(term.NewHub(term.HubOptions{Pace: true}))}
+	served := make(chan error, 1)
+	go func() {
+		served <- link.Serve(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	defer func() {
+		inW.Close()
+		select {
+		case <-served:
+		case <-time.After(waitLimit):
+			t.Error("link did not end after stdin closed")
+		}
+	}()
+	var copy lockedBuffer
+	dec := wire.NewDecoder(io.TeeReader(outR, &copy), 0)
+	dec.AcceptTermFrames()
+	enc := wire.NewEncoder(inW)
+	next := func() *wire.Message {
+		t.Helper()
+		m, err := dec.Decode()
+		if err != nil {
+			t.Fatalf("read from the link: %v", err)
+		}
+		return m
+	}
+	enc.Encode(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion, TermFrames: frames})
+	if m := next(); m.T != wire.TReady || m.Error != nil {
+		t.Fatalf("answer to hello: %+v", m)
+	} else {
+		readyFrames = m.TermFrames
+	}
+	const window = 256 << 10
+	enc.Encode(&wire.Message{T: wire.TTermOpen, ReqID: "o", Term: &wire.Term{TermID: "t1", ClientID: "sup", Role: "owner", Window: window,
+		Command: []string{"/bin/sh", "-c", "stty raw -echo; read go; cat " + file}}})
+	if m := next(); m.T != wire.TTermOpened {
+		t.Fatalf("answer to term.open: %+v", m)
+	}
+	enc.Encode(&wire.Message{T: wire.TTermInput, Term: &wire.Term{TermID: "t1", ClientID: "sup", Data: []byte("go\n")}})
+	acked := 0
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		m := next()
+		switch m.T {
+		case wire.TTermExit:
+			return out, readyFrames, copy.Bytes()
+		case wire.TTermData:
+			out = append(out, m.Term.Data...)
+			if len(out)-acked >= window/2 {
+				acked = len(out)
+				enc.Encode(&wire.Message{T: wire.TTermAck, Term: &wire.Term{TermID: "t1", ClientID: "sup", Acked: int64(acked)}})
+			}
+		default:
+			t.Fatalf("unexpected %+v", m)
+		}
+	}
+	t.Fatal("no term.exit")
+	return nil, false, nil
+}
+
+func TestLinkSendsTerminalOutputAsFramesOnlyWhenAsked(t *testing.T) {
+	// Every byte value, many times over: far more than one batch, and
+	// bytes a JSON line could not carry raw.
+	content := make([]byte, 3<<20)
+	for i := range content {
+		content[i] = byte(i*7 + i/256)
+	}
+	file := filepath.Join(t.TempDir(), "content")
+	if err := os.WriteFile(file, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, frames := range []bool{false, true} {
+		out, readyFrames, raw := terminalOutput(t, frames, file)
+		if readyFrames != frames {
+			t.Errorf("hello asking for frames %v: ready says %v", frames, readyFrames)
+		}
+		// The terminal's stream may begin with whatever the terminal
+		// printed before stty took effect; it ends with the file.
+		if !bytes.HasSuffix(out, content) || len(out) > len(content)+16 {
+			t.Errorf("frames %v: the client got %d bytes, not the file's %d", frames, len(out), len(content))
+		}
+		jsonData := bytes.Contains(raw, []byte(`"t":"term.data"`))
+		frameData := bytes.Contains(raw, []byte{wire.TermFrameMarker, 0x01})
+		switch {
+		case frames && (jsonData || !frameData):
+			t.Errorf("asked for frames: JSON term.data %v, frames %v", jsonData, frameData)
+		case !frames && (!jsonData || bytes.IndexByte(raw, wire.TermFrameMarker) >= 0):
+			t.Errorf("did not ask for frames: JSON term.data %v, a frame marker in the stream %v", jsonData, bytes.IndexByte(raw, wire.TermFrameMarker) >= 0)
+		}
+	}
+}
+
+func TestWireSinkTakesInlineOnlyWithinTheWindow(t *testing.T) {
+	var mu sync.Mutex
+	var sent []int
+	s := &wireSink{termID: "t", clientID: "c", window: 10, forget: func() {},
+		send: func(m *wire.Message) {
+			mu.Lock()
+			sent = append(sent, len(m.Term.Data))
+			mu.Unlock()
+		}}
+	s.credit = sync.NewCond(&s.mu)
+	try := func(n int, want bool) {
+		t.Helper()
+		taken, err := s.TryData(make([]byte, n))
+		if err != nil || taken != want {
+			t.Fatalf("TryData(%d bytes) = %v, %v; want %v", n, taken, err, want)
+		}
+	}
+	try(8, true)
+	try(8, true)  // 8 unacknowledged: still within the window
+	try(1, false) // 16: the hub queues it, and Data waits
+	s.ack(7)
+	try(1, true)
+	s.Closed(nil)
+	try(5, true) // released: taken, and dropped
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 3 {
+		t.Fatalf("sent %v, want the three pieces taken before the detach", sent)
+	}
+}

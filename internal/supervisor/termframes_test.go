@@ -1,0 +1,177 @@
+package supervisor
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// termSink collects what a runner client of the manager receives.
+type termSink struct {
+	mu   sync.Mutex
+	data []byte
+	msgs []*wire.Message
+	more chan struct{}
+}
+
+func newTermSink() *termSink { return &termSink{more: make(chan struct{}, 1)} }
+
+func (s *termSink) sink(m *wire.Message) {
+	s.mu.Lock()
+	s.msgs = append(s.msgs, m)
+	if m.T == wire.TTermData {
+		s.data = append(s.data, m.Term.Data...)
+	}
+	s.mu.Unlock()
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
+// wait waits for a message of type typ and returns it with the output so
+// far.
+func (s *termSink) wait(t *testing.T, typ wire.Type) (*wire.Message, []byte) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		s.mu.Lock()
+		for _, m := range s.msgs {
+			if m.T == typ {
+				out := bytes.Clone(s.data)
+				s.mu.Unlock()
+				return m, out
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.more:
+		case <-deadline:
+			t.Fatalf("no %s", typ)
+		}
+	}
+}
+
+// TestRealRunnerOutputIsTheSameInFramesAndInBase64 prints a file of every
+// byte value on a terminal of the real runner, with the supervisor asking
+// for binary terminal frames and without, and checks both deliver it
+// exactly.
+func TestRealRunnerOutputIsTheSameInFramesAndInBase64(t *testing.T) {
+	_, runner := realBinaries(t)
+	content := make([]byte, 3<<20)
+	for i := range content {
+		content[i] = byte(i*7 + i/256)
+	}
+	file := filepath.Join(t.TempDir(), "content")
+	if err := os.WriteFile(file, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, frames := range []bool{true, false} {
+		t.Run(map[bool]string{true: "frames", false: "base64"}[frames], func(t *testing.T) {
+			realRunnerOutput(t, runner, file, content, frames)
+		})
+	}
+}
+
+func realRunnerOutput(t *testing.T, runner, file string, content []byte, frames bool) {
+	core, logs := observer.New(zap.DebugLevel)
+	m := newManager(t, "", func(c *Config) {
+		c.RunnerPath, c.Env, c.NoTermFrames = runner, nil, !frames
+		c.Logger = zap.New(core)
+	})
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := newTermSink()
+	// In raw mode the terminal passes every byte through as it is.
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t", ClientID: "c", Role: "owner",
+		Command: []string{"sh", "-c", "stty raw -echo; read go; cat " + file}}, out.sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.TermInput(s.ID, wire.Term{TermID: "t", ClientID: "c", Data: []byte("go\n")}); err != nil {
+		t.Fatal(err)
+	}
+	exit, got := out.wait(t, wire.TTermExit)
+	if exit.Term.ExitCode == nil || *exit.Term.ExitCode != 0 {
+		t.Errorf("frames %v: exit %+v", frames, exit.Term)
+	}
+	// The stream may begin with what the terminal echoed before stty
+	// took effect; it ends with the file, whole.
+	if !bytes.HasSuffix(got, content) || len(got) > len(content)+16 {
+		t.Errorf("frames %v: got %d bytes, not the file's %d", frames, len(got), len(content))
+	}
+	ready := logs.FilterMessage("runner ready").All()
+	if len(ready) != 1 || ready[0].ContextMap()["termFrames"] != frames {
+		t.Errorf("frames %v: the runner's answer to hello: %v", frames, ready)
+	}
+}
+
+// TestFakeRunnerFramesAndSkippedBadFrames: a runner that answers in frames
+// reaches the client, and a frame of an unknown kind is skipped with the
+// stream going on.
+func TestFakeRunnerFramesAndSkippedBadFrames(t *testing.T) {
+	for _, modes := range []string{fakerunner.ModeTermFrames, fakerunner.ModeTermFrames + "," + fakerunner.ModeBadFrames, fakerunner.ModeOn} {
+		t.Run(modes, func(t *testing.T) { fakeRunnerOutput(t, modes) })
+	}
+}
+
+func fakeRunnerOutput(t *testing.T, modes string) {
+	m := newManager(t, modes)
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := newTermSink()
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t", ClientID: "c", Role: "owner"}, out.sink); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"echo\xff\x00\n", "exit\n"} {
+		if err := m.TermInput(s.ID, wire.Term{TermID: "t", ClientID: "c", Data: []byte(in)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, got := out.wait(t, wire.TTermExit); string(got) != "$ echo\xff\x00\n" {
+		t.Errorf("%s: got %q", modes, got)
+	}
+}
+
+// TestBrokenFrameKillsTheRunner: a frame whose end is not where its lengths
+// say leaves no way to tell where the next message starts, so the
+// supervisor kills the runner, and its clients and callers hear why.
+func TestBrokenFrameKillsTheRunner(t *testing.T) {
+	m := newManager(t, fakerunner.ModeTermFrames+","+fakerunner.ModeBrokenFrame)
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := runnerPID(t, m, s.ID)
+	out := newTermSink()
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t", ClientID: "c", Role: "owner"}, out.sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.TermInput(s.ID, wire.Term{TermID: "t", ClientID: "c", Data: []byte("break\n")}); err != nil {
+		t.Fatal(err)
+	}
+	end, got := out.wait(t, wire.TTermError)
+	if !errors.Is(end.Error, wire.ErrRunnerCrashed) || !strings.Contains(end.Error.Message, "could not be read") {
+		t.Fatalf("the client's stream ended with %+v, want runner_crashed saying the output could not be read", end.Error)
+	}
+	if strings.Contains(string(got), "broken") || strings.Contains(string(got), "whatever") {
+		t.Errorf("output after the broken frame reached the client: %q", got)
+	}
+	waitFor(t, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
+	// The session itself is fine: the next call starts a new runner.
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdStatus})
+}
