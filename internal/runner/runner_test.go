@@ -272,11 +272,14 @@ turns:
 	if decode[wire.ToolFinishedData](t, fin).Outcome != "stopped" {
 		t.Fatalf("tool finished %s", fin.Data)
 	}
-	ended, _ := s.waitType(i, wire.EvTurnEnded)
+	ended, endedAt := s.waitType(i, wire.EvTurnEnded)
 	if decode[wire.TurnEndedData](t, ended).Outcome != "stopped" {
 		t.Fatalf("turn ended %s", ended.Data)
 	}
-	s.waitType(i, wire.EvStopped)
+	// The log says the turn ended before it says the stop is done.
+	if _, stoppedAt := s.waitType(i, wire.EvStopped); stoppedAt < endedAt {
+		t.Fatalf("stopped (event %d) before turnEnded (event %d)", stoppedAt, endedAt)
+	}
 	if st := s.r.status(); len(st.Queued) != 0 || st.State != wire.StateStopped {
 		t.Fatalf("after stop: %+v", st)
 	}

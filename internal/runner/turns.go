@@ -112,9 +112,11 @@ func (r *Runner) runTurn(ctx context.Context, t *turn) {
 	default:
 		r.state, r.activity = wire.StateIdle, ""
 	}
-	close(t.done)
 	r.mu.Unlock()
+	// turnEnded before done: a stop waiting for this turn emits stopped
+	// once done closes, and the log must say the turn ended first.
 	r.emit(wire.EvTurnEnded, ended)
+	close(t.done)
 	if err := r.evlog().Sync(); err != nil {
 		r.log.Error("sync event log at turn end", zap.Error(err))
 	}
