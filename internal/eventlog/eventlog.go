@@ -3,9 +3,12 @@
 // repeating and never skipping.
 //
 // Appends are group-committed: Append assigns the seq and encodes the line
-// at once, and a single writer goroutine writes whatever has accumulated
-// with one write(2), then hands the same bytes to the Written callback (the
-// runner mirrors them to the supervisor). An event therefore reaches a shell
+// at once; one batch at a time is written with one write(2) and its bytes
+// handed to the Written callback (the runner mirrors them to the
+// supervisor). An Append that finds no write under way writes its own line
+// there and then, so a lone event (a user's message) does not wait for a
+// goroutine to wake; lines appended during a write are batched by a writer
+// goroutine. An event therefore reaches a shell
 // only after the operating system has it, so a crash of the runner loses no
 // event a shell has seen. Sync flushes and fsyncs; the runner calls it at
 // every turn end, stop and shutdown, so a crash of the machine loses at most
@@ -191,53 +194,76 @@ func (l *Log) Append(typ wire.EventType, data any) (wire.Event, error) {
 	l.starts = append(l.starts, len(l.pending))
 	l.pending = append(l.pending, line...)
 	l.pending = append(l.pending, '\n')
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	if l.flushing {
+		// The batch being written is followed by one with this line.
+		return ev, nil
 	}
+	// Nothing is being written: write this batch here rather than wake
+	// the writer goroutine, whose wake-up on a busy machine takes longer
+	// than the write. Lines appended meanwhile are left to the writer.
+	l.flushing = true
+	l.writeBatchLocked()
+	l.flushing = false
+	l.afterBatchLocked()
 	return ev, nil
+}
+
+// afterBatchLocked hands what was appended during a write to the writer
+// goroutine, or tells Flush that everything is written.
+func (l *Log) afterBatchLocked() {
+	if len(l.pending) > 0 {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	l.idle.Broadcast()
+}
+
+// writeBatchLocked writes the pending lines and hands them to Written; l.mu
+// is held on entry and exit but not during the write. The caller has set
+// l.flushing, so batches are written one at a time and in order.
+func (l *Log) writeBatchLocked() {
+	buf, starts, first := l.pending, l.starts, l.firstSeq
+	l.pending, l.starts = l.spare[:0], nil
+	l.mu.Unlock()
+	_, err := l.f.Write(buf)
+	if err == nil && l.written != nil {
+		lines := make([][]byte, len(starts))
+		for i, s := range starts {
+			e := len(buf) - 1
+			if i+1 < len(starts) {
+				e = starts[i+1] - 1
+			}
+			lines[i] = buf[s:e]
+		}
+		l.written(Batch{Lines: lines, FirstSeq: first})
+	}
+	l.mu.Lock()
+	if err != nil {
+		l.err = fmt.Errorf("write event log: %w", err)
+	}
+	l.spare = buf
 }
 
 func (l *Log) writer() {
 	defer close(l.done)
-	var lines [][]byte
 	for range l.wake {
-		for {
-			l.mu.Lock()
-			if len(l.pending) == 0 {
-				l.flushing = false
-				l.idle.Broadcast()
-				closed := l.closed
-				l.mu.Unlock()
-				if closed {
-					return
-				}
-				break
-			}
-			buf, starts, first := l.pending, l.starts, l.firstSeq
-			l.pending, l.starts = l.spare[:0], nil
+		l.mu.Lock()
+		// An Append writing its own batch hands on what follows it.
+		for !l.flushing && len(l.pending) > 0 {
 			l.flushing = true
-			l.mu.Unlock()
-
-			_, err := l.f.Write(buf)
-			if err != nil {
-				l.mu.Lock()
-				l.err = fmt.Errorf("write event log: %w", err)
-				l.mu.Unlock()
-			} else if l.written != nil {
-				lines = lines[:0]
-				for i, s := range starts {
-					e := len(buf) - 1
-					if i+1 < len(starts) {
-						e = starts[i+1] - 1
-					}
-					lines = append(lines, buf[s:e])
-				}
-				l.written(Batch{Lines: lines, FirstSeq: first})
-			}
-			l.mu.Lock()
-			l.spare = buf
-			l.mu.Unlock()
+			l.writeBatchLocked()
+			l.flushing = false
+		}
+		if !l.flushing {
+			l.idle.Broadcast()
+		}
+		closed := l.closed
+		l.mu.Unlock()
+		if closed {
+			return
 		}
 	}
 }
