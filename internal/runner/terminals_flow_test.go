@@ -11,15 +11,7 @@ import (
 )
 
 func TestWireSinkSendsNoMoreThanTheWindowAhead(t *testing.T) {
-	var mu sync.Mutex
-	var sent []int
-	s := &wireSink{termID: "t", clientID: "c", window: 10, forget: func() {},
-		send: func(m *wire.Message) {
-			mu.Lock()
-			sent = append(sent, len(m.Term.Data))
-			mu.Unlock()
-		}}
-	s.credit = sync.NewCond(&s.mu)
+	s, sentSizes := recordingSink(10)
 	s.Data(make([]byte, 8))
 	s.Data(make([]byte, 8)) // 8 unacknowledged: still within the window
 	third := make(chan struct{})
@@ -45,9 +37,7 @@ func TestWireSinkSendsNoMoreThanTheWindowAhead(t *testing.T) {
 	}()
 	s.Closed(nil) // the client detached: nothing more is sent
 	<-fourth
-	mu.Lock()
-	defer mu.Unlock()
-	if len(sent) != 3 || sent[2] != 1 {
+	if sent := sentSizes(); len(sent) != 3 || sent[2] != 1 {
 		t.Fatalf("sent %v, want the three pieces before the detach", sent)
 	}
 }
@@ -86,5 +76,24 @@ func TestLinkTerminalFlowControl(t *testing.T) {
 	}
 	if got := strings.Count(out.String(), "x"); got != size || !strings.HasSuffix(out.String(), "END\r\n") {
 		t.Fatalf("got %d x's ending %q, want %d", got, out.String()[max(0, out.Len()-20):], size)
+	}
+}
+
+// recordingSink is a wire sink with a flow-control window of window bytes
+// that records the size of every piece it sends.
+func recordingSink(window int64) (*wireSink, func() []int) {
+	var mu sync.Mutex
+	var sent []int
+	s := &wireSink{termID: "t", clientID: "c", window: window, forget: func() {},
+		send: func(m *wire.Message) {
+			mu.Lock()
+			sent = append(sent, len(m.Term.Data))
+			mu.Unlock()
+		}}
+	s.credit = sync.NewCond(&s.mu)
+	return s, func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), sent...)
 	}
 }

@@ -133,15 +133,7 @@ func TestLinkSendsTerminalOutputAsFramesOnlyWhenAsked(t *testing.T) {
 }
 
 func TestWireSinkTakesInlineOnlyWithinTheWindow(t *testing.T) {
-	var mu sync.Mutex
-	var sent []int
-	s := &wireSink{termID: "t", clientID: "c", window: 10, forget: func() {},
-		send: func(m *wire.Message) {
-			mu.Lock()
-			sent = append(sent, len(m.Term.Data))
-			mu.Unlock()
-		}}
-	s.credit = sync.NewCond(&s.mu)
+	s, sentSizes := recordingSink(10)
 	try := func(n int, want bool) {
 		t.Helper()
 		taken, err := s.TryData(make([]byte, n))
@@ -156,9 +148,7 @@ func TestWireSinkTakesInlineOnlyWithinTheWindow(t *testing.T) {
 	try(1, true)
 	s.Closed(nil)
 	try(5, true) // released: taken, and dropped
-	mu.Lock()
-	defer mu.Unlock()
-	if len(sent) != 3 {
+	if sent := sentSizes(); len(sent) != 3 {
 		t.Fatalf("sent %v, want the three pieces taken before the detach", sent)
 	}
 }

@@ -237,7 +237,13 @@ func checkSeqs(t *testing.T, evs []wire.Event, first int64) {
 // runnerPID reads the pid the session's runner wrote.
 func runnerPID(t *testing.T, m *Manager, id string) int {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(m.dir(id), pidFile))
+	return readPIDFile(t, m.dir(id))
+}
+
+// readPIDFile reads the pid a runner wrote in session folder dir.
+func readPIDFile(t *testing.T, dir string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, pidFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -240,15 +240,7 @@ func nth(n int, typ wire.EventType) func(wire.Event) bool {
 
 func (d *daemonProc) runnerPID(t *testing.T, id string) int {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(d.state, "sessions", id, pidFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
+	return readPIDFile(t, filepath.Join(d.state, "sessions", id))
 }
 
 // runners returns the pids of every runner of the daemon, once it has one

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -46,19 +45,6 @@ func waitSpare(t *testing.T, m *Manager) *child {
 	return c
 }
 
-func sessionPID(t *testing.T, m *Manager, id string) int {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(m.dir(id), pidFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
 // playTurn sends text to session id and reads its events to the turn's end.
 func playTurn(t *testing.T, m *Manager, id, text string) {
 	t.Helper()
@@ -88,7 +74,7 @@ func TestSessionOpensInTheSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := sessionPID(t, m, s.ID)
+	pid := runnerPID(t, m, s.ID)
 	if pid != spare.cmd.Process.Pid {
 		t.Fatalf("the session runs in %d, the spare was %d", pid, spare.cmd.Process.Pid)
 	}
@@ -118,7 +104,7 @@ func TestDeadSpareIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pid := sessionPID(t, m, s.ID); pid == spare.cmd.Process.Pid {
+	if pid := runnerPID(t, m, s.ID); pid == spare.cmd.Process.Pid {
 		t.Fatalf("the session runs in the killed spare %d", pid)
 	}
 	playTurn(t, m, s.ID, "hello")
