@@ -2,7 +2,6 @@ package fakemodel
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,30 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/corral-dev/corral/internal/testio"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestCredentialsAreFingerprintedNeverLogged(t *testing.T) {
 	const apiKey, token = "sk-ant-secret-one", "sk-secret-two"
 	ctx := testContext(t)
-	var logFile syncBuffer
+	var logFile testio.Buffer
 	s, url := startServer(t, Scenario{Steps: []Step{{Text: "x", Always: true}}}, WithLog(&logFile))
 	readAll(t, post(ctx, t, url+"/v1/messages", anthropicBody(true, "x"), map[string]string{"x-api-key": apiKey, "anthropic-version": "2023-06-01"}).Body)
 	readAll(t, post(ctx, t, url+"/v1/responses", responsesBody(true, "x"), map[string]string{"Authorization": "Bearer " + token}).Body)
@@ -70,7 +53,7 @@ func TestCredentialsAreFingerprintedNeverLogged(t *testing.T) {
 
 func TestLogFileHasARequestAndAnEndLinePerRequest(t *testing.T) {
 	ctx := testContext(t)
-	var logFile syncBuffer
+	var logFile testio.Buffer
 	s, url := startServer(t, Scenario{Steps: []Step{{Name: "answer", Text: "x"}}}, WithLog(&logFile))
 	readAll(t, post(ctx, t, url+"/v1/messages", anthropicBody(true, "hello there"), nil).Body)
 	outcomeOf(ctx, t, s, 1)

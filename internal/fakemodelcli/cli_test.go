@@ -10,36 +10,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/testio"
 )
-
-// lockedBuffer collects stderr, which the server writes from its handlers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // run starts Main in the background and returns the first line of stdout
 // and a function that stops Main and returns its exit status.
-func run(t *testing.T, args ...string) (firstLine string, stop func() int, stderr *lockedBuffer) {
+func run(t *testing.T, args ...string) (firstLine string, stop func() int, stderr *testio.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	outR, outW := io.Pipe()
-	stderr = &lockedBuffer{}
+	stderr = &testio.Buffer{}
 	status := make(chan int, 1)
 	go func() {
 		status <- Main(ctx, args, outW, stderr)

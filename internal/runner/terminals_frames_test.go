@@ -6,31 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/term"
+	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/wire"
 )
-
-// lockedBuffer is a bytes.Buffer safe for one writer and one reader.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
 
 // terminalOutput runs a Link whose supervisor says frames in its hello,
 // prints file on a terminal in raw mode (so the terminal passes every byte
@@ -54,7 +36,7 @@ func terminalOutput(t *testing.T, frames bool, file string) (out []byte, readyFr
 			t.Error("link did not end after stdin closed")
 		}
 	}()
-	var copy lockedBuffer
+	var copy testio.Buffer
 	dec := wire.NewDecoder(io.TeeReader(outR, &copy), 0)
 	dec.AcceptTermFrames()
 	enc := wire.NewEncoder(inW)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -84,7 +85,7 @@ type daemonProc struct {
 	state  string
 	cwd    string
 	c      *client.Client
-	stderr *bytes.Buffer
+	stderr *testio.Buffer
 	exited chan struct{}
 	err    error
 }
@@ -103,13 +104,13 @@ func startDaemon(t *testing.T, extra ...string) *daemonProc {
 	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProc{t: t, state: filepath.Join(base, "state"), cwd: filepath.Join(base, "work"), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	d := &daemonProc{t: t, state: filepath.Join(base, "state"), cwd: filepath.Join(base, "work"), stderr: &testio.Buffer{}, exited: make(chan struct{})}
 	os.Mkdir(d.cwd, 0o700)
 	os.WriteFile(filepath.Join(d.cwd, "notes.txt"), []byte("some notes\n"), 0o600)
 	os.WriteFile(filepath.Join(d.cwd, "scenario.json"), []byte(scenario), 0o600)
 	args := append([]string{"serve", "--state", d.state, "--runner", wrapper, "--log-level", "debug"}, extra...)
 	d.cmd = exec.Command(sup, args...)
-	d.cmd.Stderr = &lockedWriter{w: d.stderr}
+	d.cmd.Stderr = d.stderr
 	proc.Configure(d.cmd)
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -159,23 +160,7 @@ func waitHealthy(tb testing.TB, c *client.Client, exited <-chan struct{}, log fu
 	}
 }
 
-func (d *daemonProc) log() string {
-	lw := d.cmd.Stderr.(*lockedWriter)
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	return d.stderr.String()
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
+func (d *daemonProc) log() string { return d.stderr.String() }
 
 func (d *daemonProc) create(t *testing.T) string {
 	t.Helper()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -33,7 +34,7 @@ type termDaemon struct {
 	state  string
 	cwd    string
 	c      *client.Client
-	log    *lockedWriter
+	log    *testio.Buffer
 	exited chan struct{}
 }
 
@@ -44,7 +45,7 @@ func startTermDaemon(tb testing.TB, extra ...string) *termDaemon {
 	sup, runner := realBinaries(tb)
 	base := tb.TempDir()
 	d := &termDaemon{tb: tb, bin: sup, state: filepath.Join(base, "state"), cwd: filepath.Join(base, "work"),
-		log: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
+		log: &testio.Buffer{}, exited: make(chan struct{})}
 	if err := os.Mkdir(d.cwd, 0o700); err != nil {
 		tb.Fatal(err)
 	}
@@ -89,9 +90,7 @@ func (d *termDaemon) stop() {
 }
 
 func (d *termDaemon) logText() string {
-	d.log.mu.Lock()
-	defer d.log.mu.Unlock()
-	return d.log.w.String()
+	return d.log.String()
 }
 
 // newSession creates a script-engine session working in d.cwd.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -222,7 +223,7 @@ func buildBinaries(t *testing.T) binaries {
 func startSupervisor(t *testing.T, bins binaries, state string) *client.Client {
 	t.Helper()
 	cmd := exec.Command(bins.supervisor, "serve", "--state", state, "--runner", bins.runner)
-	var stderr syncBuffer
+	var stderr testio.Buffer
 	cmd.Stderr = &stderr
 	proc.Configure(cmd)
 	if err := cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -171,24 +171,6 @@ func (f *fakeSender) sent() []Request {
 	return append([]Request(nil), f.cmds...)
 }
 
-// syncBuffer is a bytes.Buffer several goroutines write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // eventually waits until cond holds; the deadline only keeps a broken
 // test from hanging.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -203,7 +185,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // waitFor waits until the buffer holds text.
-func waitFor(t *testing.T, b *syncBuffer, text string) {
+func waitFor(t *testing.T, b *testio.Buffer, text string) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%q in\n%s", text, b.String()), func() bool { return strings.Contains(b.String(), text) })
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -16,7 +17,7 @@ type plainRun struct {
 	src            *fakeSource
 	snd            *fakeSender
 	typed          *io.PipeWriter
-	stdout, stderr *syncBuffer
+	stdout, stderr *testio.Buffer
 	done           chan error
 	cancel         context.CancelFunc
 }
@@ -25,7 +26,7 @@ func startPlain(t *testing.T, cfg config, src *fakeSource, snd *fakeSender) *pla
 	t.Helper()
 	in, typed := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &plainRun{src: src, snd: snd, typed: typed, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1), cancel: cancel}
+	r := &plainRun{src: src, snd: snd, typed: typed, stdout: &testio.Buffer{}, stderr: &testio.Buffer{}, done: make(chan error, 1), cancel: cancel}
 	cfg.plain, cfg.poll, cfg.retry = true, 10*time.Millisecond, 20*time.Millisecond
 	var stdin io.Reader
 	if cfg.interactive {

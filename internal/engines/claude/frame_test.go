@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -164,23 +165,13 @@ type replay struct {
 	cancel context.CancelFunc
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+// lockedBuffer is the adapter's stdin: what it writes to the CLI.
+type lockedBuffer struct{ testio.Buffer }
 
 func (l *lockedBuffer) Close() error { return nil }
 
 func (l *lockedBuffer) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Split(strings.TrimRight(l.b.String(), "\n"), "\n")
+	return strings.Split(strings.TrimRight(l.String(), "\n"), "\n")
 }
 
 func newReplay(t *testing.T, decide func(context.Context, engine.ToolCall) engine.Verdict) *replay {
