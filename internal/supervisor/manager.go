@@ -159,14 +159,14 @@ func (m *Manager) acquire(ctx context.Context, id string) (*entry, error) {
 // release ends a call; touch marks the session as used for the idle clock.
 func (m *Manager) release(e *entry, touch bool) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	e.holds--
 	if touch {
 		e.lastUsed = m.cfg.Now()
 	}
-	m.mu.Unlock()
 	// A call that took the spare has done its work: the next spare no
 	// longer competes with it for the CPU.
-	m.refillSpare()
+	m.refillSpareLocked()
 }
 
 func (m *Manager) dropLocked(e *entry) {

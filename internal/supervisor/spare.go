@@ -54,12 +54,18 @@ func (m *Manager) takeSpare(ctx context.Context, id string) *child {
 
 // refillSpare starts a spare unless one is ready or being started.
 func (m *Manager) refillSpare() {
-	if !m.cfg.SpareRunner {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.spare.child != nil || m.spare.starting != nil || time.Since(m.spare.failed) < spareRetry {
+	m.refillSpareLocked()
+}
+
+// refillSpareLocked is refillSpare with m.mu held: the end of every call
+// checks it, so the common case (a spare is ready) costs two comparisons.
+func (m *Manager) refillSpareLocked() {
+	if !m.cfg.SpareRunner || m.closed || m.spare.child != nil || m.spare.starting != nil {
+		return
+	}
+	if time.Since(m.spare.failed) < spareRetry {
 		return
 	}
 	done := make(chan struct{})
