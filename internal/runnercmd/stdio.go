@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -28,15 +29,14 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
 	defer cancel()
 	var sess stdioSession
 	defer sess.release()
-	if dir != "" {
+	spare := dir == ""
+	if !spare {
 		if err := sess.claim(dir); err != nil {
 			log.Error("session folder", zap.Error(err))
 			return 1
 		}
 		opts.Dir = sess.dir
 		opts.Spec.ID = filepath.Base(sess.dir)
-	} else if err := runner.Warm(ctx, opts); err != nil {
-		log.Warn("spare runner did not warm up", zap.Error(err))
 	}
 	var g run.Group
 	terms := newTerminals(opts, log)
@@ -58,11 +58,37 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
 		terms.SetCwd(r.Spec().Cwd)
 		ctl.serve(r)
 	}
-	// Serve blocks reading stdin, which a signal cannot interrupt, so it
-	// runs on its own; the process exits once the runner is closed.
-	served := make(chan error, 1)
-	go func() { served <- link.Serve(ctx, os.Stdin, os.Stdout) }()
+	// Signals are caught from here on, before a spare's warm-up begins
+	// (run.SignalHandler would start catching them only once its actor
+	// runs).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	g.Add(func() error {
+		select {
+		case sig := <-sigs:
+			return run.SignalError{Signal: sig}
+		case <-ctx.Done():
+			return nil
+		}
+	}, func(error) { cancel() })
+	g.Add(func() error {
+		// A spare warms up before it answers hello. It does so here,
+		// where a SIGTERM (a supervisor shutting down as the spare
+		// starts) waits for the warm-up to remove its scratch folder.
+		if spare {
+			if err := runner.Warm(ctx, opts); err != nil && ctx.Err() == nil {
+				log.Warn("spare runner did not warm up", zap.Error(err))
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		// Serve blocks reading stdin, which a signal cannot interrupt,
+		// so it runs on its own; the process exits once the runner is
+		// closed.
+		served := make(chan error, 1)
+		go func() { served <- link.Serve(ctx, os.Stdin, os.Stdout) }()
 		select {
 		case err := <-served:
 			return err
@@ -70,7 +96,6 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
 			return nil
 		}
 	}, func(error) { cancel() })
-	g.Add(run.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM))
 	err := g.Run()
 	cancel()
 	link.Close()

@@ -236,3 +236,47 @@ func rssKB(b *testing.B, pid int) int {
 	b.Fatalf("no VmRSS for %d", pid)
 	return 0
 }
+
+// BenchmarkIdleRunnerMemory reports the memory of a session's runner idle
+// after one turn (opened in the spare, as the daemon does by default) and
+// of the spare started behind it. Run it with -benchtime=1x.
+func BenchmarkIdleRunnerMemory(b *testing.B) {
+	m := benchManager(b)
+	s, err := m.Create(ctxT(b), sayOK(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	playTurn(b, m, s.ID, "hello")
+	var spare *child
+	for deadline := time.Now().Add(time.Minute); spare == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("no spare behind the session's runner")
+		}
+		m.mu.Lock()
+		spare = m.spare.child
+		m.mu.Unlock()
+	}
+	time.Sleep(3 * time.Second) // idle: the runtime's background work done
+	session := smapsKB(b, runnerPID(b, m, s.ID))
+	b.ReportMetric(float64(session["Rss"])/1024, "session-RSS-MB")
+	b.ReportMetric(float64(session["Pss"])/1024, "session-PSS-MB")
+	b.ReportMetric(float64(session["Anonymous"])/1024, "session-anon-MB")
+	b.ReportMetric(float64(smapsKB(b, spare.cmd.Process.Pid)["Rss"])/1024, "spare-RSS-MB")
+}
+
+// smapsKB reads the totals of /proc/PID/smaps_rollup, in kB.
+func smapsKB(b *testing.B, pid int) map[string]int {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	kb := map[string]int{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if f := strings.Fields(rest); ok && len(f) == 2 && f[1] == "kB" {
+			kb[name], _ = strconv.Atoi(f[0])
+		}
+	}
+	return kb
+}

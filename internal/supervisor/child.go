@@ -258,12 +258,14 @@ func (c *child) stop(grace, kill time.Duration) {
 	<-c.done
 }
 
-// kill ends the runner at once (a failed start).
-func (c *child) kill() {
+// abort ends a runner whose start failed: SIGTERM first, so that one
+// caught warming up as a spare removes its scratch folder, then SIGKILL
+// after grace.
+func (c *child) abort(grace time.Duration) {
 	c.mu.Lock()
 	c.stopping = true
 	c.mu.Unlock()
-	proc.KillGroup(c.cmd.Process.Pid)
+	proc.StopGroup(c.cmd, c.exited, grace)
 	<-c.done
 }
 

@@ -143,14 +143,14 @@ func childPIDs(t *testing.T) []int {
 	return out
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // mustCommand runs cmd and fails the test unless the runner accepted it.
-func mustCommand(t *testing.T, m *Manager, id string, cmd wire.Command) json.RawMessage {
+func mustCommand(t testing.TB, m *Manager, id string, cmd wire.Command) json.RawMessage {
 	t.Helper()
 	r, err := m.Command(ctxT(t), id, cmd)
 	if err != nil {
@@ -235,13 +235,13 @@ func checkSeqs(t *testing.T, evs []wire.Event, first int64) {
 }
 
 // runnerPID reads the pid the session's runner wrote.
-func runnerPID(t *testing.T, m *Manager, id string) int {
+func runnerPID(t testing.TB, m *Manager, id string) int {
 	t.Helper()
 	return readPIDFile(t, m.dir(id))
 }
 
 // readPIDFile reads the pid a runner wrote in session folder dir.
-func readPIDFile(t *testing.T, dir string) int {
+func readPIDFile(t testing.TB, dir string) int {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, pidFile))
 	if err != nil {

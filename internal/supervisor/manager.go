@@ -238,7 +238,7 @@ func (m *Manager) startRunner(id string) (*child, error) {
 // open makes the session in dir live in runner c, or kills c.
 func (m *Manager) open(ctx context.Context, c *child, spec wire.Spec, dir string) error {
 	if err := m.ensureLive(ctx, c, spec, dir); err != nil {
-		c.kill()
+		c.abort(m.cfg.KillGrace)
 		return fmt.Errorf("start session %s: %w", spec.ID, err)
 	}
 	c.log.Debug("runner live", zap.String("session", spec.ID))
@@ -272,7 +272,7 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 		return nil, err
 	}
 	if err := c.handshake(ctx); err != nil {
-		c.kill()
+		c.abort(m.cfg.KillGrace)
 		return nil, err
 	}
 	return c, nil

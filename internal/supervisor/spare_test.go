@@ -3,9 +3,11 @@ package supervisor
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -22,7 +24,7 @@ func spareManager(t *testing.T) *Manager {
 }
 
 // sayOK is a spec whose turns say "ok" and end.
-func sayOK(t *testing.T) wire.Spec {
+func sayOK(t testing.TB) wire.Spec {
 	t.Helper()
 	cwd := t.TempDir()
 	scenario := filepath.Join(cwd, "scenario.json")
@@ -46,7 +48,7 @@ func waitSpare(t *testing.T, m *Manager) *child {
 }
 
 // playTurn sends text to session id and reads its events to the turn's end.
-func playTurn(t *testing.T, m *Manager, id, text string) {
+func playTurn(t testing.TB, m *Manager, id, text string) {
 	t.Helper()
 	st, err := m.Events(ctxT(t), id, 1, true)
 	if err != nil {
@@ -108,4 +110,50 @@ func TestDeadSpareIsReplaced(t *testing.T) {
 		t.Fatalf("the session runs in the killed spare %d", pid)
 	}
 	playTurn(t, m, s.ID, "hello")
+}
+
+// A supervisor shut down while its spare warms up leaves no scratch folder
+// behind: the spare finishes the warm-up's clean-up before it exits.
+func TestShutdownDuringWarmUpLeavesNoScratch(t *testing.T) {
+	t.Cleanup(trackLeaks(t))
+	_, runner := realBinaries(t)
+	caught := 0
+	for attempt := 0; attempt < 20 && caught < 3; attempt++ {
+		tmp := t.TempDir()
+		m := startManager(t, "", func(c *Config) {
+			c.RunnerPath = runner
+			c.Env = []string{"TMPDIR=" + tmp}
+			c.SpareRunner = true
+		})
+		// Wait for the warm-up's folder, or for the spare to be ready
+		// (the warm-up came and went between two looks).
+		warming := false
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+			if des, _ := os.ReadDir(tmp); len(des) > 0 {
+				warming = true
+				break
+			}
+			m.mu.Lock()
+			ready := m.spare.child != nil
+			m.mu.Unlock()
+			if ready {
+				break
+			}
+			runtime.Gosched()
+		}
+		if err := m.Shutdown(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		if !warming {
+			continue
+		}
+		caught++
+		if des, _ := os.ReadDir(tmp); len(des) > 0 {
+			t.Fatalf("attempt %d: the spare left %s in its temporary folder", attempt, des[0].Name())
+		}
+	}
+	if caught == 0 {
+		t.Fatal("no shutdown landed during a warm-up in 20 attempts")
+	}
+	t.Logf("%d shutdowns landed during a warm-up", caught)
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +21,6 @@ import (
 const (
 	maxToolOutput = 64 << 10
 	killGrace     = 2 * time.Second
-	fetchTimeout  = 30 * time.Second
 )
 
 // player plays one turn's steps. A "model call" ends at each tool call and
@@ -304,25 +301,6 @@ func (p *player) shell(command string) (string, *int, error) {
 		return out.String(), nil, waitErr
 	}
 	return out.String(), &code, nil
-}
-
-func (p *player) fetch(url string) (string, *int, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, fetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxToolOutput))
-	if err == nil && resp.StatusCode >= 400 {
-		err = fmt.Errorf("fetch %s: %s", url, resp.Status)
-	}
-	return clipOutput(body), nil, err
 }
 
 func clipOutput(b []byte) string {
