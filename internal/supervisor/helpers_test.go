@@ -32,8 +32,10 @@ func TestMain(m *testing.M) {
 		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
+	for _, dir := range []string{built.dir, textPayload.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

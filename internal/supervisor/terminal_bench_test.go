@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/atomicfile"
 	"github.com/corral-dev/corral/internal/client"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -28,50 +30,114 @@ import (
 // place before the output starts.
 const termBenchBytes = 64 << 20
 
-var termBenchScript = "read go; exec head -c " + strconv.Itoa(termBenchBytes) + " /dev/zero"
+// termPayloads are the outputs the benchmarks time. "text" is what a
+// terminal mostly carries (log lines, as a build prints them); "zeros" is
+// NUL bytes, which a terminal emulator such as tmux drops without
+// rendering, so for tmux it times little more than its reads.
+var termPayloads = []string{"text", "zeros"}
+
+// termBenchScript returns the shell script that waits for a line and then
+// writes the payload: NUL bytes, or text lines from a file made once per
+// test run (and flushed to disk then, so that no write-back runs during a
+// measurement).
+func termBenchScript(b *testing.B, payload string) string {
+	b.Helper()
+	if payload == "zeros" {
+		return "read go; exec head -c " + strconv.Itoa(termBenchBytes) + " /dev/zero"
+	}
+	textPayload.once.Do(func() {
+		textPayload.dir, textPayload.err = os.MkdirTemp("", "corral-payload-")
+		if textPayload.err != nil {
+			return
+		}
+		path := filepath.Join(textPayload.dir, "payload.txt")
+		textPayload.err = atomicfile.Write(path, logLines(termBenchBytes), 0o600)
+	})
+	if textPayload.err != nil {
+		b.Fatal(textPayload.err)
+	}
+	return "read go; exec cat " + filepath.Join(textPayload.dir, "payload.txt")
+}
+
+// textPayload is the text payload's file; TestMain removes its folder.
+var textPayload struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// logLines returns n bytes of log lines, the same on every call.
+func logLines(n int) []byte {
+	words := strings.Fields("build step compiling package linking test ok cache hit miss module " +
+		"vendor runtime sync error warning runner session terminal supervisor the a of for")
+	levels := []string{"INFO", "WARN", "DEBUG", "ERROR"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	out := make([]byte, 0, n+200)
+	for i := 0; len(out) < n; i++ {
+		out = fmt.Appendf(out, "2026-11-30T05:%02d:%02d.%03dZ %-5s", i/60000%60, i/1000%60, i%1000, levels[rng.IntN(len(levels))])
+		for range 4 + rng.IntN(12) {
+			out = append(out, ' ')
+			out = append(out, words[rng.IntN(len(words))]...)
+		}
+		out = append(out, '\n')
+	}
+	return out[:n]
+}
 
 // BenchmarkTermRawPTY is the baseline: the program's output read straight
 // from the pseudo-terminal's master, as the pty package hands it out
 // (blocking) and non-blocking through the runtime's poller, as the runner's
 // terminal hub reads it.
 func BenchmarkTermRawPTY(b *testing.B) {
-	for _, mode := range []string{"blocking", "poller"} {
-		b.Run(mode, func(b *testing.B) {
-			b.SetBytes(termBenchBytes)
-			buf := make([]byte, 32<<10)
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				cmd := exec.Command("sh", "-c", termBenchScript)
-				master, err := pty.Start(cmd)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if mode == "poller" {
-					if master, err = nonBlocking(master); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StartTimer()
-				if _, err := master.Write([]byte("go\n")); err != nil {
-					b.Fatal(err)
-				}
-				total := 0
-				for {
-					n, err := master.Read(buf)
-					total += n
-					if err != nil {
-						break
-					}
-				}
-				b.StopTimer()
-				cmd.Wait()
-				master.Close()
-				if total < termBenchBytes {
-					b.Fatalf("read %d bytes, want %d", total, termBenchBytes)
-				}
-			}
-		})
+	for _, payload := range termPayloads {
+		for _, mode := range []string{"blocking", "poller"} {
+			b.Run(payload+"/"+mode, func(b *testing.B) { benchRawPTY(b, payload, mode) })
+		}
 	}
+}
+
+func benchRawPTY(b *testing.B, payload, mode string) {
+	script := termBenchScript(b, payload)
+	b.SetBytes(termBenchBytes)
+	buf := make([]byte, 32<<10)
+	var reader, producer time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		self, _ := procCPU(b, "self")
+		cmd := exec.Command("sh", "-c", script)
+		master, err := pty.Start(cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if mode == "poller" {
+			if master, err = nonBlocking(master); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		if _, err := master.Write([]byte("go\n")); err != nil {
+			b.Fatal(err)
+		}
+		total := 0
+		for {
+			n, err := master.Read(buf)
+			total += n
+			if err != nil {
+				break
+			}
+		}
+		b.StopTimer()
+		after, _ := procCPU(b, "self")
+		reader += after - self
+		cmd.Wait()
+		producer += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		master.Close()
+		if total < termBenchBytes {
+			b.Fatalf("read %d bytes, want %d", total, termBenchBytes)
+		}
+	}
+	b.ReportMetric(reader.Seconds()/float64(b.N), "reader-cpu-s/op")
+	b.ReportMetric(producer.Seconds()/float64(b.N), "producer-cpu-s/op")
 }
 
 // nonBlocking swaps f for a non-blocking duplicate served by the poller.
@@ -93,48 +159,53 @@ func nonBlocking(f *os.File) (*os.File, error) {
 // over the supervisor's socket, until each has the exit. MB/s counts the
 // output once, whatever the number of clients.
 func BenchmarkTermWebSocket(b *testing.B) {
-	for _, clients := range []int{1, 10} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			d := startTermDaemon(b)
-			id := d.newSession()
-			b.SetBytes(termBenchBytes)
-			var cpu cpuTimes
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				termID := "bench-" + strconv.Itoa(i)
-				terms := make([]*client.Terminal, clients)
-				for k := range terms {
-					terms[k] = d.attach(id, client.TermOptions{TermID: termID, ReadOnly: k > 0, Command: []string{"sh", "-c", termBenchScript}})
-				}
-				var wg sync.WaitGroup
-				errs := make([]error, clients)
-				counts := make([]int, clients)
-				for k, t := range terms {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						counts[k], errs[k] = drain(b, t)
-					}()
-				}
-				before := sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id))
-				b.StartTimer()
-				if err := terms[0].Input(termCtx(b), []byte("go\n")); err != nil {
-					b.Fatal(err)
-				}
-				wg.Wait()
-				b.StopTimer()
-				cpu.add(sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id)), before)
-				for k := range terms {
-					if errs[k] != nil || counts[k] < termBenchBytes {
-						b.Fatalf("client %d: %d bytes, %v", k, counts[k], errs[k])
-					}
-					terms[k].Close()
-				}
-			}
-			cpu.report(b)
-		})
+	for _, payload := range termPayloads {
+		for _, clients := range []int{1, 10} {
+			b.Run(fmt.Sprintf("%s/clients=%d", payload, clients), func(b *testing.B) { benchWebSocket(b, payload, clients) })
+		}
 	}
+}
+
+func benchWebSocket(b *testing.B, payload string, clients int) {
+	script := termBenchScript(b, payload)
+	d := startTermDaemon(b)
+	id := d.newSession()
+	b.SetBytes(termBenchBytes)
+	var cpu cpuTimes
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		termID := "bench-" + strconv.Itoa(i)
+		terms := make([]*client.Terminal, clients)
+		for k := range terms {
+			terms[k] = d.attach(id, client.TermOptions{TermID: termID, ReadOnly: k > 0, Command: []string{"sh", "-c", script}})
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, clients)
+		counts := make([]int, clients)
+		for k, t := range terms {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				counts[k], errs[k] = drain(b, t)
+			}()
+		}
+		before := sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id))
+		b.StartTimer()
+		if err := terms[0].Input(termCtx(b), []byte("go\n")); err != nil {
+			b.Fatal(err)
+		}
+		wg.Wait()
+		b.StopTimer()
+		cpu.add(sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id)), before)
+		for k := range terms {
+			if errs[k] != nil || counts[k] < termBenchBytes {
+				b.Fatalf("client %d: %d bytes, %v", k, counts[k], errs[k])
+			}
+			terms[k].Close()
+		}
+	}
+	cpu.report(b)
 }
 
 // cpuTimes is the CPU time the processes of a terminal benchmark used:
@@ -216,6 +287,15 @@ func BenchmarkTermTmux(b *testing.B) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		b.Fatal("tmux is needed for this benchmark: install it")
 	}
+	for _, payload := range termPayloads {
+		b.Run(payload, func(b *testing.B) { benchTmux(b, payload) })
+	}
+}
+
+func benchTmux(b *testing.B, payload string) {
+	// The pane's program signals its end to the benchmark after the
+	// payload.
+	payloadScript := strings.TrimPrefix(termBenchScript(b, payload), "read go; exec ")
 	dir := b.TempDir()
 	sock := filepath.Join(dir, "tmux.sock")
 	tmux := func(args ...string) error {
@@ -230,7 +310,7 @@ func BenchmarkTermTmux(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		name := "bench" + strconv.Itoa(i)
-		script := fmt.Sprintf("read go; head -c %d /dev/zero; tmux -S %s wait-for -S %s-done", termBenchBytes, sock, name)
+		script := fmt.Sprintf("read go; %s; tmux -S %s wait-for -S %s-done", payloadScript, sock, name)
 		if err := tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", "sh", "-c", script); err != nil {
 			b.Fatal(err)
 		}

@@ -15,12 +15,41 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/corral-dev/corral/internal/scrollback"
 )
 
 // readBufferBytes is the most output the reader takes in one batch, over as
 // many reads of the pseudo-terminal as it takes (each hands out at most
 // 4 KiB). It is at most MaxDataBytes, so a batch is one Sink.Data.
 const readBufferBytes = MaxDataBytes
+
+// While output streams in, the reader holds a batch back for up to
+// lingerFor, or until it reaches lingerBytes, so that a flood crosses to
+// the supervisor and its clients in a few large messages instead of one
+// per 4 KiB read: every message costs a wake-up of each process it passes
+// through, and those wake-ups, not the bytes, are most of a terminal's
+// cost past the pseudo-terminal. Output that follows a quiet spell of
+// 2×lingerFor (a keystroke's echo, a prompt) goes at once. A millisecond
+// is well under a screen refresh.
+const (
+	lingerFor   = time.Millisecond
+	lingerBytes = 64 << 10
+)
+
+// pendingOutput is the reader's batch: bytes read and not yet broadcast.
+type pendingOutput struct {
+	n         int       // bytes held, at the front of the read buffer
+	lastFlush time.Time // when a batch last went out
+	deadline  bool      // a read deadline bounds how long the batch waits
+}
+
+// hold reports whether the batch, when the terminal has no more output for
+// now, waits for more (streaming) rather than going out (a lone echo, or a
+// batch big enough).
+func (b *pendingOutput) hold(now time.Time) bool {
+	return b.n > 0 && b.n < lingerBytes && (b.deadline || now.Sub(b.lastFlush) < 2*lingerFor)
+}
 
 // terminal is one program on one pseudo-terminal and the clients attached
 // to it.
@@ -44,7 +73,7 @@ type terminal struct {
 	mu      sync.Mutex
 	clients map[string]*Client
 	owner   *Client
-	scroll  *ring
+	scroll  *scrollback.Ring
 	cols    uint16
 	rows    uint16
 }
@@ -80,7 +109,7 @@ func (h *Hub) startTerminal(req AttachRequest) (*terminal, error) {
 		done:         make(chan struct{}),
 		room:         make(chan struct{}, 1),
 		clients:      make(map[string]*Client),
-		scroll:       newRing(h.opts.ScrollbackBytes),
+		scroll:       scrollback.New(h.opts.ScrollbackBytes),
 		cols:         cols,
 		rows:         rows,
 	}
@@ -120,10 +149,7 @@ func (t *terminal) join(req AttachRequest, sink Sink, created bool) (*Client, Gr
 	if req.Role == RoleOwner && t.owner == nil {
 		role = RoleOwner
 	}
-	replay := t.scroll.snapshot()
-	if t.scroll.dropped {
-		replay = alignReplay(replay)
-	}
+	replay := t.scroll.Replay()
 	c := &Client{
 		id:     req.ClientID,
 		role:   role,
@@ -182,11 +208,11 @@ func (t *terminal) client(id string) (*Client, bool) {
 
 // read copies the program's output into the scrollback and to every
 // client until the terminal side has no holders left (EIO) or the master is
-// closed. The whole loop runs inside one poller read: once a read finds the
-// terminal empty, it waits for output rather than first reading again, as
-// a loop of separate poller reads would. A read of an empty pseudo-terminal
-// is not free: the kernel first waits for its worker to hand over whatever
-// it holds.
+// closed. The loop runs inside one poller read (a new one after each batch
+// held back until its deadline): once a read finds the terminal empty, it
+// waits for output rather than first reading again, as a loop of separate
+// poller reads would. A read of an empty pseudo-terminal is not free: the
+// kernel first waits for its worker to hand over whatever it holds.
 func (t *terminal) read() {
 	defer t.hub.wg.Done()
 	defer close(t.readDone)
@@ -196,31 +222,60 @@ func (t *terminal) read() {
 		t.log.Warn("read terminal output", zap.Error(err))
 		return
 	}
-	var readErr error
-	err = raw.Read(func(fd uintptr) bool {
-		for {
-			if t.hub.opts.Pace && !t.waitForRoom() {
-				readErr = os.ErrClosed
-				return true
-			}
-			n, err := readBatch(int(fd), buf)
-			if n > 0 {
-				t.broadcast(buf[:n])
-			}
-			switch {
-			case err == nil:
-				// buf is full; more may be waiting.
-			case errors.Is(err, unix.EAGAIN):
-				// Wait for the poller. Output that comes from now on wakes
-				// it, and so does output that came while this batch was
-				// being read or delivered.
-				return false
-			default:
-				readErr = err
-				return true
-			}
+	var (
+		readErr error
+		batch   pendingOutput
+	)
+	flush := func() {
+		if batch.n > 0 {
+			t.broadcast(buf[:batch.n])
+			batch.n = 0
+			batch.lastFlush = time.Now()
 		}
-	})
+	}
+	for {
+		err = raw.Read(func(fd uintptr) bool {
+			for {
+				if batch.n == 0 && t.hub.opts.Pace && !t.waitForRoom() {
+					readErr = os.ErrClosed
+					return true
+				}
+				n, err := readBatch(int(fd), buf[batch.n:])
+				batch.n += n
+				switch {
+				case err == nil:
+					// buf is full; more may be waiting.
+					flush()
+				case errors.Is(err, unix.EAGAIN):
+					if batch.hold(time.Now()) {
+						if !batch.deadline {
+							batch.deadline = true
+							t.master.SetReadDeadline(time.Now().Add(lingerFor))
+						}
+					} else {
+						flush()
+					}
+					// Wait for the poller (or the deadline). Output
+					// that comes from now on wakes it, and so does
+					// output that came while this batch was being
+					// read or delivered.
+					return false
+				default:
+					readErr = err
+					return true
+				}
+			}
+		})
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		batch.deadline = false
+		t.master.SetReadDeadline(time.Time{})
+		flush()
+	}
+	// What was read before the program exited (EIO) or the master closed
+	// still goes out.
+	flush()
 	if err == nil {
 		err = readErr
 	}
@@ -308,7 +363,7 @@ func (t *terminal) broadcast(p []byte) {
 	bound := t.hub.opts.ClientBufferBytes
 	inline := t.inline[:0]
 	t.mu.Lock()
-	t.scroll.write(p)
+	t.scroll.Write(p)
 	if t.hub.opts.Pace && t.everyClientFullLocked(len(p), bound) {
 		// The reader waited for room first, so this passes the bound by
 		// less than one read.

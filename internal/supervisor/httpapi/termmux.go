@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+	"github.com/corral-dev/corral/internal/scrollback"
 	"github.com/corral-dev/corral/internal/supervisor/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -77,7 +78,7 @@ type termMux struct {
 	mu         sync.Mutex
 	seat       bool // the runner gave this mux the owner's seat
 	cols, rows uint16
-	scroll     scrollback
+	scroll     *scrollback.Ring
 	clients    map[*muxClient]struct{}
 	owner      *muxClient
 	end        *termEnd // how the stream ended, once it has
@@ -114,8 +115,7 @@ func (s *termMuxes) attach(ctx context.Context, id, termID string, q termQuery, 
 			s.mu.Unlock()
 			return nil, termGrant{}, err
 		}
-		x = &termMux{set: s, key: key, clientID: cid, ready: make(chan struct{}), clients: map[*muxClient]struct{}{}}
-		x.scroll.limit = scrollbackBytes
+		x = &termMux{set: s, key: key, clientID: cid, ready: make(chan struct{}), clients: map[*muxClient]struct{}{}, scroll: scrollback.New(scrollbackBytes)}
 		s.muxes[key] = x
 	}
 	s.refs[x]++
@@ -177,7 +177,7 @@ func (x *termMux) open(ctx context.Context, q termQuery) {
 func (x *termMux) join(q termQuery, out *termOutbox) (*muxClient, termGrant, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	replay := x.scroll.snapshot()
+	replay := x.scroll.Replay()
 	c := &muxClient{mux: x, out: out, base: x.received, replay: len(replay)}
 	out.push(replay)
 	if x.end != nil {
@@ -219,7 +219,7 @@ func (x *termMux) sink(m *wire.Message) {
 	switch m.T {
 	case wire.TTermData:
 		x.received += int64(len(m.Term.Data))
-		x.scroll.write(m.Term.Data)
+		x.scroll.Write(m.Term.Data)
 		for c := range x.clients {
 			if !c.out.push(m.Term.Data) {
 				x.dropLocked(c) // cut as too slow

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -284,32 +283,6 @@ func TestMuxWithoutTheSeatGrantsOnlyReadOnly(t *testing.T) {
 	}
 	if err := c.input([]byte("x")); !errors.Is(err, wire.ErrConflict) {
 		t.Fatalf("input: %v", err)
-	}
-}
-
-func TestScrollbackKeepsTheMostRecentOutput(t *testing.T) {
-	s := scrollback{limit: 16}
-	s.write([]byte("one\n"))
-	if got := s.snapshot(); string(got) != "one\n" {
-		t.Fatalf("before the limit: %q", got)
-	}
-	s.write([]byte("two\nthree\nfour\n"))
-	// 19 bytes: the last 16 start with the newline after "one".
-	if got := string(s.snapshot()); got != "two\nthree\nfour\n" {
-		t.Fatalf("past the limit: %q", got)
-	}
-	for range 10 {
-		s.write([]byte("0123456789"))
-	}
-	got := s.snapshot()
-	if len(got) > 16 || !bytes.HasSuffix(got, []byte("6789")) || strings.Contains(string(got), "\n") {
-		t.Fatalf("after many writes: %q", got)
-	}
-	// No line start: cut at a character start, not inside a character.
-	u := scrollback{limit: 5}
-	u.write([]byte("ééééé"))
-	if got := u.snapshot(); !strings.HasPrefix(string(got), "é") {
-		t.Fatalf("utf-8: %q", got)
 	}
 }
 

@@ -1,8 +1,7 @@
-package term
+package scrollback
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 )
@@ -26,12 +25,12 @@ func TestRingKeepsMostRecentOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRing(tt.size)
+			r := New(tt.size)
 			for _, w := range tt.writes {
-				r.write([]byte(w))
+				r.Write([]byte(w))
 			}
-			if got := string(r.snapshot()); got != tt.want || r.dropped != tt.wantDropped {
-				t.Errorf("snapshot %q (dropped %v), want %q (dropped %v)", got, r.dropped, tt.want, tt.wantDropped)
+			if got := string(r.snapshot()); got != tt.want || r.Dropped() != tt.wantDropped {
+				t.Errorf("snapshot %q (dropped %v), want %q (dropped %v)", got, r.Dropped(), tt.want, tt.wantDropped)
 			}
 		})
 	}
@@ -64,64 +63,54 @@ func FuzzRing(f *testing.F) {
 	f.Add(uint8(8), []byte("abcdefghij"), []byte{3, 2})
 	f.Add(uint8(1), []byte("xy"), []byte{})
 	f.Fuzz(func(t *testing.T, size uint8, data, splits []byte) {
-		r := newRing(int(size))
+		r := New(int(size))
 		rest := data
 		for _, s := range splits {
 			n := min(int(s), len(rest))
-			r.write(rest[:n])
+			r.Write(rest[:n])
 			rest = rest[n:]
 		}
-		r.write(rest)
+		r.Write(rest)
 		want := data[max(0, len(data)-int(size)):]
 		if got := r.snapshot(); !bytes.Equal(got, want) {
 			t.Fatalf("size %d: snapshot %q, want %q", size, got, want)
 		}
-		if r.dropped != (len(data) > int(size)) {
-			t.Fatalf("size %d after %d bytes: dropped %v", size, len(data), r.dropped)
+		if r.Dropped() != (len(data) > int(size)) {
+			t.Fatalf("size %d after %d bytes: dropped %v", size, len(data), r.Dropped())
 		}
 	})
 }
 
-func TestNextPieceSplitsAndJoinsWithinTheBound(t *testing.T) {
-	big := bytes.Repeat([]byte("b"), MaxDataBytes+10)
-	half := bytes.Repeat([]byte("h"), MaxDataBytes/2)
-	tests := []struct {
-		name  string
-		batch [][]byte
-		sizes []int // of the pieces, in order
-	}{
-		{"one small chunk", [][]byte{[]byte("abc")}, []int{3}},
-		{"small chunks joined", [][]byte{[]byte("ab"), []byte("cd"), []byte("e")}, []int{5}},
-		{"large chunk split", [][]byte{big}, []int{MaxDataBytes, 10}},
-		{"join stops at the bound", [][]byte{half, half, []byte("x")}, []int{MaxDataBytes, 1}},
-		{"chunk too big to join goes alone", [][]byte{[]byte("a"), big}, []int{1, MaxDataBytes, 10}},
+// tail shortens s to its end for a failure message.
+func tail(s string) string {
+	const keep = 80
+	if len(s) > keep {
+		return "…" + s[len(s)-keep:]
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			want := bytes.Join(tt.batch, nil)
-			var got []byte
-			var sizes []int
-			batch := tt.batch
-			for len(batch) > 0 {
-				var p []byte
-				p, batch = nextPiece(batch)
-				sizes = append(sizes, len(p))
-				got = append(got, p...)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("pieces do not add up to the batch")
-			}
-			if fmt.Sprint(sizes) != fmt.Sprint(tt.sizes) {
-				t.Errorf("piece sizes %v, want %v", sizes, tt.sizes)
-			}
-		})
-	}
+	return s
 }
 
-func TestJoinedPiecesAreNotReused(t *testing.T) {
-	p1, _ := nextPiece([][]byte{[]byte("ab"), []byte("cd")})
-	p2, _ := nextPiece([][]byte{[]byte("wx"), []byte("yz")})
-	if string(p1) != "abcd" || string(p2) != "wxyz" {
-		t.Errorf("first piece %q, second %q: a kept piece changed", p1, p2)
+func TestReplayStartsAtALineOnceOutputWasDropped(t *testing.T) {
+	r := New(16)
+	r.Write([]byte("one\n"))
+	if got := string(r.Replay()); got != "one\n" {
+		t.Fatalf("before the limit: %q", got)
+	}
+	r.Write([]byte("two\nthree\nfour\n"))
+	// 19 bytes: the last 16 start with the newline after "one".
+	if got := string(r.Replay()); got != "two\nthree\nfour\n" {
+		t.Fatalf("past the limit: %q", got)
+	}
+	for range 10 {
+		r.Write([]byte("0123456789"))
+	}
+	if got := string(r.Replay()); got != "4567890123456789" {
+		t.Fatalf("after many writes: %q", got)
+	}
+	// No line start: cut at a character start, not inside a character.
+	u := New(5)
+	u.Write([]byte("ééééé"))
+	if got := string(u.Replay()); got != "éé" {
+		t.Fatalf("utf-8: %q", got)
 	}
 }
