@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"syscall"
 
 	"github.com/oklog/run"
@@ -38,16 +37,6 @@ import (
 // (without the program name) and the engines it can drive, and returns its
 // exit status.
 func Main(name string, args []string, engines map[string]engine.Factory) int {
-	// A runner moves one session's bytes between processes (engine,
-	// supervisor, terminal); its CPU-heavy moments (a diff, a gate
-	// check) take milliseconds. With a second P, every wake-up of a
-	// goroutine also wakes an idle thread to look for work, which cost a
-	// streaming terminal a quarter of the runner's CPU (docs/performance.md).
-	// Many runners share the machine's cores anyway. GOMAXPROCS in the
-	// environment still wins.
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	dir := fs.String("session-dir", "", "the session folder (required)")
 	stdio := fs.Bool("stdio", false, "speak the wire protocol on stdin/stdout (how the supervisor starts runners)")

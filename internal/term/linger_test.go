@@ -15,7 +15,9 @@ func TestPendingOutputHoldsOnlyStreamingOutput(t *testing.T) {
 	}{
 		{"nothing held", pendingOutput{n: 0, lastFlush: now}, false},
 		{"echo after a quiet spell", pendingOutput{n: 1, lastFlush: now.Add(-time.Second)}, false},
-		{"first output ever", pendingOutput{n: 100}, false},
+		{"echo while output streams", pendingOutput{n: 1, lastFlush: now}, false},
+		{"small batch while output streams", pendingOutput{n: lingerMin - 1, lastFlush: now, deadline: true}, false},
+		{"first output ever", pendingOutput{n: 4096}, false},
 		{"streaming", pendingOutput{n: 4096, lastFlush: now.Add(-lingerFor)}, true},
 		{"streaming, already waiting", pendingOutput{n: 4096, lastFlush: now.Add(-time.Second), deadline: true}, true},
 		{"big enough to go", pendingOutput{n: lingerBytes, lastFlush: now, deadline: true}, false},

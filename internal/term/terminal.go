@@ -24,16 +24,17 @@ import (
 // 4 KiB). It is at most MaxDataBytes, so a batch is one Sink.Data.
 const readBufferBytes = MaxDataBytes
 
-// While output streams in, the reader holds a batch back for up to
-// lingerFor, or until it reaches lingerBytes, so that a flood crosses to
-// the supervisor and its clients in a few large messages instead of one
-// per 4 KiB read: every message costs a wake-up of each process it passes
-// through, and those wake-ups, not the bytes, are most of a terminal's
-// cost past the pseudo-terminal. Output that follows a quiet spell of
-// 2×lingerFor (a keystroke's echo, a prompt) goes at once. A millisecond
-// is well under a screen refresh.
+// While output streams in, the reader holds a batch of at least lingerMin
+// bytes back for up to lingerFor, or until it reaches lingerBytes, so that
+// a flood crosses to the supervisor and its clients in a few large
+// messages instead of one per 4 KiB read: every message costs a wake-up of
+// each process it passes through, and those wake-ups, not the bytes, are
+// most of a terminal's cost past the pseudo-terminal. A small batch (a
+// keystroke's echo, a prompt) and output after a quiet spell of 2×lingerFor
+// go at once. A millisecond is well under a screen refresh.
 const (
 	lingerFor   = time.Millisecond
+	lingerMin   = 2 << 10
 	lingerBytes = 64 << 10
 )
 
@@ -45,10 +46,10 @@ type pendingOutput struct {
 }
 
 // hold reports whether the batch, when the terminal has no more output for
-// now, waits for more (streaming) rather than going out (a lone echo, or a
-// batch big enough).
+// now, waits for more (streaming) rather than going out (an echo, output
+// after a quiet spell, or a batch big enough).
 func (b *pendingOutput) hold(now time.Time) bool {
-	return b.n > 0 && b.n < lingerBytes && (b.deadline || now.Sub(b.lastFlush) < 2*lingerFor)
+	return b.n >= lingerMin && b.n < lingerBytes && (b.deadline || now.Sub(b.lastFlush) < 2*lingerFor)
 }
 
 // terminal is one program on one pseudo-terminal and the clients attached
