@@ -159,8 +159,15 @@ func printMode(opts runner.Options, prompt string, stream bool) int {
 	return 0
 }
 
+// stopSignals end a runner cleanly. SIGHUP is among them also because a
+// signal a Go program catches reaches the programs it starts at its
+// default: a runner started with SIGHUP ignored (a supervisor run under
+// nohup) would otherwise start terminal programs and engine CLIs that
+// ignore it too, and a terminal's jobs would outlive the terminal.
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
 func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	return signal.NotifyContext(context.Background(), stopSignals...)
 }
 
 // standalone runs one session driven through control.sock and, on a
@@ -187,7 +194,7 @@ func standalone(log *zap.Logger, opts runner.Options) int {
 	fmt.Fprintf(os.Stderr, "runner: session %s on %s; control socket %s\n", r.Spec().ID, r.Spec().Engine, filepath.Join(opts.Dir, runner.ControlSock))
 	var g run.Group
 	g.Add(func() error { return runner.ServeControl(ctx, ln, r.Do, log) }, func(error) { cancel() })
-	g.Add(run.SignalHandler(ctx, syscall.SIGINT, syscall.SIGTERM))
+	g.Add(run.SignalHandler(ctx, stopSignals...))
 	if term.IsTerminal(int(os.Stdin.Fd())) {
 		g.Add(func() error {
 			sc := bufio.NewScanner(os.Stdin)

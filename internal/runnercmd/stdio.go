@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"github.com/oklog/run"
 	"go.uber.org/zap"
@@ -62,7 +61,7 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
 	// (run.SignalHandler would start catching them only once its actor
 	// runs).
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	defer signal.Stop(sigs)
 	g.Add(func() error {
 		select {

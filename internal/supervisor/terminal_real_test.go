@@ -7,6 +7,7 @@ package supervisor
 import (
 	"bytes"
 	"errors"
+	"os/signal"
 	"strconv"
 	"syscall"
 	"testing"
@@ -227,4 +228,23 @@ func TestRealAttachedTerminalKeepsItsRunnerFromTheReaper(t *testing.T) {
 	}
 	gone(t, runner)
 	gone(t, pid)
+}
+
+// A supervisor started with SIGHUP ignored (under nohup) still gives a
+// terminal's program SIGHUP at its default, so the program's jobs end with
+// the terminal.
+func TestRealTerminalProgramDoesNotInheritAnIgnoredHangup(t *testing.T) {
+	signal.Ignore(syscall.SIGHUP) // inherited by the supervisor and its runners
+	d := startTermDaemon(t)
+	signal.Reset(syscall.SIGHUP)
+	id := d.newSession()
+	term := d.attach(id, client.TermOptions{Command: shell(`grep '^SigIgn:' /proc/self/status`)})
+	r, _ := record(term, 0, true)
+	mask, err := strconv.ParseUint(r.waitOutput(t, `SigIgn:\s*([0-9a-f]+)`), 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mask&(1<<(syscall.SIGHUP-1)) != 0 {
+		t.Fatalf("the terminal's program ignores SIGHUP (SigIgn %x)", mask)
+	}
 }

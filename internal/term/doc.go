@@ -14,5 +14,7 @@
 //
 // Every process of a terminal dies with it: programs run as the leader of a
 // new session on the pseudo-terminal, and [Hub.Close] hangs up and then
-// kills that whole session.
+// kills that whole session. A process that ignores SIGHUP passes that on
+// to the programs it starts, whose jobs would then outlive a hang-up: a
+// process using a Hub must not ignore it (the runner catches it).
 package term

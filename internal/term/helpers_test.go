@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// As the runner does: the terminals' programs get SIGHUP at its
+	// default even when the tests run under nohup.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	goleak.VerifyTestMain(m)
 }
 
