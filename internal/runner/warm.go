@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -24,7 +25,8 @@ func Warm(ctx context.Context, opts Options) (err error) {
 	if opts.Engines["script"] == nil {
 		return errors.New("warm up: no script engine")
 	}
-	tmp, err := os.MkdirTemp("", "corral-warm-")
+	removeStaleWarmUps(os.TempDir(), time.Now())
+	tmp, err := os.MkdirTemp("", warmPrefix)
 	if err != nil {
 		return fmt.Errorf("warm up: %w", err)
 	}
@@ -54,4 +56,24 @@ func Warm(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("warm up: status: %w", reply.Error)
 	}
 	return nil
+}
+
+// warmPrefix begins the name of a warm-up's scratch folder.
+const warmPrefix = "corral-warm-"
+
+// staleWarmUp is the age past which a scratch folder was left behind: a
+// warm-up takes milliseconds, and a runner cleans up after its own unless
+// it is killed mid-way (SIGKILL, which is how a runner dies with a
+// supervisor killed outright).
+const staleWarmUp = time.Minute
+
+// removeStaleWarmUps removes the scratch folders in dir that runners killed
+// while warming up left behind.
+func removeStaleWarmUps(dir string, now time.Time) {
+	matches, _ := filepath.Glob(filepath.Join(dir, warmPrefix+"*"))
+	for _, path := range matches {
+		if info, err := os.Lstat(path); err == nil && info.IsDir() && now.Sub(info.ModTime()) > staleWarmUp {
+			os.RemoveAll(path)
+		}
+	}
 }
