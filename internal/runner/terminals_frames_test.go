@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -83,16 +81,8 @@ func terminalOutput(t *testing.T, frames bool, file string) (out []byte, readyFr
 }
 
 func TestLinkSendsTerminalOutputAsFramesOnlyWhenAsked(t *testing.T) {
-	// Every byte value, many times over: far more than one batch, and
-	// bytes a JSON line could not carry raw.
-	content := make([]byte, 3<<20)
-	for i := range content {
-		content[i] = byte(i*7 + i/256)
-	}
-	file := filepath.Join(t.TempDir(), "content")
-	if err := os.WriteFile(file, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// Far more than one batch.
+	file, content := testio.EveryByteFile(t, 3<<20)
 	for _, frames := range []bool{false, true} {
 		out, readyFrames, raw := terminalOutput(t, frames, file)
 		if readyFrames != frames {

@@ -197,7 +197,7 @@ func BenchmarkSupervisorMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	runnerPID, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
-	runnerKB := rssKB(b, runnerPID)
+	runnerKB := smapsKB(b, runnerPID)["Rss"]
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		h, err := c.Health(ctx)
 		if err != nil {
@@ -214,27 +214,8 @@ func BenchmarkSupervisorMemory(b *testing.B) {
 	if err != nil || len(list) != sessions {
 		b.Fatalf("list: %d sessions, %v", len(list), err)
 	}
-	b.ReportMetric(float64(rssKB(b, cmd.Process.Pid))/1024, "supervisor-RSS-MB")
+	b.ReportMetric(float64(smapsKB(b, cmd.Process.Pid)["Rss"])/1024, "supervisor-RSS-MB")
 	b.ReportMetric(float64(runnerKB)/1024, "idle-runner-RSS-MB")
-}
-
-func rssKB(b *testing.B, pid int) int {
-	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb
-		}
-	}
-	b.Fatalf("no VmRSS for %d", pid)
-	return 0
 }
 
 // BenchmarkIdleRunnerMemory reports the memory of a session's runner idle

@@ -3,8 +3,6 @@ package supervisor
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -69,14 +68,7 @@ func (s *termSink) wait(t *testing.T, typ wire.Type) (*wire.Message, []byte) {
 // exactly.
 func TestRealRunnerOutputIsTheSameInFramesAndInBase64(t *testing.T) {
 	_, runner := realBinaries(t)
-	content := make([]byte, 3<<20)
-	for i := range content {
-		content[i] = byte(i*7 + i/256)
-	}
-	file := filepath.Join(t.TempDir(), "content")
-	if err := os.WriteFile(file, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file, content := testio.EveryByteFile(t, 3<<20)
 	for _, frames := range []bool{true, false} {
 		t.Run(map[bool]string{true: "frames", false: "base64"}[frames], func(t *testing.T) {
 			realRunnerOutput(t, runner, file, content, frames)
