@@ -28,8 +28,10 @@ type child struct {
 	tail  *proc.Tail
 	hooks childHooks
 	// frames: the handshake asks for terminal output as binary frames, and
-	// the reader takes them.
-	frames bool
+	// the reader takes them, their output in buffers from buffers when
+	// that is set.
+	frames  bool
+	buffers *termBuffers
 
 	ready  chan *wire.Message // the handshake's answer
 	exited chan struct{}      // closed once the process was waited for
@@ -73,7 +75,8 @@ type spawnSpec struct {
 	session string
 	env     []string
 	maxLine int
-	frames  bool // ask for terminal output as binary frames
+	frames  bool         // ask for terminal output as binary frames
+	buffers *termBuffers // where frames' output goes; nil: fresh allocations
 	log     *zap.Logger
 	now     func() time.Time
 	hooks   childHooks
@@ -100,6 +103,7 @@ func startChild(sp spawnSpec) (*child, error) {
 		tail:    proc.NewTail(stderrTailLines),
 		hooks:   sp.hooks,
 		frames:  sp.frames,
+		buffers: sp.buffers,
 		ready:   make(chan *wire.Message, 1),
 		exited:  make(chan struct{}),
 		done:    make(chan struct{}),

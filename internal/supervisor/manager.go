@@ -32,6 +32,7 @@ type Manager struct {
 	closed   bool
 	spawns   sync.WaitGroup
 	spare    spare
+	termBufs termBuffers // terminal output from every runner
 }
 
 // entry is one runner, from its spawn to its exit.
@@ -260,6 +261,7 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 		env:     m.cfg.Env,
 		maxLine: m.cfg.MaxLine,
 		frames:  !m.cfg.NoTermFrames,
+		buffers: &m.termBufs,
 		log:     log,
 		now:     m.cfg.Now,
 		hooks: childHooks{

@@ -23,6 +23,9 @@ func (c *child) read(r io.Reader, maxLine int) {
 	lr := wire.NewLineReader(r, maxLine)
 	if c.frames {
 		lr.AcceptTermFrames()
+		if c.buffers != nil {
+			lr.AllocPayloads(c.buffers.get)
+		}
 	}
 	// The session's hub, looked up at the first mirror: a spare has no
 	// session until it is handed one, before its live.ensure.
@@ -195,8 +198,14 @@ func (c *child) deliver(m *wire.Message) {
 		}
 	}
 	c.mu.Unlock()
-	for _, sink := range sinks {
-		sink(m)
+	for i, sink := range sinks {
+		msg := m
+		if i < len(sinks)-1 && m.T == wire.TTermData {
+			// Each sink may keep or recycle the output it gets, so all
+			// but the last get a copy, made before the last has it.
+			msg = &wire.Message{T: m.T, Term: &wire.Term{TermID: m.Term.TermID, ClientID: m.Term.ClientID, Data: bytes.Clone(m.Term.Data)}}
+		}
+		sink(msg)
 	}
 	if len(sinks) > 0 {
 		return

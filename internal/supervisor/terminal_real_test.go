@@ -7,7 +7,10 @@ package supervisor
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -200,6 +203,56 @@ func TestRealSlowViewerIsCutWhileTheOthersCarryOn(t *testing.T) {
 	if rs.total >= size {
 		t.Fatalf("stalled viewer got all %d bytes", rs.total)
 	}
+}
+
+// TestRealFloodReachesEveryClientExactly streams 16 MiB of numbered lines
+// to two WebSocket clients. The supervisor reuses the buffers output
+// arrives in once every client has sent it on, so a buffer reused too early
+// would show a client lines from elsewhere in the stream: every line is
+// different, and both clients must get the file byte for byte.
+func TestRealFloodReachesEveryClientExactly(t *testing.T) {
+	var content []byte
+	for i := 0; len(content) < 16<<20; i++ {
+		content = fmt.Appendf(content, "%09d\n", i)
+	}
+	file := filepath.Join(t.TempDir(), "lines")
+	if err := os.WriteFile(file, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startTermDaemon(t)
+	id := d.newSession()
+	// In raw mode the terminal passes every byte through as it is.
+	owner := d.attach(id, client.TermOptions{Command: shell("stty raw -echo; echo ready; read go; cat " + file)})
+	ro, _ := record(owner, 0, true)
+	ro.waitOutput(t, "ready")
+	viewer := d.attach(id, client.TermOptions{ReadOnly: true})
+	rv, _ := record(viewer, 0, true)
+	rv.waitOutput(t, "ready")
+	if err := owner.Input(termCtx(t), []byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*recorder{"owner": ro, "viewer": rv} {
+		if ex, err := r.ended(t); err != nil || ex == nil || ex.Code != 0 {
+			t.Fatalf("%s: exit %+v, err %v", name, ex, err)
+		}
+		got := r.output()
+		_, after, ok := bytes.Cut(got, []byte("ready\n"))
+		if !ok || !bytes.Equal(after, content) {
+			t.Errorf("%s got %d bytes after ready, not the file's %d bytes (first difference at %d)",
+				name, len(after), len(content), firstDifference(after, content))
+		}
+	}
+}
+
+// firstDifference returns the first index at which a and b differ.
+func firstDifference(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 func TestRealAttachedTerminalKeepsItsRunnerFromTheReaper(t *testing.T) {

@@ -47,7 +47,8 @@ type LineReader struct {
 
 	// Binary terminal frames (frame.go).
 	frames               bool
-	fatal                error // a *FrameError: nothing more can be read
+	alloc                func(n int) []byte // a frame's output buffer; nil: make
+	fatal                error              // a *FrameError: nothing more can be read
 	lastTerm, lastClient string
 }
 

@@ -122,6 +122,12 @@ func parseFrameHeader(h []byte) frameHeader {
 // frame as a malformed line, which the sender never writes unless asked.
 func (lr *LineReader) AcceptTermFrames() { lr.frames = true }
 
+// AllocPayloads makes the reader take each frame's output buffer from
+// alloc, which returns a slice of length n, instead of allocating it: a
+// consumer that recycles the buffers once done spares the garbage
+// collector a large allocation per frame.
+func (lr *LineReader) AllocPayloads(alloc func(n int) []byte) { lr.alloc = alloc }
+
 // NextRecord returns the next line, as Next does, or, when the reader
 // accepts them, the next terminal frame; exactly one of the two is non-nil
 // unless err is. A frame that was read whole but is not a term.data message
@@ -181,7 +187,11 @@ func (lr *LineReader) readFrame() (*TermFrame, error) {
 		return nil, lr.broken(fmt.Errorf("frame cut short: %w", noEOF(err)))
 	}
 	f := &TermFrame{TermID: lr.intern(&lr.lastTerm, lr.buf[:h.termLen]), ClientID: lr.intern(&lr.lastClient, lr.buf[h.termLen:])}
-	f.Data = make([]byte, h.dataLen)
+	if lr.alloc != nil {
+		f.Data = lr.alloc(int(h.dataLen))
+	} else {
+		f.Data = make([]byte, h.dataLen)
+	}
 	if err := lr.readPayload(f.Data); err != nil {
 		return nil, lr.broken(fmt.Errorf("frame cut short: %w", noEOF(err)))
 	}

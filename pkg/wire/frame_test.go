@@ -103,6 +103,48 @@ func TestTermFrameDataIsTheCallers(t *testing.T) {
 	}
 }
 
+// TestTermFrameDataComesFromAllocPayloads: with AllocPayloads, each frame's
+// data lands in the buffer the allocator gave for its exact length, large
+// frames included (read partly past the reader's buffer), and a skipped
+// frame takes none.
+func TestTermFrameDataComesFromAllocPayloads(t *testing.T) {
+	large := bytes.Repeat([]byte("0123456789"), 20_000)
+	stream, _ := AppendTermFrame(nil, "t", "c", []byte("small"))
+	stream = append(stream, frameOf(0x7f, "t", "c", []byte("unknown kind"), '\n')...)
+	stream, _ = AppendTermFrame(stream, "t", "c", large)
+	var given [][]byte
+	lr := NewLineReader(bytes.NewReader(stream), 0)
+	lr.AcceptTermFrames()
+	lr.AllocPayloads(func(n int) []byte {
+		p := make([]byte, n, n+8)
+		given = append(given, p)
+		return p
+	})
+	var got [][]byte
+	for {
+		_, f, err := lr.NextRecord()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var le *LineError
+		if errors.As(err, &le) {
+			continue // the frame of an unknown kind
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, f.Data)
+	}
+	if len(got) != 2 || len(given) != 2 || string(got[0]) != "small" || !bytes.Equal(got[1], large) {
+		t.Fatalf("got %d frames from %d buffers", len(got), len(given))
+	}
+	for i := range got {
+		if &got[i][0] != &given[i][0] || cap(got[i]) != len(got[i])+8 {
+			t.Errorf("frame %d: data is not in the buffer the allocator gave", i)
+		}
+	}
+}
+
 func TestAppendTermFrameRefuses(t *testing.T) {
 	long := strings.Repeat("x", maxFrameID+1)
 	for name, f := range map[string]func() ([]byte, error){

@@ -48,6 +48,9 @@ type termManager interface {
 	TermResize(id string, t wire.Term) error
 	TermAck(id string, t wire.Term) error
 	CloseTerm(id, termID, clientID string) error
+	// RecycleTermData takes back the Data of a term.data message the sink
+	// got, once nothing refers to it any more, to reuse its buffer.
+	RecycleTermData(p []byte)
 }
 
 type muxKey struct{ session, term string }
@@ -179,7 +182,7 @@ func (x *termMux) join(q termQuery, out *termOutbox) (*muxClient, termGrant, boo
 	defer x.mu.Unlock()
 	replay := x.scroll.Replay()
 	c := &muxClient{mux: x, out: out, base: x.received, replay: len(replay)}
-	out.push(replay)
+	out.push(newTermData(replay, nil))
 	if x.end != nil {
 		// The program ended between the open and this join: the client
 		// sees what the others saw.
@@ -220,11 +223,13 @@ func (x *termMux) sink(m *wire.Message) {
 	case wire.TTermData:
 		x.received += int64(len(m.Term.Data))
 		x.scroll.Write(m.Term.Data)
+		d := newTermData(m.Term.Data, x.set.m.RecycleTermData)
 		for c := range x.clients {
-			if !c.out.push(m.Term.Data) {
+			if !c.out.push(d) {
 				x.dropLocked(c) // cut as too slow
 			}
 		}
+		d.release()
 	case wire.TTermExit:
 		end = exitEnd(m.Term)
 	case wire.TTermError:

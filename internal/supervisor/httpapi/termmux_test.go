@@ -15,15 +15,16 @@ import (
 // recordingManager stands in for the supervisor: it grants every open,
 // keeps the sinks so a test can play the runner, and records the rest.
 type recordingManager struct {
-	mu      sync.Mutex
-	opens   []wire.Term
-	sinks   map[string]func(*wire.Message) // by runner client id
-	inputs  []wire.Term
-	resizes []wire.Term
-	closes  []string
-	acks    []int64
-	refuse  error
-	role    string
+	mu       sync.Mutex
+	opens    []wire.Term
+	sinks    map[string]func(*wire.Message) // by runner client id
+	inputs   []wire.Term
+	resizes  []wire.Term
+	closes   []string
+	acks     []int64
+	refuse   error
+	role     string
+	recycled [][]byte
 }
 
 func newRecordingManager() *recordingManager {
@@ -73,6 +74,18 @@ func (r *recordingManager) CloseTerm(_, _, clientID string) error {
 	return nil
 }
 
+func (r *recordingManager) RecycleTermData(p []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recycled = append(r.recycled, p)
+}
+
+func (r *recordingManager) recycledCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.recycled)
+}
+
 // runner plays the runner's side of the last opened runner client.
 func (r *recordingManager) runner(t *testing.T) func(*wire.Message) {
 	t.Helper()
@@ -96,7 +109,7 @@ func drainOutbox(o *termOutbox) (string, []api.TermFrame, *termEnd) {
 		n, pieces, end := o.take(nil, 1<<20)
 		notices = append(notices, n...)
 		for _, p := range pieces {
-			out = append(out, p...)
+			out = append(out, p.p...)
 		}
 		if len(pieces) == 0 {
 			return string(out), notices, end
@@ -289,22 +302,22 @@ func TestMuxWithoutTheSeatGrantsOnlyReadOnly(t *testing.T) {
 func TestOutboxTakesOutputInFramesAndTheEndLast(t *testing.T) {
 	o := newTermOutbox(100)
 	for _, p := range []string{"abc", "defg", "h"} {
-		if !o.push([]byte(p)) {
+		if !o.push(plainData(p)) {
 			t.Fatal("refused within the limit")
 		}
 	}
 	o.notice(errors.New("input: broken pipe"))
 	o.finish(exitEnd(&wire.Term{Signal: "SIGKILL"}), false)
-	if o.push([]byte("late")) {
+	if o.push(plainData("late")) {
 		t.Fatal("took output after the end")
 	}
 	notices, pieces, end := o.take(nil, 5)
 	if len(notices) != 1 || notices[0].Code != wire.CodeInternal || notices[0].Fatal || string(joinPieces(pieces)) != "abcde" || end != nil {
-		t.Fatalf("first take: %+v %q %+v", notices, pieces, end)
+		t.Fatalf("first take: %+v %q %+v", notices, joinPieces(pieces), end)
 	}
 	notices, pieces, end = o.take(nil, 5)
 	if len(notices) != 0 || string(joinPieces(pieces)) != "fgh" || end == nil {
-		t.Fatalf("second take: %+v %q %+v", notices, pieces, end)
+		t.Fatalf("second take: %+v %q %+v", notices, joinPieces(pieces), end)
 	}
 	if end.frame.Type != api.FrameExit || *end.frame.ExitCode != -1 || end.frame.Signal != "SIGKILL" {
 		t.Fatalf("end %+v", end.frame)
@@ -313,20 +326,94 @@ func TestOutboxTakesOutputInFramesAndTheEndLast(t *testing.T) {
 
 func TestOutboxCutDropsWhatWasQueued(t *testing.T) {
 	o := newTermOutbox(10)
-	o.push([]byte("123456"))
-	if o.push([]byte("7890x")) {
+	o.push(plainData("123456"))
+	if o.push(plainData("7890x")) {
 		t.Fatal("took output past the limit")
 	}
 	_, pieces, end := o.take(nil, 100)
 	if len(pieces) != 0 || end == nil || !end.frame.Fatal || end.frame.Code != wire.CodeTimeout {
-		t.Fatalf("after the cut: %q %+v", pieces, end)
+		t.Fatalf("after the cut: %q %+v", joinPieces(pieces), end)
 	}
 }
 
-func joinPieces(pieces [][]byte) []byte {
+func plainData(p string) *termData { return newTermData([]byte(p), nil) }
+
+// TestOutboxReleasesOutputOnceSentOrDropped follows one piece of output
+// queued by two clients: its buffer is recycled once, after the last of
+// them has sent it or dropped it, and never while one still holds it.
+func TestOutboxReleasesOutputOnceSentOrDropped(t *testing.T) {
+	var recycled [][]byte
+	d := newTermData([]byte("0123456789"), func(p []byte) { recycled = append(recycled, p) })
+	fast, slow := newTermOutbox(100), newTermOutbox(12)
+	if !fast.push(d) || !slow.push(d) {
+		t.Fatal("refused within the limit")
+	}
+	d.release() // the fan-out's own reference
+	steps := []struct {
+		name string
+		do   func()
+		want int // recycles so far
+	}{
+		{"the fast client takes the first half", func() {
+			_, pieces, _ := fast.take(nil, 5)
+			if string(joinPieces(pieces)) != "01234" || pieces[0].d != nil {
+				t.Fatalf("first half %+v", pieces)
+			}
+			sent(pieces)
+		}, 0},
+		{"and sends the rest", func() {
+			_, pieces, _ := fast.take(nil, 100)
+			if string(joinPieces(pieces)) != "56789" || pieces[0].d != d {
+				t.Fatalf("second half %+v", pieces)
+			}
+			sent(pieces)
+		}, 0},
+		{"the slow client is cut", func() {
+			if slow.push(plainData("abc")) {
+				t.Fatal("took output past the limit")
+			}
+		}, 1},
+		{"and its end drops nothing twice", func() { slow.finish(fatalEnd(errors.New("gone")), true) }, 1},
+	}
+	for _, step := range steps {
+		step.do()
+		if len(recycled) != step.want {
+			t.Fatalf("after %s: recycled %d times, want %d", step.name, len(recycled), step.want)
+		}
+	}
+	if string(recycled[0]) != "0123456789" {
+		t.Fatalf("recycled %q", recycled[0])
+	}
+}
+
+// TestMuxRecyclesOutputOnceEveryClientSentIt: the buffer a frame of output
+// came in goes back to the manager only after the last of its clients has
+// sent it.
+func TestMuxRecyclesOutputOnceEveryClientSentIt(t *testing.T) {
+	rm := newRecordingManager()
+	s := newTermMuxes(rm)
+	_, _, owner := attachQ(t, s, api.RoleOwner, 0, 0, 1<<20)
+	_, _, viewer := attachQ(t, s, api.RoleReadOnly, 0, 0, 1<<20)
+	rm.runner(t)(data("output"))
+	for i, o := range []*termOutbox{owner, viewer} {
+		if n := rm.recycledCount(); n != 0 {
+			t.Fatalf("recycled %d buffers before client %d sent the output", n, i)
+		}
+		_, pieces, _ := o.take(nil, 1<<20)
+		if string(joinPieces(pieces)) != "output" {
+			t.Fatalf("client %d took %q", i, joinPieces(pieces))
+		}
+		sent(pieces)
+	}
+	if n := rm.recycledCount(); n != 1 {
+		t.Fatalf("recycled %d buffers after both clients sent the output, want 1", n)
+	}
+}
+
+func joinPieces(pieces []outPiece) []byte {
 	var out []byte
 	for _, p := range pieces {
-		out = append(out, p...)
+		out = append(out, p.p...)
 	}
 	return out
 }

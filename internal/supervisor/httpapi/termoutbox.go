@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coder/websocket"
 	"github.com/corral-dev/corral/internal/supervisor/api"
@@ -22,11 +23,47 @@ type termOutbox struct {
 	wake  chan struct{} // one pending wake-up is enough
 
 	mu      sync.Mutex
-	chunks  [][]byte // output, oldest first; shared with other clients, never modified
-	queued  int      // bytes in chunks
-	taken   int64    // bytes handed to the writer in all
+	chunks  []outPiece // output, oldest first
+	queued  int        // bytes in chunks
+	taken   int64      // bytes handed to the writer in all
 	notices []api.TermFrame
 	end     *termEnd
+}
+
+// termData is one piece of a terminal's output, shared read-only by the
+// outboxes that queued it. Each holder releases it once, when it has
+// written it or dropped it; the last release hands the buffer back to be
+// reused for later output (Manager.RecycleTermData). A holder that never
+// gets that far (its connection failed mid-write) does not release, and
+// the garbage collector takes the buffer instead: a missed release costs
+// an allocation, an early one would show a client another moment's output.
+type termData struct {
+	p       []byte
+	refs    atomic.Int32
+	recycle func([]byte) // nil: the buffer is not reused
+}
+
+// newTermData wraps p with one reference, its creator's.
+func newTermData(p []byte, recycle func([]byte)) *termData {
+	d := &termData{p: p, recycle: recycle}
+	d.refs.Store(1)
+	return d
+}
+
+func (d *termData) hold() { d.refs.Add(1) }
+
+func (d *termData) release() {
+	if d.refs.Add(-1) == 0 && d.recycle != nil {
+		d.recycle(d.p)
+	}
+}
+
+// outPiece is output an outbox holds or its writer has taken: p is all or
+// the rest of d.p. A piece taken from the middle of a chunk has no d: the
+// piece that finishes the chunk carries it, so it is released once.
+type outPiece struct {
+	p []byte
+	d *termData
 }
 
 // termEnd is how a stream ends: its last frame and the close status.
@@ -60,28 +97,38 @@ func fatalEnd(err error) *termEnd {
 	return &termEnd{frame: api.TermFrame{Type: api.FrameError, Code: e.Code, Message: e.Message, Fatal: true}, status: status}
 }
 
-// push queues output. It reports false once the stream has ended, which
-// it does here, cut, when the output would pass the limit.
-func (o *termOutbox) push(p []byte) bool {
+// push queues output, taking a reference to d when it does. It reports
+// false once the stream has ended, which it does here, cut, when the output
+// would pass the limit.
+func (o *termOutbox) push(d *termData) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.end != nil {
 		return false
 	}
-	if len(p) == 0 {
+	if len(d.p) == 0 {
 		return true
 	}
-	if o.queued+len(p) > o.limit {
-		o.chunks, o.queued = nil, 0
+	if o.queued+len(d.p) > o.limit {
+		o.dropLocked()
 		o.end = fatalEnd(wire.Errorf(wire.CodeTimeout,
 			"this client fell more than %d bytes behind the terminal's output and was cut; attach again to resync", o.limit))
 		o.signal()
 		return false
 	}
-	o.chunks = append(o.chunks, p)
-	o.queued += len(p)
+	d.hold()
+	o.chunks = append(o.chunks, outPiece{p: d.p, d: d})
+	o.queued += len(d.p)
 	o.signal()
 	return true
+}
+
+// dropLocked forgets the queued output.
+func (o *termOutbox) dropLocked() {
+	for _, c := range o.chunks {
+		c.d.release()
+	}
+	o.chunks, o.queued = nil, 0
 }
 
 // notice queues a non-fatal error frame.
@@ -105,16 +152,16 @@ func (o *termOutbox) finish(end *termEnd, drop bool) {
 		return
 	}
 	if drop {
-		o.chunks, o.queued = nil, 0
+		o.dropLocked()
 	}
 	o.end = end
 	o.signal()
 }
 
 // take removes pending notices and up to limit bytes of output, appending
-// the output's pieces to pieces. It returns the end only once no output is
-// left.
-func (o *termOutbox) take(pieces [][]byte, limit int) ([]api.TermFrame, [][]byte, *termEnd) {
+// the output's pieces to pieces; the writer releases each piece's d once it
+// has written it. take returns the end only once no output is left.
+func (o *termOutbox) take(pieces []outPiece, limit int) ([]api.TermFrame, []outPiece, *termEnd) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	notices := o.notices
@@ -122,16 +169,16 @@ func (o *termOutbox) take(pieces [][]byte, limit int) ([]api.TermFrame, [][]byte
 	n, i := 0, 0
 	for ; i < len(o.chunks) && n < limit; i++ {
 		c := o.chunks[i]
-		if n+len(c) > limit {
+		if n+len(c.p) > limit {
 			k := limit - n
-			pieces = append(pieces, c[:k])
-			o.chunks[i] = c[k:]
+			pieces = append(pieces, outPiece{p: c.p[:k]})
+			o.chunks[i].p = c.p[k:]
 			n += k
 			break
 		}
 		pieces = append(pieces, c)
-		n += len(c)
-		o.chunks[i] = nil
+		n += len(c.p)
+		o.chunks[i] = outPiece{}
 	}
 	o.chunks = o.chunks[i:]
 	if len(o.chunks) == 0 {
@@ -143,6 +190,16 @@ func (o *termOutbox) take(pieces [][]byte, limit int) ([]api.TermFrame, [][]byte
 		return notices, pieces, nil
 	}
 	return notices, pieces, o.end
+}
+
+// sent releases the pieces of output the writer took once it has written
+// them.
+func sent(pieces []outPiece) {
+	for _, p := range pieces {
+		if p.d != nil {
+			p.d.release()
+		}
+	}
 }
 
 // takenBytes is how much output the writer has taken in all.
@@ -162,7 +219,7 @@ func (o *termOutbox) run(ctx, shutdown context.Context, conn *websocket.Conn, fi
 	}
 	down := shutdown.Done()
 	buf := make([]byte, 0, api.MaxTermFrame)
-	var pieces [][]byte
+	var pieces []outPiece
 	for {
 		var notices []api.TermFrame
 		var end *termEnd
@@ -174,19 +231,20 @@ func (o *termOutbox) run(ctx, shutdown context.Context, conn *websocket.Conn, fi
 		}
 		if len(pieces) > 0 {
 			taken()
-			frame := pieces[0]
+			frame := pieces[0].p
 			if len(pieces) > 1 {
 				// Joined, so a burst of small reads costs one frame.
 				buf = buf[:0]
 				for _, p := range pieces {
-					buf = append(buf, p...)
+					buf = append(buf, p.p...)
 				}
 				frame = buf
 			}
-			clear(pieces) // the pieces are garbage once written
 			if err := writeBinary(ctx, conn, frame); err != nil {
 				return err
 			}
+			sent(pieces)
+			clear(pieces) // the pieces are garbage once written
 			continue
 		}
 		if end != nil {
