@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakerunner.EnvVar) != "" {
 		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	if os.Getenv(termReaderEnv) != "" {
+		os.Exit(termReaderMain())
+	}
 	code := m.Run()
 	for _, dir := range []string{built.dir, textPayload.dir} {
 		if dir != "" {

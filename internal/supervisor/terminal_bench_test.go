@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,37 +102,48 @@ func benchRawPTY(b *testing.B, payload, mode string) {
 	b.SetBytes(termBenchBytes)
 	var reader, producer time.Duration
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		self, _ := procCPU(b, "self")
-		cmd := exec.Command("sh", "-c", script)
-		master, err := pty.Start(cmd)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if mode == "poller" {
-			if master, err = nonBlocking(master); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StartTimer()
-		if _, err := master.Write([]byte("go\n")); err != nil {
-			b.Fatal(err)
-		}
-		// The read that finds the program gone fails (EIO): the end. A
-		// read takes at most 4 KiB, whatever the buffer.
-		total, _ := io.Copy(io.Discard, master)
-		b.StopTimer()
-		after, _ := procCPU(b, "self")
-		reader += after - self
-		cmd.Wait()
-		producer += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-		master.Close()
-		if total < termBenchBytes {
-			b.Fatalf("read %d bytes, want %d", total, termBenchBytes)
-		}
+		_, r, p := rawRun(b, script, mode)
+		reader += r
+		producer += p
 	}
 	b.ReportMetric(reader.Seconds()/float64(b.N), "reader-cpu-s/op")
 	b.ReportMetric(producer.Seconds()/float64(b.N), "producer-cpu-s/op")
+}
+
+// rawRun runs the program once on a pseudo-terminal and reads its output
+// straight from the master, timing from the line that starts it to the end
+// of its output. It also returns the CPU time of the reader (this process)
+// and of the program.
+func rawRun(b *testing.B, script, mode string) (elapsed, reader, producer time.Duration) {
+	b.StopTimer()
+	self, _ := procCPU(b, "self")
+	cmd := exec.Command("sh", "-c", script)
+	master, err := pty.Start(cmd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if mode == "poller" {
+		if master, err = nonBlocking(master); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start := time.Now()
+	b.StartTimer()
+	if _, err := master.Write([]byte("go\n")); err != nil {
+		b.Fatal(err)
+	}
+	// The read that finds the program gone fails (EIO): the end. A read
+	// takes at most 4 KiB, whatever the buffer.
+	total, _ := io.Copy(io.Discard, master)
+	b.StopTimer()
+	elapsed = time.Since(start)
+	after, _ := procCPU(b, "self")
+	cmd.Wait()
+	master.Close()
+	if total < termBenchBytes {
+		b.Fatalf("read %d bytes, want %d", total, termBenchBytes)
+	}
+	return elapsed, after - self, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // nonBlocking swaps f for a non-blocking duplicate served by the poller.
@@ -168,38 +180,49 @@ func benchWebSocket(b *testing.B, payload string, clients int) {
 	var cpu cpuTimes
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		termID := "bench-" + strconv.Itoa(i)
-		terms := make([]*client.Terminal, clients)
-		for k := range terms {
-			terms[k] = d.attach(id, client.TermOptions{TermID: termID, ReadOnly: k > 0, Command: []string{"sh", "-c", script}})
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, clients)
-		counts := make([]int, clients)
-		for k, t := range terms {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				counts[k], errs[k] = drain(b, t)
-			}()
-		}
-		before := sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id))
-		b.StartTimer()
-		if err := terms[0].Input(termCtx(b), []byte("go\n")); err != nil {
-			b.Fatal(err)
-		}
-		wg.Wait()
-		b.StopTimer()
-		cpu.add(sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id)), before)
-		for k := range terms {
-			if errs[k] != nil || counts[k] < termBenchBytes {
-				b.Fatalf("client %d: %d bytes, %v", k, counts[k], errs[k])
-			}
-			terms[k].Close()
-		}
+		_, used := d.webSocketRun(b, id, "bench-"+strconv.Itoa(i), script, clients)
+		cpu = cpu.plus(used)
 	}
 	cpu.report(b)
+}
+
+// webSocketRun runs the program once in terminal termID of session id and
+// reads its output on clients WebSocket clients until each has the exit,
+// timing from the line that starts it. It also returns the CPU time each
+// process used meanwhile.
+func (d *termDaemon) webSocketRun(b *testing.B, id, termID, script string, clients int) (time.Duration, cpuTimes) {
+	b.StopTimer()
+	terms := make([]*client.Terminal, clients)
+	for k := range terms {
+		terms[k] = d.attach(id, client.TermOptions{TermID: termID, ReadOnly: k > 0, Command: []string{"sh", "-c", script}})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, clients)
+	counts := make([]int, clients)
+	for k, t := range terms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counts[k], errs[k] = drain(b, t)
+		}()
+	}
+	before := sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id))
+	start := time.Now()
+	b.StartTimer()
+	if err := terms[0].Input(termCtx(b), []byte("go\n")); err != nil {
+		b.Fatal(err)
+	}
+	wg.Wait()
+	b.StopTimer()
+	elapsed := time.Since(start)
+	used := sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id)).minus(before)
+	for k := range terms {
+		if errs[k] != nil || counts[k] < termBenchBytes {
+			b.Fatalf("client %d: %d bytes, %v", k, counts[k], errs[k])
+		}
+		terms[k].Close()
+	}
+	return elapsed, used
 }
 
 // cpuTimes is the CPU time the processes of a terminal benchmark used:
@@ -219,11 +242,12 @@ func sampleCPU(b *testing.B, supervisor, runner int) cpuTimes {
 	return cpuTimes{supervisor: sup, runner: run, producer: children, client: self}
 }
 
-func (c *cpuTimes) add(after, before cpuTimes) {
-	c.supervisor += after.supervisor - before.supervisor
-	c.runner += after.runner - before.runner
-	c.producer += after.producer - before.producer
-	c.client += after.client - before.client
+func (c cpuTimes) plus(o cpuTimes) cpuTimes {
+	return cpuTimes{c.supervisor + o.supervisor, c.runner + o.runner, c.producer + o.producer, c.client + o.client}
+}
+
+func (c cpuTimes) minus(o cpuTimes) cpuTimes {
+	return cpuTimes{c.supervisor - o.supervisor, c.runner - o.runner, c.producer - o.producer, c.client - o.client}
 }
 
 // report gives each process's CPU seconds per iteration (per 64 MiB).
@@ -278,63 +302,82 @@ func drain(tb testing.TB, t *client.Terminal) (int, error) {
 // attached (its screen read and dropped), timing from the keys that start
 // it to its end. tmux renders the pane into the attached client as it goes.
 func BenchmarkTermTmux(b *testing.B) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		b.Fatal("tmux is needed for this benchmark: install it")
-	}
 	for _, payload := range termPayloads {
 		b.Run(payload, func(b *testing.B) { benchTmux(b, payload) })
 	}
 }
 
 func benchTmux(b *testing.B, payload string) {
-	// The pane's program signals its end to the benchmark after the
-	// payload.
-	payloadScript := strings.TrimPrefix(termBenchScript(b, payload), "read go; exec ")
-	dir := b.TempDir()
-	sock := filepath.Join(dir, "tmux.sock")
-	tmux := func(args ...string) error {
-		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("tmux %v: %v: %s", args, err, out)
-		}
-		return nil
-	}
-	b.Cleanup(func() { tmux("kill-server") })
+	tm := startTmux(b)
+	script := termBenchScript(b, payload)
 	b.SetBytes(termBenchBytes)
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		name := "bench" + strconv.Itoa(i)
-		script := fmt.Sprintf("read go; %s; tmux -S %s wait-for -S %s-done", payloadScript, sock, name)
-		if err := tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", "sh", "-c", script); err != nil {
-			b.Fatal(err)
-		}
-		// The attached client, on a terminal of its own whose screen is
-		// read and dropped.
-		attach := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "attach", "-t", name)
-		attach.Env = append(os.Environ(), "TERM=xterm-256color")
-		ptmx, err := pty.StartWithSize(attach, &pty.Winsize{Cols: 200, Rows: 50})
-		if err != nil {
-			b.Fatal(err)
-		}
-		copied := make(chan struct{})
-		go func() {
-			io.Copy(io.Discard, ptmx)
-			close(copied)
-		}()
-		waitClient(b, sock, name)
-		b.StartTimer()
-		if err := tmux("send-keys", "-t", name, "go", "Enter"); err != nil {
-			b.Fatal(err)
-		}
-		if err := tmux("wait-for", name+"-done"); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		tmux("kill-session", "-t", name)
-		attach.Wait()
-		ptmx.Close()
-		<-copied
+		tm.run(b, "bench"+strconv.Itoa(i), script)
 	}
+}
+
+// tmuxServer is a tmux server of a benchmark's own, on a socket in a
+// temporary folder.
+type tmuxServer struct{ sock string }
+
+func startTmux(b *testing.B) *tmuxServer {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Fatal("tmux is needed for this benchmark: install it")
+	}
+	t := &tmuxServer{sock: filepath.Join(b.TempDir(), "tmux.sock")}
+	b.Cleanup(func() { t.command("kill-server") })
+	return t
+}
+
+func (t *tmuxServer) command(args ...string) error {
+	out, err := exec.Command("tmux", append([]string{"-S", t.sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("tmux %v: %v: %s", args, err, out)
+	}
+	return nil
+}
+
+// run runs the program (termBenchScript) once in a new tmux session named
+// name, with a client attached whose screen is read and dropped, timing
+// from the keys that start it to its end. tmux renders the pane into the
+// attached client as it goes.
+func (t *tmuxServer) run(b *testing.B, name, script string) time.Duration {
+	b.StopTimer()
+	// The pane's program signals its end to the benchmark after the
+	// payload, so it must not exec the payload's program.
+	payload := strings.TrimPrefix(script, "read go; exec ")
+	script = fmt.Sprintf("read go; %s; tmux -S %s wait-for -S %s-done", payload, t.sock, name)
+	if err := t.command("new-session", "-d", "-s", name, "-x", "200", "-y", "50", "sh", "-c", script); err != nil {
+		b.Fatal(err)
+	}
+	// The attached client, on a terminal of its own.
+	attach := exec.Command("tmux", "-S", t.sock, "-f", "/dev/null", "attach", "-t", name)
+	attach.Env = append(os.Environ(), "TERM=xterm-256color")
+	ptmx, err := pty.StartWithSize(attach, &pty.Winsize{Cols: 200, Rows: 50})
+	if err != nil {
+		b.Fatal(err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, ptmx)
+		close(copied)
+	}()
+	waitClient(b, t.sock, name)
+	start := time.Now()
+	b.StartTimer()
+	if err := t.command("send-keys", "-t", name, "go", "Enter"); err != nil {
+		b.Fatal(err)
+	}
+	if err := t.command("wait-for", name+"-done"); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	elapsed := time.Since(start)
+	t.command("kill-session", "-t", name)
+	attach.Wait()
+	ptmx.Close()
+	<-copied
+	return elapsed
 }
 
 // waitClient waits until a client is attached to tmux session name.
@@ -350,6 +393,70 @@ func waitClient(b *testing.B, sock, name string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// BenchmarkTermThroughput is the throughput goal's measurement: every
+// iteration runs the program once for each of three readers (a read
+// straight from a pseudo-terminal, one WebSocket client of the supervisor,
+// tmux with a client attached), in an order that rotates, and the benchmark
+// reports the median of each reader's rate and of the per-iteration ratios.
+// The three runs of an iteration share the machine's state of the moment;
+// on a virtual machine with busy neighbours single runs move by up to 2×,
+// so ratios of separate benchmarks' rates say little, while the median of
+// paired ratios is steady. The raw reader and the WebSocket client each run
+// in a fresh process (terminal_reader_test.go), as tmux's client does.
+// ns/op is the three runs together.
+func BenchmarkTermThroughput(b *testing.B) {
+	for _, payload := range termPayloads {
+		b.Run(payload, func(b *testing.B) { benchThroughput(b, payload) })
+	}
+}
+
+func benchThroughput(b *testing.B, payload string) {
+	script := termBenchScript(b, payload)
+	d := startTermDaemon(b)
+	id := d.newSession()
+	tm := startTmux(b)
+	readers := []func(i int) time.Duration{
+		func(int) time.Duration {
+			return runTermReader(b, termReaderEnv+"=raw", termReaderScriptEnv+"="+script)
+		},
+		func(i int) time.Duration {
+			return runTermReader(b, termReaderEnv+"=ws", termReaderScriptEnv+"="+script,
+				termReaderStateEnv+"="+d.state, termReaderSessionEnv+"="+id, termReaderTermEnv+"=bench-"+strconv.Itoa(i))
+		},
+		func(i int) time.Duration { return tm.run(b, "bench"+strconv.Itoa(i), script) },
+	}
+	var raw, ws, tmux, wsRaw, wsTmux []float64
+	rate := func(d time.Duration) float64 { return termBenchBytes / d.Seconds() / 1e6 }
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var took [3]time.Duration
+		for k := range readers {
+			r := (i + k) % len(readers)
+			took[r] = readers[r](i)
+		}
+		raw, ws, tmux = append(raw, rate(took[0])), append(ws, rate(took[1])), append(tmux, rate(took[2]))
+		wsRaw = append(wsRaw, 100*rate(took[1])/rate(took[0]))
+		wsTmux = append(wsTmux, rate(took[1])/rate(took[2]))
+	}
+	b.ReportMetric(median(ws), "ws-MB/s")
+	b.ReportMetric(median(raw), "raw-MB/s")
+	b.ReportMetric(median(tmux), "tmux-MB/s")
+	b.ReportMetric(median(wsRaw), "ws/raw-%")
+	b.ReportMetric(median(wsTmux), "ws/tmux-x")
+}
+
+// median returns the middle value of v (the mean of the middle two when
+// their number is even).
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // BenchmarkTermKeystrokeEcho measures one key from the owner's WebSocket
