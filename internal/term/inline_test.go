@@ -154,10 +154,13 @@ func TestInlineSinkErrorDetachesOnlyThatClient(t *testing.T) {
 	failing := newInlineRecorder(nil)
 	failing.fail = boom
 	owner, _, ownerOut := attach(t, h, AttachRequest{TermID: "t", ClientID: "owner", Role: RoleOwner,
-		Command: shell("stty -echo; read a; echo first; read b; echo second")})
+		Command: shell("stty -echo; echo ready; read a; echo first; read b; echo second")})
 	if _, _, err := h.Attach(context.Background(), AttachRequest{TermID: "t", ClientID: "failing"}, failing); err != nil {
 		t.Fatal(err)
 	}
+	// A line typed before the program is ready races stty: once it was
+	// echoed and then never read, and the program waited for a line.
+	ownerOut.waitForText(t, "ready")
 	input(t, owner, "\n")
 	failing.checkClosed(t, "failing", boom)
 	ownerOut.waitForText(t, "first")
