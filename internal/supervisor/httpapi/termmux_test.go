@@ -418,6 +418,60 @@ func joinPieces(pieces []outPiece) []byte {
 	return out
 }
 
+// TestMuxAcksFromWritersRacingEachOther: writers report progress while the
+// runner's output is still being fanned out to them; the runner is told
+// everything the clients took (up to the last step not yet due), and never
+// more.
+func TestMuxAcksFromWritersRacingEachOther(t *testing.T) {
+	rm := newRecordingManager()
+	s := newTermMuxes(rm)
+	var clients []*muxClient
+	var outs []*termOutbox
+	for i := range 4 {
+		role := api.RoleReadOnly
+		if i == 0 {
+			role = api.RoleOwner
+		}
+		c, _, out := attachQ(t, s, role, 0, 0, 64<<20)
+		clients, outs = append(clients, c), append(outs, out)
+	}
+	runner := rm.runner(t)
+	chunk := strings.Repeat("y", 64<<10)
+	const chunks = 64
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for got := 0; got < chunks*len(chunk); {
+				_, pieces, _ := outs[i].take(nil, 100<<10)
+				for _, p := range pieces {
+					got += len(p.p)
+				}
+				sent(pieces)
+				c.mux.progress()
+			}
+		}()
+	}
+	for range chunks {
+		runner(data(chunk))
+	}
+	wg.Wait()
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	total := int64(chunks * len(chunk))
+	last := int64(0)
+	for _, a := range rm.acks {
+		if a > total {
+			t.Fatalf("acked %d, more than the %d bytes sent", a, total)
+		}
+		last = max(last, a)
+	}
+	if total-last >= ackStepBytes {
+		t.Fatalf("acks %v: the largest leaves a step or more of the %d bytes taken unacknowledged", rm.acks, total)
+	}
+}
+
 func TestMuxAcknowledgesWhatTheFastestClientTook(t *testing.T) {
 	rm := newRecordingManager()
 	s := newTermMuxes(rm)
