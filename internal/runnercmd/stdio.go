@@ -87,7 +87,7 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
 		// so it runs on its own; the process exits once the runner is
 		// closed.
 		served := make(chan error, 1)
-		go func() { served <- link.Serve(ctx, os.Stdin, os.Stdout) }()
+		go func() { served <- link.Serve(ctx, pollableStdin(), os.Stdout) }()
 		select {
 		case err := <-served:
 			return err
