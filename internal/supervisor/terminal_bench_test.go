@@ -7,6 +7,7 @@ package supervisor
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -102,7 +103,7 @@ func benchRawPTY(b *testing.B, payload, mode string) {
 	b.SetBytes(termBenchBytes)
 	var reader, producer time.Duration
 	for i := 0; i < b.N; i++ {
-		_, r, p := rawRun(b, script, mode)
+		r, p := rawRun(b, script, mode)
 		reader += r
 		producer += p
 	}
@@ -110,40 +111,18 @@ func benchRawPTY(b *testing.B, payload, mode string) {
 	b.ReportMetric(producer.Seconds()/float64(b.N), "producer-cpu-s/op")
 }
 
-// rawRun runs the program once on a pseudo-terminal and reads its output
-// straight from the master, timing from the line that starts it to the end
-// of its output. It also returns the CPU time of the reader (this process)
-// and of the program.
-func rawRun(b *testing.B, script, mode string) (elapsed, reader, producer time.Duration) {
+// rawRun runs the program once and reads it with readPTY in this process,
+// the read timed by the benchmark, and returns the CPU time of the reader
+// (this process) and of the program.
+func rawRun(b *testing.B, script, mode string) (reader, producer time.Duration) {
 	b.StopTimer()
 	self, _ := procCPU(b, "self")
-	cmd := exec.Command("sh", "-c", script)
-	master, err := pty.Start(cmd)
+	_, producer, err := readPTY(b, script, mode == "poller")
 	if err != nil {
 		b.Fatal(err)
 	}
-	if mode == "poller" {
-		if master, err = nonBlocking(master); err != nil {
-			b.Fatal(err)
-		}
-	}
-	start := time.Now()
-	b.StartTimer()
-	if _, err := master.Write([]byte("go\n")); err != nil {
-		b.Fatal(err)
-	}
-	// The read that finds the program gone fails (EIO): the end. A read
-	// takes at most 4 KiB, whatever the buffer.
-	total, _ := io.Copy(io.Discard, master)
-	b.StopTimer()
-	elapsed = time.Since(start)
 	after, _ := procCPU(b, "self")
-	cmd.Wait()
-	master.Close()
-	if total < termBenchBytes {
-		b.Fatalf("read %d bytes, want %d", total, termBenchBytes)
-	}
-	return elapsed, after - self, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return after - self, producer
 }
 
 // nonBlocking swaps f for a non-blocking duplicate served by the poller.
@@ -180,18 +159,18 @@ func benchWebSocket(b *testing.B, payload string, clients int) {
 	var cpu cpuTimes
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		_, used := d.webSocketRun(b, id, "bench-"+strconv.Itoa(i), script, clients)
-		cpu = cpu.plus(used)
+		cpu = cpu.plus(d.webSocketRun(b, id, "bench-"+strconv.Itoa(i), script, clients))
 	}
 	cpu.report(b)
 }
 
 // webSocketRun runs the program once in terminal termID of session id and
 // reads its output on clients WebSocket clients until each has the exit,
-// timing from the line that starts it. It also returns the CPU time each
-// process used meanwhile.
-func (d *termDaemon) webSocketRun(b *testing.B, id, termID, script string, clients int) (time.Duration, cpuTimes) {
+// the benchmark timing from the line that starts it. It returns the CPU
+// time each process used meanwhile.
+func (d *termDaemon) webSocketRun(b *testing.B, id, termID, script string, clients int) cpuTimes {
 	b.StopTimer()
+	ctx := termCtx(b)
 	terms := make([]*client.Terminal, clients)
 	for k := range terms {
 		terms[k] = d.attach(id, client.TermOptions{TermID: termID, ReadOnly: k > 0, Command: []string{"sh", "-c", script}})
@@ -203,18 +182,16 @@ func (d *termDaemon) webSocketRun(b *testing.B, id, termID, script string, clien
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			counts[k], errs[k] = drain(b, t)
+			counts[k], errs[k] = drain(ctx, t)
 		}()
 	}
 	before := sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id))
-	start := time.Now()
 	b.StartTimer()
-	if err := terms[0].Input(termCtx(b), []byte("go\n")); err != nil {
+	if err := terms[0].Input(ctx, []byte("go\n")); err != nil {
 		b.Fatal(err)
 	}
 	wg.Wait()
 	b.StopTimer()
-	elapsed := time.Since(start)
 	used := sampleCPU(b, d.cmd.Process.Pid, d.runnerPID(id)).minus(before)
 	for k := range terms {
 		if errs[k] != nil || counts[k] < termBenchBytes {
@@ -222,7 +199,7 @@ func (d *termDaemon) webSocketRun(b *testing.B, id, termID, script string, clien
 		}
 		terms[k].Close()
 	}
-	return elapsed, used
+	return used
 }
 
 // cpuTimes is the CPU time the processes of a terminal benchmark used:
@@ -284,10 +261,10 @@ func procCPU(b *testing.B, pid string) (self, children time.Duration) {
 const clockTicks = 100
 
 // drain reads a terminal's output until the exit and counts it.
-func drain(tb testing.TB, t *client.Terminal) (int, error) {
+func drain(ctx context.Context, t *client.Terminal) (int, error) {
 	total := 0
 	for {
-		ev, err := t.Next(termCtx(tb))
+		ev, err := t.Next(ctx)
 		if err != nil {
 			return total, err
 		}
@@ -295,24 +272,6 @@ func drain(tb testing.TB, t *client.Terminal) (int, error) {
 		if ev.Exit != nil {
 			return total, nil
 		}
-	}
-}
-
-// BenchmarkTermTmux runs the program in a tmux pane with a client
-// attached (its screen read and dropped), timing from the keys that start
-// it to its end. tmux renders the pane into the attached client as it goes.
-func BenchmarkTermTmux(b *testing.B) {
-	for _, payload := range termPayloads {
-		b.Run(payload, func(b *testing.B) { benchTmux(b, payload) })
-	}
-}
-
-func benchTmux(b *testing.B, payload string) {
-	tm := startTmux(b)
-	script := termBenchScript(b, payload)
-	b.SetBytes(termBenchBytes)
-	for i := 0; i < b.N; i++ {
-		tm.run(b, "bench"+strconv.Itoa(i), script)
 	}
 }
 

@@ -56,7 +56,7 @@ func termReaderMain() int {
 	var err error
 	switch kind := os.Getenv(termReaderEnv); kind {
 	case "raw":
-		took, err = readRaw(script)
+		took, _, err = readPTY(noStopwatch{}, script, false)
 	case "ws":
 		took, err = readWebSocket(os.Getenv(termReaderStateEnv), os.Getenv(termReaderSessionEnv), os.Getenv(termReaderTermEnv), script)
 	default:
@@ -70,26 +70,59 @@ func termReaderMain() int {
 	return 0
 }
 
-// readRaw runs the program on a pseudo-terminal and reads its output
-// straight from the master, as rawRun does.
-func readRaw(script string) (time.Duration, error) {
+// stopwatch is what a run starts and stops around the part it times: the
+// benchmark's timer in the benchmark's process, nothing in a reader
+// process.
+type stopwatch interface {
+	StartTimer()
+	StopTimer()
+}
+
+type noStopwatch struct{}
+
+func (noStopwatch) StartTimer() {}
+func (noStopwatch) StopTimer()  {}
+
+// readPTY runs the program (termBenchScript) on a pseudo-terminal and reads
+// its output straight from the master, through the runtime's poller when
+// poller is set, timing from the line that starts it to the end of its
+// output. It also returns the CPU time the program used.
+func readPTY(sw stopwatch, script string, poller bool) (took, producer time.Duration, err error) {
 	cmd := exec.Command("sh", "-c", script)
 	master, err := pty.Start(cmd)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	defer master.Close()
+	defer func() { master.Close() }() // the master in use by then
+	if poller {
+		if master, err = nonBlocking(master); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return 0, 0, err
+		}
+	}
 	start := time.Now()
-	if _, err := master.Write([]byte("go\n")); err != nil {
-		return 0, err
+	sw.StartTimer()
+	_, err = master.Write([]byte("go\n"))
+	// The read that finds the program gone fails (EIO): the end. A read
+	// takes at most 4 KiB, whatever the buffer.
+	var total int64
+	if err == nil {
+		total, _ = io.Copy(io.Discard, master)
 	}
-	total, _ := io.Copy(io.Discard, master) // ends with EIO once the program is gone
-	took := time.Since(start)
+	sw.StopTimer()
+	took = time.Since(start)
+	if err != nil {
+		cmd.Process.Kill()
+	}
 	cmd.Wait()
-	if total < termBenchBytes {
-		return 0, fmt.Errorf("read %d bytes, want %d", total, termBenchBytes)
+	switch {
+	case err != nil:
+		return 0, 0, fmt.Errorf("start the program: %w", err)
+	case total < termBenchBytes:
+		return 0, 0, fmt.Errorf("read %d bytes, want %d", total, termBenchBytes)
 	}
-	return took, nil
+	return took, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
 
 // readWebSocket runs the program in a terminal of a session of the
@@ -110,18 +143,11 @@ func readWebSocket(state, session, termID, script string) (time.Duration, error)
 	if err := t.Input(ctx, []byte("go\n")); err != nil {
 		return 0, err
 	}
-	total := 0
-	for {
-		ev, err := t.Next(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("after %d bytes: %w", total, err)
-		}
-		total += len(ev.Output)
-		if ev.Exit != nil {
-			break
-		}
-	}
+	total, err := drain(ctx, t)
 	took := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("after %d bytes: %w", total, err)
+	}
 	if total < termBenchBytes {
 		return 0, fmt.Errorf("read %d bytes, want %d", total, termBenchBytes)
 	}
