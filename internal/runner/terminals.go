@@ -3,7 +3,11 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/corral-dev/corral/internal/term"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -12,9 +16,10 @@ import (
 // Terminals serves a session's term.* messages from a terminal hub: one PTY
 // per terminal id, one owner and any number of read-only viewers.
 type Terminals struct {
-	hub    *term.Hub
-	ctx    context.Context
-	cancel context.CancelFunc
+	hub     *term.Hub
+	ctx     context.Context
+	cancel  context.CancelFunc
+	masters *net.UnixConn // where exported masters go; nil: no export
 
 	mu    sync.Mutex
 	cwd   string
@@ -28,6 +33,17 @@ type sinkKey struct{ term, client string }
 func NewTerminals(hub *term.Hub) *Terminals {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Terminals{hub: hub, ctx: ctx, cancel: cancel, sinks: map[sinkKey]*wireSink{}}
+}
+
+// SetMasterChannel lets the supervisor take terminals over (term.open with
+// export): each exported terminal's master is sent on conn, a Unix socket,
+// as an SCM_RIGHTS message whose payload is the terminal id.
+func (t *Terminals) SetMasterChannel(conn *net.UnixConn) { t.masters = conn }
+
+// handOver sends fd, terminal termID's master, on the master channel.
+func (t *Terminals) handOver(termID string, fd int) error {
+	_, _, err := t.masters.WriteMsgUnix([]byte(termID), unix.UnixRights(fd), nil)
+	return err
 }
 
 // SetCwd sets where new terminals start when the request names no folder:
@@ -67,7 +83,7 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 	fail := func(err error) {
 		code := wire.CodeBadRequest
 		switch {
-		case errors.Is(err, term.ErrReadOnly):
+		case errors.Is(err, term.ErrReadOnly), errors.Is(err, term.ErrExported):
 			code = wire.CodeConflict
 		case errors.Is(err, term.ErrHubClosed):
 			code = wire.CodeUnavailable
@@ -81,6 +97,13 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 		t.mu.Lock()
 		cwd := t.cwd
 		t.mu.Unlock()
+		req := term.AttachRequest{
+			TermID: tm.TermID, ClientID: tm.ClientID, Role: term.Role(tm.Role),
+			Command: tm.Command, Cwd: cwd, Cols: tm.Cols, Rows: tm.Rows,
+		}
+		if tm.Export && t.masters != nil && t.export(m.ReqID, req, send, fail) {
+			return
+		}
 		sink := &wireSink{send: send, reqID: m.ReqID, termID: tm.TermID, clientID: tm.ClientID, window: tm.Window}
 		if sink.window > 0 {
 			sink.credit = sync.NewCond(&sink.mu)
@@ -89,10 +112,7 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 			t.sinks[sinkKey{tm.TermID, tm.ClientID}] = sink
 			t.mu.Unlock()
 		}
-		_, _, err := t.hub.Attach(t.ctx, term.AttachRequest{
-			TermID: tm.TermID, ClientID: tm.ClientID, Role: term.Role(tm.Role),
-			Command: tm.Command, Cwd: cwd, Cols: tm.Cols, Rows: tm.Rows,
-		}, sink)
+		_, _, err := t.hub.Attach(t.ctx, req, sink)
 		if err != nil {
 			t.forgetSink(sink)
 			fail(err)
@@ -106,6 +126,9 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 		if s != nil {
 			s.ack(tm.Acked)
 		}
+		return
+	}
+	if m.T == wire.TTermClose && t.hub.Unexport(tm.TermID, tm.ClientID, tm.Data) == nil {
 		return
 	}
 	c, ok := t.hub.Client(tm.TermID, tm.ClientID)
@@ -133,6 +156,31 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 	if err != nil {
 		fail(err)
 	}
+}
+
+// export hands the terminal req names over to the supervisor (term.open
+// with export) and reports whether the open is answered; false means the
+// terminal has other clients and req is to be attached as usual.
+func (t *Terminals) export(reqID string, req term.AttachRequest, send func(*wire.Message), fail func(error)) bool {
+	ex, err := t.hub.Export(req, &wireSink{send: send, termID: req.TermID, clientID: req.ClientID})
+	switch {
+	case errors.Is(err, term.ErrExportBusy):
+		return false
+	case err != nil:
+		fail(err)
+		return true
+	}
+	err = t.handOver(req.TermID, ex.FD)
+	unix.Close(ex.FD)
+	if err != nil {
+		t.hub.Unexport(req.TermID, req.ClientID, ex.Replay)
+		fail(fmt.Errorf("hand the terminal over: %w", err))
+		return true
+	}
+	send(&wire.Message{T: wire.TTermOpened, ReqID: reqID, Term: &wire.Term{
+		TermID: req.TermID, ClientID: req.ClientID, Role: string(ex.Grant.Role),
+		Cols: ex.Grant.Cols, Rows: ex.Grant.Rows, Data: ex.Replay, Export: true}})
+	return true
 }
 
 func (t *Terminals) forgetSink(s *wireSink) {

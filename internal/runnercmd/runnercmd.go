@@ -40,6 +40,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	dir := fs.String("session-dir", "", "the session folder (required)")
 	stdio := fs.Bool("stdio", false, "speak the wire protocol on stdin/stdout (how the supervisor starts runners)")
+	termFDs := fs.Int("term-fds", -1, "with --stdio: descriptor of a Unix socket on which to hand terminals over to the supervisor (term.open with export)")
 	spec := wire.Spec{}
 	fs.StringVar(&spec.Engine, "engine", "", "engine: "+engineNames(engines))
 	fs.StringVar(&spec.Scenario, "scenario", "", "script engine scenario file (default: the built-in demo)")
@@ -90,7 +91,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	}
 	opts := runner.Options{Spec: spec, Engines: engines, Env: proc.BaseEnv(), Logger: log}
 	if *stdio {
-		return serveStdio(log, opts, *dir)
+		return serveStdio(log, opts, *dir, *termFDs)
 	}
 	claim, err := claimDir(*dir)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,7 +24,10 @@ import (
 // With dir empty the runner is a spare, started before any session needed
 // it so that creating one does not wait for a process to start: it takes
 // the session folder the first live.ensure names.
-func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
+//
+// termFDs, when not -1, is an inherited Unix socket on which the runner
+// hands the supervisor the terminals it asks for (term.open with export).
+func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var sess stdioSession
@@ -39,6 +43,15 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string) int {
 	}
 	var g run.Group
 	terms := newTerminals(opts, log)
+	if termFDs >= 0 {
+		conn, err := masterChannel(termFDs)
+		if err != nil {
+			log.Error("terminal hand-over channel", zap.Error(err))
+			return 2
+		}
+		defer conn.Close()
+		terms.SetMasterChannel(conn)
+	}
 	build := func(spec wire.Spec, secrets map[string]string, o runner.Options) (*runner.Runner, error) {
 		if err := sess.claim(o.Dir); err != nil {
 			return nil, err
@@ -217,4 +230,24 @@ func (c *controlServer) close() {
 		cancel()
 		<-done
 	}
+}
+
+// masterChannel returns inherited descriptor fd as the Unix socket the
+// supervisor takes terminals over on.
+func masterChannel(fd int) (*net.UnixConn, error) {
+	f := os.NewFile(uintptr(fd), "term-fds")
+	if f == nil {
+		return nil, fmt.Errorf("descriptor %d is not open", fd)
+	}
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("descriptor %d: %w", fd, err)
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("descriptor %d is not a Unix socket", fd)
+	}
+	return uc, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/corral-dev/corral/pkg/wire"
@@ -156,14 +157,32 @@ func (m *Manager) Cap(ctx context.Context, id, capName string, args json.RawMess
 // death error (runner_crashed, or unavailable for a shutdown). A session
 // with an attached terminal is never reaped.
 func (m *Manager) OpenTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, error) {
+	t.Export = false
+	got, _, err := m.openTerm(ctx, id, t, sink)
+	return got, err
+}
+
+// ExportTerm is OpenTerm asking the runner to hand the terminal over
+// (wire.Term.Export): when it does, the returned master is the caller's to
+// read, type into, resize and close, sink gets only the terminal's end
+// (term.exit, term.error), and UnexportTerm gives the output back. A nil
+// master means the runner attached the client as OpenTerm does, as it does
+// for a terminal with other clients; so does a runner that cannot hand
+// terminals over.
+func (m *Manager) ExportTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, *os.File, error) {
+	t.Export = true
+	return m.openTerm(ctx, id, t, sink)
+}
+
+func (m *Manager) openTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, *os.File, error) {
 	if t.TermID == "" {
-		return nil, wire.Errorf(wire.CodeBadRequest, "termId is required")
+		return nil, nil, wire.Errorf(wire.CodeBadRequest, "termId is required")
 	}
 	ctx, cancel := m.withCallTimeout(ctx)
 	defer cancel()
 	e, err := m.acquire(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer m.release(e, true)
 	c := e.child
@@ -171,12 +190,17 @@ func (m *Manager) OpenTerm(ctx context.Context, id string, t wire.Term, sink fun
 	c.mu.Lock()
 	if c.terms == nil {
 		c.mu.Unlock()
-		return nil, c.err()
+		return nil, nil, c.err()
 	}
 	// Registered before the request, so output right after the opening
 	// is not lost.
 	c.terms[key] = sink
 	c.mu.Unlock()
+	if t.Export = t.Export && c.masters != nil; t.Export {
+		// The master that comes next on the channel is this one's.
+		c.exportMu.Lock()
+		defer c.exportMu.Unlock()
+	}
 	r, err := c.call(ctx, &wire.Message{T: wire.TTermOpen, Term: &t})
 	if err == nil && r.T != wire.TTermOpened {
 		if r.Error != nil {
@@ -192,9 +216,18 @@ func (m *Manager) OpenTerm(ctx context.Context, id string, t wire.Term, sink fun
 		c.mu.Lock()
 		delete(c.terms, key)
 		c.mu.Unlock()
-		return nil, fmt.Errorf("open terminal %s: %w", t.TermID, err)
+		return nil, nil, fmt.Errorf("open terminal %s: %w", t.TermID, err)
 	}
-	return r.Term, nil
+	if !t.Export || !r.Term.Export {
+		return r.Term, nil, nil
+	}
+	master, err := receiveMaster(c.masters, t.TermID)
+	if err != nil {
+		// The runner waits for its output to be taken back.
+		m.UnexportTerm(id, t.TermID, t.ClientID, r.Term.Data)
+		return nil, nil, fmt.Errorf("open terminal %s: %w", t.TermID, err)
+	}
+	return r.Term, master, nil
 }
 
 // liveChild returns session id's runner without starting one.
@@ -227,14 +260,26 @@ func (m *Manager) sendTerm(id string, typ wire.Type, t wire.Term) error {
 
 // CloseTerm detaches a client from a terminal.
 func (m *Manager) CloseTerm(id, termID, clientID string) error {
+	return m.closeTerm(id, wire.Term{TermID: termID, ClientID: clientID})
+}
+
+// UnexportTerm ends an export (ExportTerm) as CloseTerm ends an attach:
+// the runner reads the terminal's output again, with scrollback as what it
+// keeps of it. The caller must have stopped reading the master first.
+func (m *Manager) UnexportTerm(id, termID, clientID string, scrollback []byte) error {
+	return m.closeTerm(id, wire.Term{TermID: termID, ClientID: clientID, Data: scrollback})
+}
+
+// closeTerm sends term.close.
+func (m *Manager) closeTerm(id string, t wire.Term) error {
 	c, err := m.liveChild(id)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	if c.terms != nil {
-		c.dropTermLocked(termID, clientID)
+		c.dropTermLocked(t.TermID, t.ClientID)
 	}
 	c.mu.Unlock()
-	return c.send(&wire.Message{T: wire.TTermClose, Term: &wire.Term{TermID: termID, ClientID: clientID}})
+	return c.send(&wire.Message{T: wire.TTermClose, Term: &wire.Term{TermID: t.TermID, ClientID: t.ClientID, Data: t.Data}})
 }

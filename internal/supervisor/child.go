@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -32,6 +33,11 @@ type child struct {
 	// that is set.
 	frames  bool
 	buffers *termBuffers
+	// masters is where the runner hands over the terminals it exports;
+	// nil where that is not possible. exportMu keeps one export in
+	// flight, so the next master on it is the one asked for.
+	masters  *net.UnixConn
+	exportMu sync.Mutex
 
 	ready  chan *wire.Message // the handshake's answer
 	exited chan struct{}      // closed once the process was waited for
@@ -96,6 +102,10 @@ func startChild(sp spawnSpec) (*child, error) {
 		return nil, fmt.Errorf("runner stdout: %w", err)
 	}
 	growPipe(stdoutR)
+	masters, theirs, err := newMasterChannel()
+	if err != nil {
+		sp.log.Debug("terminals will not be handed over", zap.Error(err))
+	}
 	c := &child{
 		log:     sp.log,
 		stdin:   stdinW,
@@ -104,6 +114,7 @@ func startChild(sp spawnSpec) (*child, error) {
 		hooks:   sp.hooks,
 		frames:  sp.frames,
 		buffers: sp.buffers,
+		masters: masters,
 		ready:   make(chan *wire.Message, 1),
 		exited:  make(chan struct{}),
 		done:    make(chan struct{}),
@@ -119,6 +130,11 @@ func startChild(sp spawnSpec) (*child, error) {
 		cmd.Dir = sp.dir
 	}
 	cmd.Env = append(proc.BaseEnv(), sp.env...)
+	if theirs != nil {
+		// The first extra file is descriptor 3 in the runner.
+		cmd.ExtraFiles = []*os.File{theirs}
+		cmd.Args = append(cmd.Args, "--term-fds", "3")
+	}
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
 	cmd.Stderr = &stderrSink{tail: c.tail, log: sp.log}
@@ -129,9 +145,15 @@ func startChild(sp spawnSpec) (*child, error) {
 	// The child has its own copies now.
 	stdinR.Close()
 	stdoutW.Close()
+	if theirs != nil {
+		theirs.Close()
+	}
 	if err != nil {
 		stdinW.Close()
 		stdoutR.Close()
+		if masters != nil {
+			masters.Close()
+		}
 		return nil, fmt.Errorf("start runner %s: %w", sp.runner, err)
 	}
 	c.cmd = cmd
@@ -162,6 +184,9 @@ func (c *child) wait(stdout *os.File, readerDone <-chan struct{}) {
 		<-readerDone
 	}
 	c.stdin.Close()
+	if c.masters != nil {
+		c.masters.Close()
+	}
 
 	code, sig := proc.ExitStatus(err)
 	c.mu.Lock()

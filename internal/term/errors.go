@@ -6,6 +6,10 @@ import (
 )
 
 var (
+	// ErrExported is returned for an attach, input or resize through the
+	// hub while the terminal is handed over to another reader (Export).
+	ErrExported = errors.New("term: terminal is handed over to another reader")
+
 	// ErrReadOnly is returned when a read-only client tries to type into or
 	// resize a terminal.
 	ErrReadOnly = errors.New("term: client is read-only")

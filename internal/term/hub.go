@@ -257,9 +257,19 @@ func (h *Hub) Clients() int {
 	return n
 }
 
-// Active reports whether any client is attached. A runner with an active
-// hub is being watched and must not be reaped as idle.
-func (h *Hub) Active() bool { return h.Clients() > 0 }
+// Active reports whether any client is attached or any terminal exported.
+// A runner with an active hub is being watched and must not be reaped as
+// idle.
+func (h *Hub) Active() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.terms {
+		if t.active() {
+			return true
+		}
+	}
+	return false
+}
 
 // Terminals returns how many terminals are running, attached or not.
 func (h *Hub) Terminals() int {

@@ -65,6 +65,10 @@ func pollable(f *os.File) (*os.File, error) {
 	return os.NewFile(uintptr(fd), f.Name()), nil
 }
 
+// Resize sets the size of the terminal whose master is master (one the
+// hub handed over, Hub.Export); the program gets SIGWINCH.
+func Resize(master *os.File, cols, rows uint16) error { return setWinsize(master, cols, rows) }
+
 // setWinsize sets the terminal size through the poller-owned descriptor;
 // pty.Setsize would put the descriptor back into blocking mode.
 func setWinsize(master *os.File, cols, rows uint16) error {

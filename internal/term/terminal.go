@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,43 +25,14 @@ import (
 // 4 KiB). It is at most MaxDataBytes, so a batch is one Sink.Data.
 const readBufferBytes = MaxDataBytes
 
-// While output streams in, the reader holds a batch of at least lingerMin
-// bytes back for up to lingerFor, or until it reaches lingerBytes, so that
-// a flood crosses to the supervisor and its clients in a few large
-// messages instead of one per 4 KiB read: every message costs a wake-up of
-// each process it passes through, and those wake-ups, not the bytes, are
-// most of a terminal's cost past the pseudo-terminal. A small batch (a
-// keystroke's echo, a prompt) and output after a quiet spell of 2×lingerFor
-// go at once. A millisecond is well under a screen refresh.
-const (
-	lingerFor   = time.Millisecond
-	lingerMin   = 2 << 10
-	lingerBytes = 64 << 10
-)
-
-// pendingOutput is the reader's batch: bytes read and not yet broadcast.
-type pendingOutput struct {
-	n         int       // bytes held, at the front of the read buffer
-	lastFlush time.Time // when a batch last went out
-	deadline  bool      // a read deadline bounds how long the batch waits
-}
-
-// hold reports whether the batch, when the terminal has no more output for
-// now, waits for more (streaming) rather than going out (an echo, output
-// after a quiet spell, or a batch big enough).
-func (b *pendingOutput) hold(now time.Time) bool {
-	return b.n >= lingerMin && b.n < lingerBytes && (b.deadline || now.Sub(b.lastFlush) < 2*lingerFor)
-}
-
 // terminal is one program on one pseudo-terminal and the clients attached
 // to it.
 type terminal struct {
-	id     string
-	hub    *Hub
-	log    *zap.Logger
-	cmd    *exec.Cmd
-	pid    int // the program; also its session and process group id
-	master *os.File
+	id  string
+	hub *Hub
+	log *zap.Logger
+	cmd *exec.Cmd
+	pid int // the program; also its session and process group id
 
 	closeMaster  sync.Once
 	masterClosed chan struct{} // closed with the master
@@ -71,12 +43,21 @@ type terminal struct {
 
 	inline []*Client // the reader's scratch: clients taking a batch inline
 
-	mu      sync.Mutex
-	clients map[string]*Client
-	owner   *Client
-	scroll  *scrollback.Ring
-	cols    uint16
-	rows    uint16
+	exportAsked atomic.Bool   // the reader is to leave the output to an exporter
+	exportAck   chan struct{} // closed by the reader once it stopped, for Export
+	resume      chan struct{} // capacity 1: the output is the reader's again
+
+	mu       sync.Mutex
+	clients  map[string]*Client
+	owner    *Client
+	scroll   *scrollback.Ring
+	cols     uint16
+	rows     uint16
+	exporter *exporter // reads the output instead of the reader (Export)
+	// master is the pseudo-terminal's master, served by the poller, except
+	// while the terminal is exported: then it is nil and parked holds it.
+	master *os.File
+	parked int
 }
 
 func (h *Hub) startTerminal(req AttachRequest) (*terminal, error) {
@@ -105,10 +86,12 @@ func (h *Hub) startTerminal(req AttachRequest) (*terminal, error) {
 		cmd:          cmd,
 		pid:          cmd.Process.Pid,
 		master:       master,
+		parked:       -1,
 		masterClosed: make(chan struct{}),
 		readDone:     make(chan struct{}),
 		done:         make(chan struct{}),
 		room:         make(chan struct{}, 1),
+		resume:       make(chan struct{}, 1),
 		clients:      make(map[string]*Client),
 		scroll:       scrollback.New(h.opts.ScrollbackBytes),
 		cols:         cols,
@@ -143,6 +126,9 @@ func terminalEnv(base, extra []string) []string {
 func (t *terminal) join(req AttachRequest, sink Sink, created bool) (*Client, Grant, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.exporter != nil {
+		return nil, Grant{}, fmt.Errorf("attach client %q to terminal %q: %w", req.ClientID, t.id, ErrExported)
+	}
 	if _, taken := t.clients[req.ClientID]; taken {
 		return nil, Grant{}, fmt.Errorf("attach client %q to terminal %q: %w", req.ClientID, t.id, ErrClientExists)
 	}
@@ -194,6 +180,12 @@ func (t *terminal) detach(c *Client, e *ending) {
 	t.pokeRoom()
 }
 
+func (t *terminal) active() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.clients) > 0 || t.exporter != nil
+}
+
 func (t *terminal) clientCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -209,107 +201,47 @@ func (t *terminal) client(id string) (*Client, bool) {
 
 // read copies the program's output into the scrollback and to every
 // client until the terminal side has no holders left (EIO) or the master is
-// closed. The loop runs inside one poller read (a new one after each batch
-// held back until its deadline): once a read finds the terminal empty, it
-// waits for output rather than first reading again, as a loop of separate
-// poller reads would. A read of an empty pseudo-terminal is not free: the
-// kernel first waits for its worker to hand over whatever it holds.
+// closed. While the terminal is exported (Hub.Export), it leaves the output
+// to the exporter and waits.
 func (t *terminal) read() {
 	defer t.hub.wg.Done()
 	defer close(t.readDone)
-	buf := make([]byte, readBufferBytes)
-	raw, err := t.master.SyscallConn()
-	if err != nil {
-		t.log.Warn("read terminal output", zap.Error(err))
-		return
+	r := OutputReader{
+		Buf:     make([]byte, readBufferBytes),
+		Deliver: t.broadcast,
+		Pause:   t.exportAsked.Load,
 	}
-	var (
-		readErr error
-		batch   pendingOutput
-	)
-	flush := func() {
-		if batch.n > 0 {
-			t.broadcast(buf[:batch.n])
-			batch.n = 0
-			batch.lastFlush = time.Now()
-		}
+	if t.hub.opts.Pace {
+		r.Ready = t.waitForRoom
 	}
 	for {
-		err = raw.Read(func(fd uintptr) bool {
-			for {
-				if batch.n == 0 && t.hub.opts.Pace && !t.waitForRoom() {
-					readErr = os.ErrClosed
-					return true
-				}
-				n, err := readBatch(int(fd), buf[batch.n:])
-				batch.n += n
-				switch {
-				case err == nil:
-					// buf is full; more may be waiting.
-					flush()
-				case errors.Is(err, unix.EAGAIN):
-					if batch.hold(time.Now()) {
-						if !batch.deadline {
-							batch.deadline = true
-							t.master.SetReadDeadline(time.Now().Add(lingerFor))
-						}
-					} else {
-						flush()
-					}
-					// Wait for the poller (or the deadline). Output
-					// that comes from now on wakes it, and so does
-					// output that came while this batch was being
-					// read or delivered.
-					return false
-				default:
-					readErr = err
-					return true
-				}
+		t.mu.Lock()
+		r.Master = t.master
+		t.mu.Unlock()
+		if r.Master == nil {
+			// Closed while exported.
+			return
+		}
+		err := r.Run()
+		if err == nil {
+			// Paused for an export: the exporter reads from now on.
+			close(t.exportAck)
+			select {
+			case <-t.resume:
+				continue
+			case <-t.masterClosed:
+				return
 			}
-		})
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			break
 		}
-		batch.deadline = false
-		t.master.SetReadDeadline(time.Time{})
-		flush()
-	}
-	// What was read before the program exited (EIO) or the master closed
-	// still goes out.
-	flush()
-	if err == nil {
-		err = readErr
-	}
-	select {
-	case <-t.masterClosed:
-	default:
-		if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-			t.log.Warn("read terminal output", zap.Error(err))
-		}
-	}
-}
-
-// readBatch reads all the output that is ready into buf, until buf is full
-// or a read finds none, and says why it stopped short: unix.EAGAIN when the
-// terminal had no more, or the failure of a read. The terminal hands out at
-// most 4 KiB per read, so a program writing fast would otherwise cost a
-// broadcast, a delivery and a message per 4 KiB; taking all that is there
-// batches a flood without delaying a lone keystroke's echo.
-func readBatch(fd int, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		switch {
-		case m > 0:
-			n += m
-		case err == unix.EINTR:
-		case err != nil:
-			return n, err
+		select {
+		case <-t.masterClosed:
 		default:
-			return n, io.EOF
+			if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				t.log.Warn("read terminal output", zap.Error(err))
+			}
 		}
+		return
 	}
-	return n, nil
 }
 
 // waitForRoom holds the reader (HubOptions.Pace) while every client is too
@@ -410,10 +342,16 @@ func (t *terminal) everyClientFullLocked(n, bound int) bool {
 func (t *terminal) write(p []byte) error {
 	t.inputMu.Lock()
 	defer t.inputMu.Unlock()
-	if err := t.master.SetWriteDeadline(time.Now().Add(t.hub.opts.InputTimeout)); err != nil {
+	t.mu.Lock()
+	master := t.master
+	t.mu.Unlock()
+	if master == nil {
+		return fmt.Errorf("term: write input to %q: %w", t.id, ErrExported)
+	}
+	if err := master.SetWriteDeadline(time.Now().Add(t.hub.opts.InputTimeout)); err != nil {
 		return fmt.Errorf("term: write input to %q: %w", t.id, err)
 	}
-	if _, err := t.master.Write(p); err != nil {
+	if _, err := master.Write(p); err != nil {
 		return fmt.Errorf("term: write input to %q: %w", t.id, err)
 	}
 	return nil
@@ -429,6 +367,9 @@ func (t *terminal) resize(cols, rows uint16) error {
 }
 
 func (t *terminal) resizeLocked(cols, rows uint16) error {
+	if t.master == nil {
+		return ErrExported
+	}
 	if err := setWinsize(t.master, cols, rows); err != nil {
 		return err
 	}
@@ -440,7 +381,15 @@ func (t *terminal) closeMasterOnce() {
 	t.closeMaster.Do(func() {
 		// Marked first, so the reader knows its failing read is this.
 		close(t.masterClosed)
-		t.master.Close()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.master != nil {
+			t.master.Close()
+		}
+		if t.parked >= 0 {
+			unix.Close(t.parked)
+			t.parked = -1
+		}
 	})
 }
 
@@ -460,14 +409,20 @@ func (t *terminal) run() {
 		t.log.Warn("end terminal session", zap.Error(err))
 	}
 	// A process that left the session but kept the terminal open still
-	// blocks the reader; closing the master releases it.
-	grace := time.NewTimer(t.hub.opts.KillGrace)
-	select {
-	case <-t.readDone:
-	case <-grace.C:
-		t.log.Warn("terminal still held open after its session ended; closing it")
+	// blocks the reader; closing the master releases it. An exported
+	// terminal's reader waits for nothing: the exporter drains the output.
+	t.mu.Lock()
+	exported := t.exporter != nil
+	t.mu.Unlock()
+	if !exported {
+		grace := time.NewTimer(t.hub.opts.KillGrace)
+		select {
+		case <-t.readDone:
+		case <-grace.C:
+			t.log.Warn("terminal still held open after its session ended; closing it")
+		}
+		grace.Stop()
 	}
-	grace.Stop()
 	t.closeMasterOnce()
 	<-t.readDone
 
@@ -475,9 +430,13 @@ func (t *terminal) run() {
 	t.mu.Lock()
 	clients := t.clients
 	t.clients, t.owner = map[string]*Client{}, nil
+	to := t.takeExporterLocked()
 	t.mu.Unlock()
 	for _, c := range clients {
 		c.end(final)
+	}
+	if to != nil {
+		to.Exit(final.code, final.signal)
 	}
 	t.pokeRoom()
 }
@@ -502,9 +461,13 @@ func (t *terminal) shutdown() error {
 	t.mu.Lock()
 	clients := t.clients
 	t.clients, t.owner = map[string]*Client{}, nil
+	to := t.takeExporterLocked()
 	t.mu.Unlock()
 	for _, c := range clients {
 		c.end(&ending{err: ErrHubClosed})
+	}
+	if to != nil {
+		to.Closed(ErrHubClosed)
 	}
 	t.pokeRoom()
 	err := t.endSession()

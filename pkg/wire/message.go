@@ -117,6 +117,16 @@ type Term struct {
 	// Acked, on term.ack, counts every byte of term.data the client has
 	// taken since its term.opened.
 	Acked int64 `json:"acked,omitempty"`
+	// Export, on term.open, asks the runner to hand the terminal's master
+	// over instead of sending its output: on the descriptor channel the
+	// runner was started with (--term-fds), before the term.opened that
+	// says Export was granted and carries the scrollback in Data. The
+	// client then reads, types and resizes through the master itself, the
+	// runner reports only the program's end (term.exit, term.error), and
+	// the client's term.close carries in Data the scrollback the runner
+	// keeps once it reads the output again. A runner without the channel,
+	// or a terminal with other clients, attaches the client as usual.
+	Export bool `json:"export,omitempty"`
 }
 
 // BuiltinEngines names the engines built into every runner. Any other

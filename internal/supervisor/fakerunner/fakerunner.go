@@ -81,6 +81,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("session-dir", "", "session folder")
 	stdio := fs.Bool("stdio", false, "speak the protocol on stdin/stdout")
+	// Terminals are never handed over: the supervisor falls back to their
+	// output on the link, which is what the fake runner plays.
+	fs.Int("term-fds", -1, "ignored")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -288,6 +291,7 @@ func (r *runner) serve(stdin io.Reader) int {
 			}
 			t := *m.Term
 			t.Role = "owner"
+			t.Export = false // it never hands a terminal over
 			r.write(&wire.Message{T: wire.TTermOpened, ReqID: m.ReqID, Term: &t})
 			r.write(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: t.TermID, ClientID: t.ClientID, Data: []byte("$ ")}})
 		case wire.TTermInput:

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/coder/websocket"
 	"github.com/corral-dev/corral/internal/scrollback"
 	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/internal/term"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -44,6 +46,11 @@ const (
 // termManager is what the terminals need of the supervisor.
 type termManager interface {
 	OpenTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, error)
+	// ExportTerm is OpenTerm asking the runner to hand the terminal over:
+	// a non-nil master is the caller's to read, type into and resize, and
+	// UnexportTerm gives it back.
+	ExportTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, *os.File, error)
+	UnexportTerm(id, termID, clientID string, scrollback []byte) error
 	TermInput(id string, t wire.Term) error
 	TermResize(id string, t wire.Term) error
 	TermAck(id string, t wire.Term) error
@@ -59,6 +66,9 @@ type muxKey struct{ session, term string }
 // termMuxes.mu before termMux.mu.
 type termMuxes struct {
 	m termManager
+	// batches recycles the copies of exported terminals' output that
+	// client queues share (*[]byte of capacity api.MaxTermFrame).
+	batches sync.Pool
 
 	mu    sync.Mutex
 	muxes map[muxKey]*termMux
@@ -77,6 +87,7 @@ type termMux struct {
 	clientID string        // the runner client
 	ready    chan struct{} // closed once the runner answered the open
 	openErr  error         // set before ready closes
+	exp      *exported     // set before ready closes when the runner handed the terminal over
 
 	mu         sync.Mutex
 	seat       bool // the runner gave this mux the owner's seat
@@ -87,6 +98,10 @@ type termMux struct {
 	end        *termEnd // how the stream ended, once it has
 	received   int64    // output bytes from the runner, replay included
 	acked      int64    // what the runner was last told was taken
+
+	opening     bool     // the runner has not answered the open yet
+	drained     *termEnd // the exit, held until the reader is done
+	readerEnded bool     // exported: the reader is done
 }
 
 // muxClient is one WebSocket client of a terminal.
@@ -139,7 +154,7 @@ func (s *termMuxes) attach(ctx context.Context, id, termID string, q termQuery, 
 	}
 	c, g, resize := x.join(q, out)
 	if resize {
-		if err := s.m.TermResize(id, wire.Term{TermID: termID, ClientID: x.clientID, Cols: q.cols, Rows: q.rows}); err != nil {
+		if err := x.resize(q.cols, q.rows); err != nil {
 			out.notice(fmt.Errorf("resize: %w", err))
 		}
 	}
@@ -154,13 +169,14 @@ func newRunnerClientID() (string, error) {
 	return "sup-" + hex.EncodeToString(b[:]), nil
 }
 
-// open attaches the runner client. The runner's replay arrives through the
+// open attaches the runner client, asking the runner to hand the terminal
+// over (termexport.go). Otherwise the runner's replay arrives through the
 // sink like any output, so it is in the scrollback before anyone joins.
 func (x *termMux) open(ctx context.Context, q termQuery) {
-	t, err := x.set.m.OpenTerm(ctx, x.key.session, wire.Term{
+	t, err := x.openExported(ctx, wire.Term{
 		TermID: x.key.term, ClientID: x.clientID, Role: api.RoleOwner, Command: q.command, Cols: q.cols, Rows: q.rows,
 		Window: termWindowBytes,
-	}, x.sink)
+	})
 	if err != nil {
 		x.openErr = err
 		x.forget()
@@ -231,7 +247,9 @@ func (x *termMux) sink(m *wire.Message) {
 		}
 		d.release()
 	case wire.TTermExit:
-		end = exitEnd(m.Term)
+		if end = exitEnd(m.Term); x.holdExitLocked(end) {
+			end = nil
+		}
 	case wire.TTermError:
 		e := m.Error
 		if e == nil {
@@ -247,17 +265,25 @@ func (x *termMux) sink(m *wire.Message) {
 			break
 		}
 		end = fatalEnd(e)
+		if x.exp != nil {
+			x.exp.close()
+		}
 	}
 	if end != nil {
-		x.end = end
-		for c := range x.clients {
-			c.out.finish(end, false)
-		}
+		x.endLocked(end)
 	}
 	x.mu.Unlock()
 	if end != nil {
 		// A later attach starts afresh: a new program after an exit.
 		x.forget()
+	}
+}
+
+// endLocked ends every client's stream with end.
+func (x *termMux) endLocked(end *termEnd) {
+	x.end = end
+	for c := range x.clients {
+		c.out.finish(end, false)
 	}
 }
 
@@ -308,9 +334,13 @@ func (x *termMux) release() {
 	x.mu.Lock()
 	exited := x.end != nil && x.end.exit
 	x.mu.Unlock()
-	if !exited {
-		// The runner forgets the client on its own only when the
-		// program exits. An error here means the runner is gone.
+	switch {
+	case exited:
+		// The runner forgot the client when the program exited.
+	case x.exp != nil:
+		x.unexport()
+	default:
+		// An error here means the runner is gone.
 		s.m.CloseTerm(x.key.session, x.key.term, x.clientID)
 	}
 }
@@ -319,6 +349,10 @@ func (x *termMux) release() {
 // got another ackStepBytes further. The writers call it after taking output
 // from their outboxes.
 func (x *termMux) progress() {
+	if x.exp != nil {
+		x.exp.pokeRoom()
+		return
+	}
 	x.mu.Lock()
 	taken := x.received // with no client, the scrollback takes everything
 	if len(x.clients) > 0 {
@@ -343,6 +377,9 @@ func (c *muxClient) detach() {
 	x.mu.Lock()
 	x.dropLocked(c)
 	x.mu.Unlock()
+	if x.exp != nil {
+		x.exp.pokeRoom()
+	}
 	x.release()
 }
 
@@ -352,6 +389,9 @@ func (c *muxClient) input(p []byte) error {
 		return err
 	}
 	x := c.mux
+	if x.exp != nil {
+		return x.exp.input(p)
+	}
 	return x.set.m.TermInput(x.key.session, wire.Term{TermID: x.key.term, ClientID: x.clientID, Data: p})
 }
 
@@ -361,13 +401,22 @@ func (c *muxClient) resize(cols, rows uint16) error {
 		return err
 	}
 	x := c.mux
-	if err := x.set.m.TermResize(x.key.session, wire.Term{TermID: x.key.term, ClientID: x.clientID, Cols: cols, Rows: rows}); err != nil {
+	if err := x.resize(cols, rows); err != nil {
 		return err
 	}
 	x.mu.Lock()
 	x.cols, x.rows = cols, rows
 	x.mu.Unlock()
 	return nil
+}
+
+// resize gives the terminal a new size: through its master when it was
+// handed over, else through the runner.
+func (x *termMux) resize(cols, rows uint16) error {
+	if x.exp != nil {
+		return term.Resize(x.exp.master, cols, rows)
+	}
+	return x.set.m.TermResize(x.key.session, wire.Term{TermID: x.key.term, ClientID: x.clientID, Cols: cols, Rows: rows})
 }
 
 // check refuses a client that does not hold the owner's seat (any more:

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,17 @@ func (r *recordingManager) OpenTerm(_ context.Context, _ string, t wire.Term, si
 		cols, rows = 80, 24
 	}
 	return &wire.Term{TermID: t.TermID, ClientID: t.ClientID, Role: r.role, Cols: cols, Rows: rows}, nil
+}
+
+// ExportTerm never hands the terminal over: the runner's output comes
+// through the sink, as from a runner that cannot.
+func (r *recordingManager) ExportTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, *os.File, error) {
+	got, err := r.OpenTerm(ctx, id, t, sink)
+	return got, nil, err
+}
+
+func (r *recordingManager) UnexportTerm(id, _, clientID string, _ []byte) error {
+	return r.CloseTerm(id, "", clientID)
 }
 
 func (r *recordingManager) TermInput(_ string, t wire.Term) error {

@@ -28,6 +28,15 @@ type termOutbox struct {
 	taken   int64      // bytes handed to the writer in all
 	notices []api.TermFrame
 	end     *termEnd
+
+	// An exported terminal's reader writes a lone client's output
+	// straight to its connection while nothing is queued or being
+	// written (claimInline): a hand-off to the writer per batch cost more
+	// than all else between the terminal and the client.
+	ctx     context.Context // the writer's, once the opened frame is out
+	conn    *websocket.Conn
+	writing bool // the writer is writing output it took
+	inline  bool // the reader is writing output
 }
 
 // termData is one piece of a terminal's output, shared read-only by the
@@ -186,6 +195,7 @@ func (o *termOutbox) take(pieces []outPiece, limit int) ([]api.TermFrame, []outP
 	}
 	o.queued -= n
 	o.taken += int64(n)
+	o.writing = n > 0
 	if len(o.chunks) > 0 {
 		return notices, pieces, nil
 	}
@@ -217,6 +227,9 @@ func (o *termOutbox) run(ctx, shutdown context.Context, conn *websocket.Conn, fi
 	if err := writeFrame(ctx, conn, first); err != nil {
 		return err
 	}
+	o.mu.Lock()
+	o.ctx, o.conn = ctx, conn
+	o.mu.Unlock()
 	down := shutdown.Done()
 	buf := make([]byte, 0, api.MaxTermFrame)
 	var pieces []outPiece
@@ -243,6 +256,7 @@ func (o *termOutbox) run(ctx, shutdown context.Context, conn *websocket.Conn, fi
 			if err := writeBinary(ctx, conn, frame); err != nil {
 				return err
 			}
+			o.wrote()
 			sent(pieces)
 			clear(pieces) // the pieces are garbage once written
 			continue
@@ -288,4 +302,50 @@ func writeBinary(ctx context.Context, conn *websocket.Conn, p []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, termWriteTimeout)
 	defer cancel()
 	return conn.Write(ctx, websocket.MessageBinary, p)
+}
+
+// queuedBytes is how much output waits in the outbox.
+func (o *termOutbox) queuedBytes() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.queued
+}
+
+// wrote marks the end of the writer's write of the output it took.
+func (o *termOutbox) wrote() {
+	o.mu.Lock()
+	o.writing = false
+	o.mu.Unlock()
+}
+
+// claimInline reserves the connection for a write of live output on the
+// caller's goroutine (writeInline), which keeps the stream in order only
+// while nothing is queued or being written. It reports false then, or
+// before the opened frame is out, or once the stream has ended.
+func (o *termOutbox) claimInline() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.conn == nil || o.end != nil || len(o.chunks) > 0 || o.writing || o.inline {
+		return false
+	}
+	o.inline = true
+	return true
+}
+
+// writeInline writes p, after claimInline. The caller waits for the client
+// to take it, which paces the program by its one client; a client that
+// takes nothing for termWriteTimeout loses its connection.
+func (o *termOutbox) writeInline(p []byte) {
+	err := writeBinary(o.ctx, o.conn, p)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inline = false
+	o.taken += int64(len(p))
+	// Whoever queues notices or an end wakes the writer; waking it for
+	// nothing after each write would cost what writing inline saves.
+	if err != nil && o.end == nil {
+		o.dropLocked()
+		o.end = fatalEnd(wire.Errorf(wire.CodeUnavailable, "writing terminal output: %v", err))
+		o.signal()
+	}
 }
