@@ -197,11 +197,17 @@ func (m *Manager) openTerm(ctx context.Context, id string, t wire.Term, sink fun
 	c.terms[key] = sink
 	c.mu.Unlock()
 	if t.Export = t.Export && c.masters != nil; t.Export {
-		// The master that comes next on the channel is this one's.
+		// One export at a time: the master on the channel is this one's.
 		c.exportMu.Lock()
 		defer c.exportMu.Unlock()
 	}
 	r, err := c.call(ctx, &wire.Message{T: wire.TTermOpen, Term: &t})
+	if err != nil && ctx.Err() != nil {
+		// The runner may still open the terminal for a caller that has
+		// given up: have it let go, or it would hold the client (or, for
+		// an export, wait for a reader) for ever.
+		c.send(&wire.Message{T: wire.TTermClose, Term: &wire.Term{TermID: t.TermID, ClientID: t.ClientID}})
+	}
 	if err == nil && r.T != wire.TTermOpened {
 		if r.Error != nil {
 			err = r.Error

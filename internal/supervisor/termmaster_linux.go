@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,7 +36,8 @@ func newMasterChannel() (*net.UnixConn, *os.File, error) {
 
 // receiveMaster takes the master of terminal termID from the channel. The
 // descriptor is close-on-exec from the start, so a runner started
-// meanwhile cannot inherit it.
+// meanwhile cannot inherit it. A master sent for an export whose answer
+// came too late for its caller is closed and skipped.
 func receiveMaster(conn *net.UnixConn, termID string) (*os.File, error) {
 	if err := conn.SetReadDeadline(time.Now().Add(masterWait)); err != nil {
 		return nil, fmt.Errorf("receive terminal %s: %w", termID, err)
@@ -44,11 +46,28 @@ func receiveMaster(conn *net.UnixConn, termID string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receive terminal %s: %w", termID, err)
 	}
-	payload := make([]byte, len(termID)+1)
+	for {
+		payload, fd, err := receiveOne(rc, len(termID)+1)
+		if err != nil {
+			return nil, fmt.Errorf("receive terminal %s: %w", termID, err)
+		}
+		if payload == termID {
+			// The descriptor shares the runner's open file,
+			// non-blocking, so the runtime's poller serves it.
+			return os.NewFile(uintptr(fd), "ptmx:"+termID), nil
+		}
+		unix.Close(fd)
+	}
+}
+
+// receiveOne reads one hand-over: its payload (up to max bytes) and the
+// one descriptor it must carry.
+func receiveOne(rc syscall.RawConn, max int) (string, int, error) {
+	payload := make([]byte, max)
 	oob := make([]byte, unix.CmsgSpace(4))
 	var n, oobn int
 	var recvErr error
-	err = rc.Read(func(fd uintptr) bool {
+	err := rc.Read(func(fd uintptr) bool {
 		n, oobn, _, _, recvErr = unix.Recvmsg(int(fd), payload, oob, unix.MSG_CMSG_CLOEXEC)
 		return recvErr != unix.EAGAIN
 	})
@@ -56,19 +75,17 @@ func receiveMaster(conn *net.UnixConn, termID string) (*os.File, error) {
 		err = recvErr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("receive terminal %s: %w", termID, err)
+		return "", -1, err
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
 		fds, _ = unix.ParseUnixRights(&msgs[0])
 	}
-	if len(fds) != 1 || string(payload[:n]) != termID {
+	if len(fds) != 1 {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		return nil, fmt.Errorf("receive terminal %s: the runner sent %q with %d descriptors", termID, payload[:n], len(fds))
+		return "", -1, fmt.Errorf("the runner sent %q with %d descriptors, want 1", payload[:n], len(fds))
 	}
-	// The descriptor shares the runner's open file, non-blocking, so the
-	// runtime's poller serves it.
-	return os.NewFile(uintptr(fds[0]), "ptmx:"+termID), nil
+	return string(payload[:n]), fds[0], nil
 }

@@ -118,8 +118,9 @@ func (h *Hub) Export(req AttachRequest, to Exporter) (Exported, error) {
 
 // Unexport takes a terminal's output back from its exporter, clientID, with
 // scrollback as what the exporter keeps of it (its own replay), so that a
-// client joining later sees what the exporter's clients saw. The exporter
-// must have stopped reading first: the hub reads again at once.
+// client joining later sees what the exporter's clients saw; nil keeps the
+// scrollback the hub had when it exported. The exporter must have stopped
+// reading first: the hub reads again at once.
 func (h *Hub) Unexport(termID, clientID string, scrollback []byte) error {
 	h.mu.Lock()
 	t := h.terms[termID]
@@ -132,7 +133,9 @@ func (h *Hub) Unexport(termID, clientID string, scrollback []byte) error {
 	if t.exporter == nil || t.exporter.clientID != clientID {
 		return fmt.Errorf("unexport terminal %q: %q is not its exporter: %w", termID, clientID, ErrDetached)
 	}
-	t.scroll = scrollbackWith(h.opts.ScrollbackBytes, scrollback)
+	if scrollback != nil {
+		t.scroll = scrollbackWith(h.opts.ScrollbackBytes, scrollback)
+	}
 	t.unparkLocked()
 	t.unexportLocked()
 	t.log.Debug("terminal unexported", zap.String("client", clientID))

@@ -166,3 +166,25 @@ func TestExportIsRefusedWhileClientsAreAttached(t *testing.T) {
 		t.Fatalf("export with a client attached: %v, want ErrExportBusy", err)
 	}
 }
+
+func TestUnexportWithoutScrollbackKeepsTheHubs(t *testing.T) {
+	h := newTestHub(t, HubOptions{})
+	first, _, rec := attach(t, h, AttachRequest{TermID: "t", ClientID: "c", Command: shell("echo early; exec cat")})
+	rec.waitForText(t, "early")
+	first.Close()
+	ex, err := h.Export(AttachRequest{TermID: "t", ClientID: "sup"}, newRecorder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ex.Replay), "early") {
+		t.Fatalf("replay %q, want the output the hub read", ex.Replay)
+	}
+	readMaster(t, ex.FD).master.Close()
+	if err := h.Unexport("t", "sup", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, g, again := attach(t, h, AttachRequest{TermID: "t", ClientID: "again"})
+	if out := again.waitForText(t, "early"); g.ReplayBytes == 0 {
+		t.Errorf("no replay after an unexport without scrollback; got %q live", out)
+	}
+}
