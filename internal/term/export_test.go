@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// masterReader reads an exported terminal's master as the supervisor does.
+// masterReader reads an exported terminal's master as the supervisor does,
+// after the replay Export returned: together, the terminal's output.
 type masterReader struct {
 	master *os.File
 	done   chan struct{}
@@ -19,9 +20,10 @@ type masterReader struct {
 	err    error
 }
 
-func readMaster(t *testing.T, fd int) *masterReader {
+func readMaster(t *testing.T, ex Exported) *masterReader {
 	t.Helper()
-	r := &masterReader{master: os.NewFile(uintptr(fd), "ptmx"), done: make(chan struct{})}
+	r := &masterReader{master: os.NewFile(uintptr(ex.FD), "ptmx"), done: make(chan struct{})}
+	r.out.Write(ex.Replay)
 	t.Cleanup(func() { r.master.Close() })
 	go func() {
 		defer close(r.done)
@@ -49,7 +51,7 @@ func (r *masterReader) waitForText(t *testing.T, text string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q read from the master within %v; read %q", text, patience, tail(out))
+			t.Fatalf("no %q in the replay or read from the master within %v; got %q", text, patience, tail(out))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -66,7 +68,7 @@ func TestExportHandsTheTerminalOverAndBack(t *testing.T) {
 	if g := ex.Grant; g.Role != RoleOwner || !g.Created || g.Cols != 100 || g.Rows != 30 || g.ReplayBytes != len(ex.Replay) {
 		t.Fatalf("grant %+v with %d bytes of replay", g, len(ex.Replay))
 	}
-	r := readMaster(t, ex.FD)
+	r := readMaster(t, ex)
 	r.waitForText(t, "ready")
 	if !h.Active() {
 		t.Error("a hub with an exported terminal is not active")
@@ -130,7 +132,7 @@ func TestExportedTerminalTellsItsExporterHowItEnded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := readMaster(t, ex.FD)
+			r := readMaster(t, ex)
 			r.waitForText(t, tt.lastOut)
 			if tt.end != nil {
 				tt.end(h)
@@ -179,7 +181,7 @@ func TestUnexportWithoutScrollbackKeepsTheHubs(t *testing.T) {
 	if !strings.Contains(string(ex.Replay), "early") {
 		t.Fatalf("replay %q, want the output the hub read", ex.Replay)
 	}
-	readMaster(t, ex.FD).master.Close()
+	readMaster(t, ex).master.Close()
 	if err := h.Unexport("t", "sup", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -39,8 +39,8 @@ type exported struct {
 
 // openExported asks the runner to hand the terminal over, and takes it
 // over when it does: the runner's replay is the scrollback so far. It
-// returns what the runner answered, for a terminal it attached the mux to
-// as well.
+// returns the runner's answer, whether the runner handed the terminal over
+// or attached the mux as a client (its output then comes through sink).
 func (x *termMux) openExported(ctx context.Context, t wire.Term) (*wire.Term, error) {
 	// The program's exit may come before the answer is read: it waits
 	// for the reader (or, without one, for the answer).
