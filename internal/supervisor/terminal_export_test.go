@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +50,25 @@ func TestRealTerminalKeepsItsScrollbackWhileNobodyWatches(t *testing.T) {
 		t.Fatalf("exit %+v, err %v", exit, err)
 	}
 	// The supervisor let go of the terminal once it ended.
+	waitNoMasters(t, d.cmd.Process.Pid)
+}
+
+// TestRealTerminalExitIsNotHeldByAProcessThatLeftItsSession: a process that
+// left the program's session keeps the terminal open, so the read of its
+// output never ends; the exit still reaches the client, after a grace.
+func TestRealTerminalExitIsNotHeldByAProcessThatLeftItsSession(t *testing.T) {
+	d := startTermDaemon(t)
+	id := d.newSession()
+	owner := d.attach(id, client.TermOptions{TermID: "escape", Command: shell(`setsid sleep 60 & echo "escaped=$!"; sleep 0.2; exit 7`)})
+	r, _ := record(owner, 0, true)
+	escaped, err := strconv.Atoi(r.waitOutput(t, `escaped=(\d+)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(escaped, syscall.SIGKILL) })
+	if exit, err := r.ended(t); err != nil || exit == nil || exit.Code != 7 {
+		t.Fatalf("exit %+v, err %v; want exit 7", exit, err)
+	}
 	waitNoMasters(t, d.cmd.Process.Pid)
 }
 

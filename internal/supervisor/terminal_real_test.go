@@ -168,6 +168,12 @@ func TestRealTerminalEndsWithItsSession(t *testing.T) {
 			for _, p := range []int{pid, bg, runner} {
 				gone(t, p)
 			}
+			select {
+			case <-d.exited:
+			default:
+				// The supervisor let go of the master it was handed.
+				waitNoMasters(t, d.cmd.Process.Pid)
+			}
 		})
 	}
 }
