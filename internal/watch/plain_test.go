@@ -212,6 +212,9 @@ func TestPlainWatchOfEverySessionPrefixesLines(t *testing.T) {
 	// Logged events are summed up, and an open ask is still prompted.
 	waitFor(t, r.stdout, "aaaa │ ● session aaaa1111 · script engine · review mode · 5 earlier events not shown (--from 1 shows them)\n")
 	waitFor(t, r.stderr, "aaaa │ ? a1 run `uptime`?")
+	// Events added while the feed still reads a session's backlog are part
+	// of it, and hidden like the rest: add only once it has been read.
+	waitFor(t, r.stdout, "bbbb │ ● session bbbb2222")
 	src.add("bbbb2222", ev{"turnStarted", `{"turn":1,"messageId":"m1","text":"go"}`}, ev{"assistantText", `{"text":"hello"}`})
 	waitFor(t, r.stdout, "bbbb │ hello\n")
 }
