@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -63,6 +64,18 @@ func pollable(f *os.File) (*os.File, error) {
 		return nil, fmt.Errorf("pty master: set non-blocking: %w", err)
 	}
 	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// Type writes p into the terminal whose master is master (the hub's, or one
+// it handed over, Hub.Export), giving up after timeout: a program that
+// reads none of its input fills the terminal's buffer, and a write would
+// then wait for ever.
+func Type(master *os.File, p []byte, timeout time.Duration) error {
+	if err := master.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	_, err := master.Write(p)
+	return err
 }
 
 // Resize sets the size of the terminal whose master is master (one the

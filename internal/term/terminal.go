@@ -348,10 +348,7 @@ func (t *terminal) write(p []byte) error {
 	if master == nil {
 		return fmt.Errorf("term: write input to %q: %w", t.id, ErrExported)
 	}
-	if err := master.SetWriteDeadline(time.Now().Add(t.hub.opts.InputTimeout)); err != nil {
-		return fmt.Errorf("term: write input to %q: %w", t.id, err)
-	}
-	if _, err := master.Write(p); err != nil {
+	if err := Type(master, p, t.hub.opts.InputTimeout); err != nil {
 		return fmt.Errorf("term: write input to %q: %w", t.id, err)
 	}
 	return nil

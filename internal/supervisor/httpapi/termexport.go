@@ -193,10 +193,7 @@ func (e *exported) close() {
 func (e *exported) input(p []byte) error {
 	e.inputMu.Lock()
 	defer e.inputMu.Unlock()
-	if err := e.master.SetWriteDeadline(time.Now().Add(term.DefaultInputTimeout)); err != nil {
-		return fmt.Errorf("type into the terminal: %w", err)
-	}
-	if _, err := e.master.Write(p); err != nil {
+	if err := term.Type(e.master, p, term.DefaultInputTimeout); err != nil {
 		return fmt.Errorf("type into the terminal: %w", err)
 	}
 	return nil
