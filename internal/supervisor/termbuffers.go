@@ -38,8 +38,15 @@ func (t *termBuffers) put(p []byte) {
 	t.pool.Put(&p)
 }
 
+// TermBuffer returns a buffer of length n for terminal output, reused when
+// it fits: the supervisor's fan-out copies a batch it read from a terminal
+// handed over into one, for its clients' queues to share. Give it back with
+// RecycleTermData.
+func (m *Manager) TermBuffer(n int) []byte { return m.termBufs.get(n) }
+
 // RecycleTermData takes back the Data of a term.data message that a
-// terminal sink (OpenTerm) received, for the output that follows. The
+// terminal sink (OpenTerm) received, or a buffer from TermBuffer, for the
+// output that follows. The
 // caller must hold the only reference left to it: nothing may read or keep
 // p afterwards. A sink is the only receiver of the messages naming its
 // client, which is all the output the runner sends.

@@ -113,7 +113,9 @@ func (x *termMux) deliver(p []byte) {
 	var d *termData
 	for c := range x.clients {
 		if d == nil {
-			d = newTermData(x.set.batchCopy(p), x.set.recycleBatch)
+			// The clients' queues share one copy: the reader reuses p.
+			d = newTermData(x.set.m.TermBuffer(len(p)), x.set.m.RecycleTermData)
+			copy(d.p, p)
 		}
 		if !c.out.push(d) {
 			x.dropLocked(c) // cut as too slow
@@ -123,23 +125,6 @@ func (x *termMux) deliver(p []byte) {
 		d.release()
 	}
 	x.mu.Unlock()
-}
-
-// batchCopy returns a copy of p, a batch of output, for client queues to
-// share, in a buffer from the pool when it fits.
-func (s *termMuxes) batchCopy(p []byte) []byte {
-	if b, ok := s.batches.Get().(*[]byte); ok && len(p) <= cap(*b) {
-		return append((*b)[:0], p...)
-	}
-	return append(make([]byte, 0, max(len(p), api.MaxTermFrame)), p...)
-}
-
-// recycleBatch takes back a copy batchCopy made, once no queue holds it.
-func (s *termMuxes) recycleBatch(p []byte) {
-	if cap(p) == api.MaxTermFrame {
-		p = p[:0]
-		s.batches.Put(&p)
-	}
 }
 
 // waitForRoom holds the reader while even the fastest client has

@@ -56,8 +56,12 @@ type termManager interface {
 	TermAck(id string, t wire.Term) error
 	CloseTerm(id, termID, clientID string) error
 	// RecycleTermData takes back the Data of a term.data message the sink
-	// got, once nothing refers to it any more, to reuse its buffer.
+	// got, or a buffer from TermBuffer, once nothing refers to it any more,
+	// to reuse it.
 	RecycleTermData(p []byte)
+	// TermBuffer returns a buffer of length n for terminal output, from
+	// the buffers RecycleTermData takes back.
+	TermBuffer(n int) []byte
 }
 
 type muxKey struct{ session, term string }
@@ -66,9 +70,6 @@ type muxKey struct{ session, term string }
 // termMuxes.mu before termMux.mu.
 type termMuxes struct {
 	m termManager
-	// batches recycles the copies of exported terminals' output that
-	// client queues share (*[]byte of capacity api.MaxTermFrame).
-	batches sync.Pool
 
 	mu    sync.Mutex
 	muxes map[muxKey]*termMux

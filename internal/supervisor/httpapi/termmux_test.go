@@ -92,6 +92,8 @@ func (r *recordingManager) RecycleTermData(p []byte) {
 	r.recycled = append(r.recycled, p)
 }
 
+func (r *recordingManager) TermBuffer(n int) []byte { return make([]byte, n) }
+
 func (r *recordingManager) recycledCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
