@@ -10,8 +10,8 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/corral-dev/corral/internal/client"
-	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/muesli/cancelreader"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"

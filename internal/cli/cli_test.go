@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/supervisor/api"
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/api"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )

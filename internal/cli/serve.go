@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
+	"github.com/corral-dev/corral/pkg/client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )

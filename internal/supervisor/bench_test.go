@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/atomicfile"
-	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )

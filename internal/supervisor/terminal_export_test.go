@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/pkg/client"
 )
 
 // TestRealTerminalKeepsItsScrollbackWhileNobodyWatches: the output the

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/creack/pty"
 )
 

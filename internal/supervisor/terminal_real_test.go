@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/client"
-	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

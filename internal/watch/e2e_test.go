@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 	"golang.org/x/term"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/corral-dev/corral/internal/supervisor"
-	"github.com/corral-dev/corral/internal/supervisor/api"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"

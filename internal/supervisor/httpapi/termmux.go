@@ -10,8 +10,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/corral-dev/corral/internal/scrollback"
-	"github.com/corral-dev/corral/internal/supervisor/api"
 	"github.com/corral-dev/corral/internal/term"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
-	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

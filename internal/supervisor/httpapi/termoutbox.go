@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/coder/websocket"
-	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

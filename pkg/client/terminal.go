@@ -12,7 +12,7 @@ import (
 	"strconv"
 
 	"github.com/coder/websocket"
-	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
