@@ -1,6 +1,7 @@
 // Package api holds the JSON bodies of the supervisor's HTTP API, shared by
-// the server and its Go client. docs/api.md is the reference for shell
-// authors; keep the two in step.
+// the server and every Go client (pkg/client). The session spec, commands,
+// replies, events and errors they carry are those of pkg/wire.
+// docs/api.md is the reference for shell authors.
 package api
 
 import (

@@ -1,7 +1,21 @@
-// Package client talks to a supervisor's HTTP API (docs/api.md): over the
-// unix socket in its state folder, or over TCP with a bearer token. Every
-// failure the supervisor reports comes back as a *wire.Error, so callers
-// branch with errors.Is on the pkg/wire sentinels.
+// Package client is the Go client of a Corral supervisor's HTTP API
+// (docs/api.md): create, list and delete sessions, send them control
+// commands, follow their events, and attach to their terminals.
+//
+// A client reaches the supervisor over the unix socket in its state folder
+// ([ForState], no token needed: the socket is its owner's alone), or over
+// TCP with a bearer token ([New] with Options.BaseURL and Options.Token).
+//
+// Every failure the supervisor reports comes back as a *wire.Error, whose
+// Code callers branch on with errors.Is and the sentinels of pkg/wire
+// (wire.ErrNotFound, wire.ErrConflict, ...); a supervisor that does not
+// answer is wire.ErrUnavailable.
+//
+// Event streams ([Client.Events]) deliver a session's events in seq order.
+// A followed stream reconnects on its own when its connection is lost or
+// the supervisor restarts, and resumes after the last event it returned, so
+// a caller sees each event exactly once. The request and reply bodies are
+// the types of pkg/api and pkg/wire.
 package client
 
 import (
@@ -16,7 +30,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/corral-dev/corral/pkg/api"
@@ -249,69 +262,3 @@ func (c *Client) Command(ctx context.Context, id string, cmd wire.Command) (*wir
 	}
 	return &r, nil
 }
-
-// EventsOptions select the events to stream.
-type EventsOptions struct {
-	// From is the first seq wanted (0 or 1: from the start).
-	From int64
-	// Follow keeps the stream open for live events after the log's end.
-	Follow bool
-}
-
-// Events streams a session's events as NDJSON lines.
-func (c *Client) Events(ctx context.Context, id string, opts EventsOptions) (*EventStream, error) {
-	q := url.Values{}
-	q.Set("format", "ndjson")
-	q.Set("from", strconv.FormatInt(opts.From, 10))
-	q.Set("follow", strconv.FormatBool(opts.Follow))
-	req, err := c.newRequest(ctx, http.MethodGet, "/sessions/"+url.PathEscape(id)+"/events?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", api.MediaNDJSON)
-	resp, err := c.do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, replyError(resp.StatusCode, raw)
-	}
-	return &EventStream{body: resp.Body, lines: wire.NewLineReader(resp.Body, 0)}, nil
-}
-
-// EventStream is a session's events, one events.jsonl line at a time.
-type EventStream struct {
-	body  io.ReadCloser
-	lines *wire.LineReader
-}
-
-// Next returns the next event line, without its newline; the slice is
-// valid until the next call. It returns io.EOF at the end of a stream that
-// does not follow, and the supervisor's reason when it ends the stream.
-func (s *EventStream) Next() ([]byte, error) {
-	for {
-		line, err := s.lines.Next()
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if !s.lines.Terminated() {
-			return nil, io.ErrUnexpectedEOF
-		}
-		// An event has a seq; the stream's end reason is a failed reply.
-		if bytes.HasPrefix(line, []byte(`{"ok":false`)) {
-			var r wire.Reply
-			if json.Unmarshal(line, &r) == nil && r.Error != nil {
-				return nil, r.Error
-			}
-		}
-		return line, nil
-	}
-}
-
-// Close ends the stream.
-func (s *EventStream) Close() error { return s.body.Close() }

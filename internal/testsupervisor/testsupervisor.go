@@ -1,0 +1,219 @@
+// Package testsupervisor runs the real supervisor for tests of the API's
+// clients: it builds cmd/supervisor and cmd/runner once per test process,
+// starts `supervisor serve` on a fresh state folder (on its unix socket, and
+// on loopback TCP with a bearer token when asked), and stops or restarts it
+// on the same state and address.
+package testsupervisor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/pkg/client"
+)
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Binaries builds cmd/supervisor and cmd/runner once per test process, as
+// the Makefile does, and returns their paths.
+func Binaries(tb testing.TB) (supervisorBin, runnerBin string) {
+	tb.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "corral-testsupervisor-")
+		if built.err != nil {
+			return
+		}
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("the go command is needed to build the binaries: %w", err)
+			return
+		}
+		cmd := exec.Command(gobin, "build", "-o", built.dir+string(os.PathSeparator),
+			"github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out.String())
+		}
+	})
+	if built.err != nil {
+		tb.Fatal(built.err)
+	}
+	return filepath.Join(built.dir, "supervisor"), filepath.Join(built.dir, "runner")
+}
+
+// Options say how to start a supervisor.
+type Options struct {
+	// TCP also serves on a loopback port, with a bearer token.
+	TCP bool
+	// Args are more flags for `supervisor serve`.
+	Args []string
+}
+
+// Supervisor is a running `supervisor serve`.
+type Supervisor struct {
+	tb   testing.TB
+	opts Options
+	bin  string
+	run  string // the runner
+
+	// State is the state folder, Work an empty folder for sessions' cwd.
+	State, Work string
+	// Socket is the supervisor's unix socket.
+	Socket string
+	// URL and Token reach it over TCP (with Options.TCP).
+	URL, Token string
+	// Client talks to it over its socket.
+	Client *client.Client
+
+	addr   string // the TCP address, kept across restarts
+	cmd    *exec.Cmd
+	exited chan struct{}
+	stderr *testio.Buffer
+}
+
+// Start starts a supervisor on a fresh state folder; it is stopped when the
+// test ends, and its log is shown if the test failed.
+func Start(tb testing.TB, opts Options) *Supervisor {
+	tb.Helper()
+	sup, runner := Binaries(tb)
+	base := tb.TempDir()
+	s := &Supervisor{
+		tb: tb, opts: opts, bin: sup, run: runner,
+		State:  filepath.Join(base, "state"),
+		Work:   filepath.Join(base, "work"),
+		stderr: &testio.Buffer{},
+	}
+	s.Socket = filepath.Join(s.State, "supervisor.sock")
+	if err := os.Mkdir(s.Work, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	if opts.TCP {
+		s.addr = freePort(tb)
+		s.URL = "http://" + s.addr
+		s.Token = strings.Repeat("5e", 32)
+		if err := os.MkdirAll(s.State, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.State, "token"), []byte(s.Token+"\n"), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var err error
+	if s.Client, err = client.New(client.Options{Socket: s.Socket}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		s.Stop()
+		if tb.Failed() {
+			tb.Logf("supervisor log:\n%s", s.Log())
+		}
+	})
+	s.launch()
+	return s
+}
+
+// freePort returns a loopback address no one listens on right now.
+func freePort(tb testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (s *Supervisor) launch() {
+	s.tb.Helper()
+	args := []string{"serve", "--state", s.State, "--runner", s.run, "--log-level", "debug"}
+	if s.opts.TCP {
+		args = append(args, "--listen-tcp", s.addr)
+	}
+	args = append(args, s.opts.Args...)
+	s.cmd = exec.Command(s.bin, args...)
+	s.cmd.Stderr = s.stderr
+	proc.Configure(s.cmd)
+	if err := s.cmd.Start(); err != nil {
+		s.tb.Fatal(err)
+	}
+	exited := make(chan struct{})
+	s.exited = exited
+	cmd := s.cmd
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := s.Client.Health(context.Background()); err == nil {
+			return
+		}
+		select {
+		case <-exited:
+			s.tb.Fatalf("supervisor exited:\n%s", s.Log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.tb.Fatalf("supervisor did not answer within 30s:\n%s", s.Log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Stop stops the supervisor with SIGTERM (which stops its runners) and
+// waits for it, killing its process group if it takes longer than 20 s.
+func (s *Supervisor) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		proc.KillGroup(s.cmd.Process.Pid)
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Restart stops the supervisor and starts it again on the same state folder
+// and TCP address.
+func (s *Supervisor) Restart() {
+	s.tb.Helper()
+	s.Stop()
+	s.launch()
+}
+
+// TCPClient returns a client that reaches the supervisor over TCP with its
+// token.
+func (s *Supervisor) TCPClient() *client.Client {
+	s.tb.Helper()
+	if !s.opts.TCP {
+		s.tb.Fatal("testsupervisor: TCPClient needs Options.TCP")
+	}
+	c, err := client.New(client.Options{BaseURL: s.URL, Token: s.Token})
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	return c
+}
+
+// Log is what the supervisor has written to stderr.
+func (s *Supervisor) Log() string { return s.stderr.String() }

@@ -1,0 +1,270 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// EventsOptions select the events to stream.
+type EventsOptions struct {
+	// From is the first seq wanted (0 or 1: from the start).
+	From int64
+	// Follow keeps the stream open for live events after the log's end.
+	// A followed stream outlives its connection: see [EventStream].
+	Follow bool
+	// OnReconnect, when set, hears about a followed stream's connection:
+	// lost is why the connection ended before the stream did, and nil
+	// once the stream has been reopened where it stopped. It is called
+	// from Next, so it must not call Next.
+	OnReconnect func(lost error)
+}
+
+// Reconnection back-off of followed streams.
+const (
+	reconnectFirst = 50 * time.Millisecond
+	reconnectMax   = 2 * time.Second
+)
+
+// Events streams session id's events as their events.jsonl lines. The first
+// request is made before Events returns, so an unknown session or an absent
+// supervisor is reported here.
+func (c *Client) Events(ctx context.Context, id string, opts EventsOptions) (*EventStream, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &EventStream{c: c, ctx: ctx, cancel: cancel, id: id, opts: opts, next: max(opts.From, 1)}
+	if err := s.open(); err != nil {
+		cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+// EventStream is a session's events, one events.jsonl line at a time, in
+// seq order.
+//
+// A followed stream survives the loss of its connection: when the
+// connection breaks, or the supervisor stops (it ends streams with
+// unavailable) and starts again, Next reconnects with a growing pause (up to
+// 2 s) and resumes from the seq after the last event it returned, so the
+// caller sees every event once, with no gap, until the context given to
+// Events ends, Close is called, or the session is deleted (not_found).
+//
+// Next must be called from one goroutine at a time; Close may be called
+// from any.
+type EventStream struct {
+	c      *Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	id     string
+	opts   EventsOptions
+
+	mu    sync.Mutex    // guards body: Close may close it from any goroutine
+	body  io.ReadCloser // nil between connections
+	lines *wire.LineReader
+
+	next int64 // lowest seq not yet returned
+	ev   wire.Event
+}
+
+// open makes one request for the events from s.next on.
+func (s *EventStream) open() error {
+	q := url.Values{}
+	q.Set("format", "ndjson")
+	q.Set("from", strconv.FormatInt(s.next, 10))
+	q.Set("follow", strconv.FormatBool(s.opts.Follow))
+	req, err := s.c.newRequest(s.ctx, http.MethodGet, "/sessions/"+url.PathEscape(s.id)+"/events?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", api.MediaNDJSON)
+	resp, err := s.c.do(req)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return replyError(resp.StatusCode, raw)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil { // closed meanwhile
+		resp.Body.Close()
+		return s.ctx.Err()
+	}
+	s.body, s.lines = resp.Body, wire.NewLineReader(resp.Body, 0)
+	return nil
+}
+
+// Next returns the next event line, without its newline; the slice is
+// valid until the next call. A stream that does not follow returns io.EOF
+// after the last event; a followed one returns the reason it ended: the
+// context's error, or the supervisor's *wire.Error (not_found once the
+// session is deleted).
+func (s *EventStream) Next() ([]byte, error) {
+	for {
+		if s.lines == nil {
+			if err := s.reconnect(); err != nil {
+				return nil, err
+			}
+		}
+		line, err := readEventLine(s.lines)
+		if err == nil {
+			seq := lineSeq(line)
+			if seq > 0 && seq < s.next {
+				continue // already returned before a reconnection
+			}
+			if seq > 0 {
+				s.next = seq + 1
+			}
+			return line, nil
+		}
+		if s.ctx.Err() != nil {
+			s.dropBody()
+			return nil, s.ctx.Err()
+		}
+		if !s.opts.Follow || !resumable(err) {
+			return nil, err
+		}
+		s.dropBody()
+		if s.opts.OnReconnect != nil {
+			s.opts.OnReconnect(err)
+		}
+	}
+}
+
+// NextEvent is Next, decoded. The event's Data is valid until the next
+// call.
+func (s *EventStream) NextEvent() (*wire.Event, error) {
+	line, err := s.Next()
+	if err != nil {
+		return nil, err
+	}
+	s.ev = wire.Event{}
+	if err := json.Unmarshal(line, &s.ev); err != nil {
+		return nil, wire.Errorf(wire.CodeProtocol, "event line %.80q: %v", line, err)
+	}
+	return &s.ev, nil
+}
+
+// reconnect reopens a followed stream at s.next, pausing between tries,
+// until it succeeds, the context ends, or the supervisor refuses for good.
+func (s *EventStream) reconnect() error {
+	wait := reconnectFirst
+	for {
+		err := s.open()
+		if err == nil {
+			if s.opts.OnReconnect != nil {
+				s.opts.OnReconnect(nil)
+			}
+			return nil
+		}
+		if s.ctx.Err() != nil {
+			return s.ctx.Err()
+		}
+		if !resumable(err) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			t.Stop()
+			return s.ctx.Err()
+		}
+		wait = min(2*wait, reconnectMax)
+	}
+}
+
+func (s *EventStream) dropBody() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.body != nil {
+		s.body.Close()
+	}
+	s.body, s.lines = nil, nil
+}
+
+// Close ends the stream; a Next waiting in another goroutine returns.
+func (s *EventStream) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.body != nil {
+		s.body.Close() // Next, the only user of lines, drops them
+	}
+	return nil
+}
+
+// readEventLine returns the next non-blank, newline-terminated line of an
+// NDJSON event stream; a stream ended for a reason yields that reason.
+func readEventLine(lines *wire.LineReader) ([]byte, error) {
+	for {
+		line, err := lines.Next()
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !lines.Terminated() {
+			return nil, io.ErrUnexpectedEOF
+		}
+		// An event has a seq; the stream's end reason is a failed reply.
+		if bytes.HasPrefix(line, []byte(`{"ok":false`)) {
+			var r wire.Reply
+			if json.Unmarshal(line, &r) == nil && r.Error != nil {
+				return nil, r.Error
+			}
+		}
+		return line, nil
+	}
+}
+
+// resumable reports whether a followed stream that ended with err is worth
+// reopening: a lost connection, a supervisor stopping or not answering
+// (yet), a timeout. The supervisor's refusals (not_found, unauthorized,
+// bad_request, ...) are final.
+func resumable(err error) bool {
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		return true // transport: connection reset, cut mid-line, EOF
+	}
+	switch we.Code {
+	case wire.CodeUnavailable, wire.CodeTimeout:
+		return true
+	}
+	return false
+}
+
+// lineSeq reads the top-level seq of an event line, 0 when it has none.
+// The runner writes seq first, so the common case needs no decoding.
+func lineSeq(line []byte) int64 {
+	const prefix = `{"seq":`
+	if bytes.HasPrefix(line, []byte(prefix)) {
+		rest := line[len(prefix):]
+		end := bytes.IndexAny(rest, ",}")
+		if end > 0 {
+			if n, err := strconv.ParseInt(string(rest[:end]), 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	var ev struct {
+		Seq int64 `json:"seq"`
+	}
+	if json.Unmarshal(line, &ev) != nil {
+		return 0
+	}
+	return ev.Seq
+}
