@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
-	"github.com/corral-dev/corral/internal/locate/locatetest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -34,9 +34,9 @@ type engineCase struct {
 }
 
 func cases(t *testing.T) []engineCase {
-	dir := locatetest.EnginesDir(t, "claude")
-	locatetest.EnginesDir(t, "codex")
-	locatetest.EnginesDir(t, "copilot")
+	dir := testenv.NeedEngineCLI(t, "claude")
+	testenv.NeedEngineCLI(t, "codex")
+	testenv.NeedEngineCLI(t, "copilot")
 	cfg := func() map[string]string {
 		return map[string]string{locate.KeyEnginesDir: dir, "cacheDir": filepath.Join(os.TempDir(), "corral-e2e-cache")}
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -37,14 +38,10 @@ var built struct {
 // cmd/corral-script-plugin once per test run, as the Makefile does.
 func realBinaries(t testing.TB) (supervisorBin, runnerBin string) {
 	t.Helper()
+	gobin := testenv.NeedGo(t)
 	built.once.Do(func() {
 		built.dir, built.err = os.MkdirTemp("", "corral-bin-")
 		if built.err != nil {
-			return
-		}
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			built.err = fmt.Errorf("the go command is needed to build the binaries: %w", err)
 			return
 		}
 		cmd := exec.Command(gobin, "build", "-o", built.dir+string(os.PathSeparator),

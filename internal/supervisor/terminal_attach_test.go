@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/testenv"
 )
 
 // tmuxPane is a shell in a detached tmux session of its own server.
@@ -23,9 +25,7 @@ type tmuxPane struct {
 
 func startTmuxPane(t *testing.T, cols, rows int, env ...string) *tmuxPane {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is needed for this test: install it")
-	}
+	testenv.NeedTmux(t)
 	p := &tmuxPane{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock")}
 	args := []string{"new-session", "-d", "-s", "outer", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows)}
 	for _, kv := range env {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/atomicfile"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -280,9 +281,7 @@ func drain(ctx context.Context, t *client.Terminal) (int, error) {
 type tmuxServer struct{ sock string }
 
 func startTmux(b *testing.B) *tmuxServer {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		b.Fatal("tmux is needed for this benchmark: install it")
-	}
+	testenv.NeedTmux(b)
 	t := &tmuxServer{sock: filepath.Join(b.TempDir(), "tmux.sock")}
 	b.Cleanup(func() { t.command("kill-server") })
 	return t

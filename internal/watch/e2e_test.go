@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -81,10 +82,7 @@ func numberedLines(changed ...int) string {
 }
 
 func TestWatchInTmuxAnswersAnAskAndRejectsAHunkWithANote(t *testing.T) {
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Fatalf("this test drives tmux, which is not installed (deploy/deps.sh installs it): %v", err)
-	}
+	tmuxBin := testenv.NeedTmux(t)
 	bins := buildBinaries(t)
 	base, err := os.MkdirTemp("", "cw-") // short: the socket path has a length limit
 	if err != nil {
@@ -205,6 +203,7 @@ type binaries struct{ supervisor, runner string }
 // buildBinaries builds cmd/supervisor and cmd/runner from this module.
 func buildBinaries(t *testing.T) binaries {
 	t.Helper()
+	testenv.NeedGo(t)
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)

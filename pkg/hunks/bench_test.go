@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/hunks"
 )
 
@@ -126,9 +127,7 @@ func BenchmarkDiffPatchFiles10kLines(b *testing.B) {
 // 10,000-line pair, for comparison; each run includes starting git.
 // Its cpu-ns/op is git's own processor time.
 func BenchmarkGitDiffNoIndex10kLines(b *testing.B) {
-	if _, err := exec.LookPath("git"); err != nil {
-		b.Fatalf("the git binary is required: %v", err)
-	}
+	testenv.NeedGit(b)
 	oldPath, newPath := writeTenThousandLines(b)
 	start := cpuTime(b, syscall.RUSAGE_CHILDREN)
 	defer func() { reportCPU(b, syscall.RUSAGE_CHILDREN, start) }()

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/hunks"
 )
 
@@ -122,9 +123,7 @@ type gitRepo struct {
 
 func newGitRepo(t testing.TB) *gitRepo {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("the git binary is required: %v", err)
-	}
+	testenv.NeedGit(t)
 	dir := t.TempDir()
 	g := &gitRepo{dir: dir, env: append(os.Environ(),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "HOME="+dir, "LC_ALL=C")}

@@ -3,7 +3,6 @@ package claude
 import (
 	"context"
 	"encoding/json"
-	"github.com/corral-dev/corral/internal/locate/locatetest"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -31,7 +31,7 @@ const turnTimeout = 60 * time.Second
 
 // enginesDir is the project's pinned engine install, found relative to this
 // package so the tests run from any checkout.
-func enginesDir(t testing.TB) string { return locatetest.EnginesDir(t, "claude") }
+func enginesDir(t testing.TB) string { return testenv.NeedEngineCLI(t, "claude") }
 
 // session is one engine under test with everything around it.
 type session struct {

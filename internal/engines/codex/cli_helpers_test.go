@@ -19,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -45,13 +46,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// requireCLI fails the test when the pinned CLI is not installed.
+// requireCLI skips (outside CI) or fails (in CI) the test when the pinned
+// CLI is not installed.
 func requireCLI(t testing.TB) {
 	t.Helper()
-	p := filepath.Join(os.Getenv(locate.EnvEnginesDir), "node_modules", ".bin", "codex")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the pinned codex CLI is missing (%v): run deploy/engines/install.sh", err)
-	}
+	testenv.NeedEngineCLI(t, "codex")
 }
 
 // rig is one engine against one fake model server.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/corral-dev/corral/internal/locate/locatetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/locate"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 }
 
 // enginesDir is the repository's pinned npm install of the agent CLIs.
-func enginesDir(t testing.TB) string { return locatetest.EnginesDir(t, "copilot") }
+func enginesDir(t testing.TB) string { return testenv.NeedEngineCLI(t, "copilot") }
 
 // unpackedCache is the CLI unpack folder the package's tests share. The
 // CLI unpacks about 235 MB into it on first run, which each session would
