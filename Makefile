@@ -7,14 +7,15 @@ PKGS     := ./...
 # The pinned agent CLIs that engine tests drive.
 export CORRAL_ENGINES_DIR := $(CURDIR)/deploy/engines
 
-.PHONY: all build run test deps bench lint fuzz clean
+.PHONY: all build web run test deps bench lint fuzz clean
 
 all: build
 
 # Static binaries: a runner linked against libc takes ~2 ms longer to start.
 # plugin-runner is the runner with plugin engines (go-plugin), kept apart so
 # that every other session's runner starts faster and smaller.
-build:
+# The web console (web/) is built first: the supervisor embeds it.
+build: web
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/supervisor ./cmd/runner ./cmd/plugin-runner ./cmd/corral-script-plugin
 
 # A supervisor in a temporary state folder with a demo session on the script
@@ -30,6 +31,11 @@ test: deps
 deps:
 	./deploy/deps.sh
 	./deploy/engines/install.sh
+	./deploy/web.sh
+
+# The web console's bundle, embedded by the supervisor (internal/console).
+web:
+	./deploy/web.sh
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

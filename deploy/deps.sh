@@ -7,6 +7,8 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v ps >/dev/null 2>&1 || need+=(procps)
+# The web console's browser tests drive Debian's Chromium (playwright-core).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

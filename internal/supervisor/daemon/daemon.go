@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/console"
 	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
@@ -184,7 +185,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	api := httpapi.New(m, httpapi.Options{Logger: log})
+	api := httpapi.New(m, httpapi.Options{Logger: log, Console: console.Handler(console.Assets())})
 	socket := filepath.Join(state, SocketName)
 	unixLn, err := listenUnix(socket)
 	if err != nil {

@@ -31,6 +31,9 @@ type Options struct {
 	// KeepAlive is how often an idle event stream gets a comment line
 	// (default 15s), so proxies and clients see the connection is alive.
 	KeepAlive time.Duration
+	// Console, when set, serves the web console's page at / and its
+	// files under /assets/ (internal/console).
+	Console http.Handler
 }
 
 type server struct {
@@ -58,6 +61,10 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("POST "+v+"/sessions/{id}/commands", s.command)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/events", s.events)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/terminals/{termId}", newTerminals(m, s.log).serve)
+	if opts.Console != nil {
+		mux.Handle("GET /{$}", opts.Console)
+		mux.Handle("GET /assets/", opts.Console)
+	}
 	// Known paths with another method, and unknown paths, still answer
 	// in JSON.
 	for path, allow := range map[string]string{

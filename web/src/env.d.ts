@@ -1,0 +1,2 @@
+// Style sheets are imported for their side effect; the bundler handles them.
+declare module '*.css';

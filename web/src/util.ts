@@ -1,0 +1,38 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+
+export function money(usd: number | undefined): string {
+  if (!usd) return '$0.00';
+  return usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
+}
+
+export function ago(ts: string | undefined, now = Date.now()): string {
+  if (!ts) return '';
+  const t = Date.parse(ts.replace(/(\.\d{3})\d+/, '$1'));
+  if (Number.isNaN(t)) return '';
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+/** useInterval calls fn every ms while the component lives. */
+export function useInterval(fn: () => void, ms: number): void {
+  const saved = useRef(fn);
+  saved.current = fn;
+  useEffect(() => {
+    const t = setInterval(() => saved.current(), ms);
+    return () => clearInterval(t);
+  }, [ms]);
+}
+
+/** useNow re-renders every ms with the current time, for "3m ago". */
+export function useNow(ms = 5000): number {
+  const [now, setNow] = useState(Date.now());
+  useInterval(() => setNow(Date.now()), ms);
+  return now;
+}
+
+export function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
