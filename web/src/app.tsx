@@ -76,7 +76,7 @@ export function App() {
         </nav>
         <main id="main" class="main" tabIndex={-1}>
           {route.name === 'new' && <NewSession onCreated={(id) => { sessions.refresh(); navigate(`/sessions/${id}`); }} />}
-          {route.name === 'session' && <SessionView key={route.id} id={route.id} onGone={() => sessions.refresh()} />}
+          {route.name === 'session' && <SessionView key={route.id} id={route.id} onChange={() => sessions.refresh()} />}
           {route.name === 'home' && <Home count={sessions.list.length} />}
         </main>
       </div>
@@ -127,7 +127,7 @@ function NotifyToggle() {
   return (
     <button type="button" class="ghost" aria-pressed={on} onClick={toggle} disabled={perm === 'denied' && !on}
       title={perm === 'denied' ? 'Notifications are blocked for this page' : 'Notify me when a session waits for me'}>
-      {on ? '🔔 Notifying' : '🔕 Notify me'}
+      {on ? 'Notifying' : 'Notify me'}
     </button>
   );
 }

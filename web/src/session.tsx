@@ -19,7 +19,7 @@ const window0 = 150;
 
 type Tab = 'transcript' | 'terminal' | 'workspace';
 
-export function SessionView({ id, onGone }: { id: string; onGone: () => void }) {
+export function SessionView({ id, onChange }: { id: string; onChange: () => void }) {
   const model = useRef(new SessionModel()).current;
   const [, setVersion] = useState(0);
   const [session, setSession] = useState<Session>();
@@ -56,7 +56,7 @@ export function SessionView({ id, onGone }: { id: string; onGone: () => void }) 
       onState: (state, detail) => {
         setFeed({ state, detail });
         if (state === 'live') setVersion(model.version);
-        if (state === 'gone') onGone();
+        if (state === 'gone') onChange();
       },
     });
     return () => { stop(); cancelAnimationFrame(frame.current); };
@@ -114,6 +114,8 @@ export function SessionView({ id, onGone }: { id: string; onGone: () => void }) 
   };
 
   const state = model.state;
+  // The list polls; a change seen here refreshes it at once.
+  useEffect(() => { if (feed.state === 'live') onChange(); }, [state]);
   const ws = session?.spec.workspace;
   return (
     <section class="session" aria-labelledby="session-title" data-session-view={id} data-last-seq={model.lastSeq}>

@@ -62,7 +62,7 @@ type Gateway struct {
 	mu       sync.Mutex
 	code     [32]byte // sha256 of the one-time code
 	codeUsed bool
-	rawCode  string // for URL; emptied once used
+	rawCode  string                // for URL; emptied once used
 	sessions map[[32]byte]struct{} // sha256 of every cookie handed out
 }
 

@@ -1,0 +1,11 @@
+// Package browsertest runs the web console's browser tests (web/e2e) in
+// real headless Chromium against a real supervisor on the script engine:
+// the Go test builds the binaries, then runs Node's test runner on the
+// scripts, which start the supervisor and `supervisor console` themselves
+// and drive Debian's Chromium with playwright-core.
+//
+// Without Chromium, Node or the console's toolchain the test skips and says
+// why; with CI=true it fails instead, so nothing is silently skipped in CI.
+// Screenshots go to $CORRAL_SCREENSHOTS when set (docs/console.md says how
+// to refresh the committed ones), else to a temporary folder.
+package browsertest
