@@ -167,6 +167,29 @@ type Spec struct {
 	// Loop re-runs a prompt on a schedule; it needs Unattended and a
 	// spend cap.
 	Loop *Loop `json:"loop,omitempty"`
+	// Workspace, when set, runs the session in a git worktree of its own
+	// on a new branch of Cwd's repository (internal/workspace); the
+	// supervisor then sets Cwd to the worktree.
+	Workspace *Workspace `json:"workspace,omitempty"`
+}
+
+// Workspace asks for a session's own git worktree. Base, Branch and Keep
+// come from the creator; the supervisor fills in the rest when it makes
+// the worktree.
+type Workspace struct {
+	// Base is the branch or commit the new branch starts from (default
+	// HEAD); a branch is also where a merge goes.
+	Base string `json:"base,omitempty"`
+	// Branch is the new branch's name (default corral/<random>).
+	Branch string `json:"branch,omitempty"`
+	// Keep leaves the worktree and branch in place when the session is
+	// deleted.
+	Keep bool `json:"keep,omitempty"`
+	// Repo is the repository's top folder, BaseCommit the commit the
+	// branch started at, Path the worktree (set by the supervisor).
+	Repo       string `json:"repo,omitempty"`
+	BaseCommit string `json:"baseCommit,omitempty"`
+	Path       string `json:"path,omitempty"`
 }
 
 // Goal is what a session works towards.
