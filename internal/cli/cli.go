@@ -53,6 +53,7 @@ func commands() []command {
 		{"spend-cap", "ID USD", "set a session's spend cap", runSpendCap},
 		{"fork", "ID", "branch a session; prints the new id", runFork},
 		{"run", "-p PROMPT", "print mode: one prompt to its end, the answer on stdout", runRun},
+		{"workspace", "ID [diff|commit MESSAGE...|merge]", "show, commit or merge a session's workspace (its own git worktree)", runWorkspace},
 		{"console", "[ID]", "open the web console for this supervisor (prints a one-time link)", runConsole},
 		{"attach", "ID [-- COMMAND...]", "attach this terminal to a session's terminal (detach: " + detachHelp + ")", runAttach},
 	}

@@ -91,6 +91,7 @@ func runNew(ctx context.Context, e *env, args []string) error {
 	count := fs.Int("count", 0, "timed loop: stop after this many runs (0: no limit)")
 	until := fs.String("until", "", "timed loop: stop at this RFC 3339 time")
 	prompt := fs.String("prompt", "", "timed loop: the prompt each run sends")
+	ws := workspaceFlags(fs)
 	c, _, err := simple(e, fs, args, 0, 0)
 	if err != nil {
 		return err
@@ -112,6 +113,7 @@ func runNew(ctx context.Context, e *env, args []string) error {
 	}
 	spec.Allow = allow
 	spec.SpendCapUSD = spendCap
+	spec.Workspace = ws.spec()
 	// Paths are the caller's: make them absolute before they travel.
 	if spec.Cwd == "" {
 		if spec.Cwd, err = os.Getwd(); err != nil {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/corral-dev/corral/internal/client"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/internal/console/gateway"
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
 )

@@ -27,8 +27,13 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 	if closed {
 		return api.Session{}, shuttingDown()
 	}
-	spec, err := createFolder(m.sessions, spec)
+	spec, undoWorkspace, err := m.makeWorkspace(ctx, spec)
 	if err != nil {
+		return api.Session{}, err
+	}
+	spec, err = createFolder(m.sessions, spec)
+	if err != nil {
+		undoWorkspace()
 		return api.Session{}, err
 	}
 	e, err := m.acquire(ctx, spec.ID)
@@ -37,6 +42,7 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 			// The start failed; the runner is gone, so is the session.
 			m.closeHub(spec.ID, notFound(spec.ID))
 			os.RemoveAll(m.dir(spec.ID))
+			undoWorkspace()
 		}
 		return api.Session{}, err
 	}
@@ -222,8 +228,12 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	m.mu.Lock()
 	delete(m.crashes, id)
 	m.mu.Unlock()
+	spec, specErr := readSpec(m.dir(id), id)
 	if err := os.RemoveAll(m.dir(id)); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if specErr == nil {
+		m.dropWorkspace(ctx, id, spec)
 	}
 	m.log.Info("session deleted", zap.String("session", id))
 	return nil

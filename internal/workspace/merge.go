@@ -5,26 +5,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
-
-// MergeResult is what a merge did.
-type MergeResult struct {
-	// Merged is true when the base branch now holds the workspace's
-	// commits; Commit is then the base branch's new tip.
-	Merged bool   `json:"merged"`
-	Commit string `json:"commit,omitempty"`
-	Base   string `json:"base"`
-	// Conflicts names the files that would conflict; nothing was changed.
-	Conflicts []string `json:"conflicts,omitempty"`
-}
 
 // Merge merges the workspace's branch into its base branch, locally. It
 // never forces: uncommitted work in the workspace or in the base branch's
 // own worktree is refused (conflict), and a merge with conflicts changes
 // nothing and lists them.
-func Merge(ctx context.Context, ws wire.Workspace) (*MergeResult, error) {
-	res := &MergeResult{Base: ws.Base}
+func Merge(ctx context.Context, ws wire.Workspace) (*api.MergeResult, error) {
+	res := &api.MergeResult{Base: ws.Base}
 	ref, err := git(ctx, ws.Repo, "rev-parse", "--verify", "--quiet", "--symbolic-full-name", "--end-of-options", ws.Base)
 	ref = strings.TrimSpace(ref)
 	if err != nil || !strings.HasPrefix(ref, "refs/heads/") {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -20,29 +21,9 @@ const (
 	maxFileBytes = 4 << 20
 )
 
-// Status is a workspace as a shell shows it: where it is, how far it has
-// gone from its base, and its whole diff against the base.
-type Status struct {
-	Path       string `json:"path"`
-	Branch     string `json:"branch"`
-	Base       string `json:"base"`
-	BaseCommit string `json:"baseCommit"`
-	Keep       bool   `json:"keep"`
-	// Head is the branch's commit; Ahead counts its commits not in the
-	// base commit; Dirty says the worktree has changes not committed.
-	Head  string `json:"head"`
-	Ahead int    `json:"ahead"`
-	Dirty bool   `json:"dirty"`
-	// Files is the diff of the worktree as it is (commits and changes
-	// not committed) against the base commit, one edit per file.
-	Files []*hunks.Edit `json:"files"`
-	// Truncated is set when more than Files' length changed.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
 // Inspect returns ws's status and diff.
-func Inspect(ctx context.Context, ws wire.Workspace) (*Status, error) {
-	st := &Status{Path: ws.Path, Branch: ws.Branch, Base: ws.Base, BaseCommit: ws.BaseCommit, Keep: ws.Keep, Files: []*hunks.Edit{}}
+func Inspect(ctx context.Context, ws wire.Workspace) (*api.WorkspaceStatus, error) {
+	st := &api.WorkspaceStatus{Path: ws.Path, Branch: ws.Branch, Base: ws.Base, BaseCommit: ws.BaseCommit, Keep: ws.Keep, Files: []*hunks.Edit{}}
 	head, err := git(ctx, ws.Path, "rev-parse", "HEAD")
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeNotFound, "workspace %s: %v", ws.Path, err)

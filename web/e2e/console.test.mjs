@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Supervisor, startConsole, launch, newWorktree, screenshot, axe, until, here } from './harness.mjs';
+import { Supervisor, startConsole, launch, newWorktree, screenshot, axe, until, here, run } from './harness.mjs';
 
 const root = mkdtempSync(join(tmpdir(), 'corral-console-e2e-'));
 const state = join(root, 'state');
@@ -197,6 +197,48 @@ test('two tabs on one session agree', async () => {
     [...el.querySelectorAll('[data-seq]')].map((e) => `${e.getAttribute('data-seq')}:${e.textContent}`).join('\n'));
   assert.equal(await text(other), await text(page));
   await other.close();
+});
+
+test('a workspace: the branch diff, a review note to the agent, commit, merge into the base', async () => {
+  const repo = newWorktree(root, 'repo', { 'notes.txt': notes });
+  const git = (...args) => run('git', ['-C', repo, ...args]);
+  for (const args of [['init', '-q', '-b', 'main'], ['add', '.'], ['-c', 'user.name=T', '-c', 'user.email=t@example.com', 'commit', '-qm', 'start']]) {
+    const r = await git(...args);
+    assert.equal(r.code, 0, r.err);
+  }
+  await page.locator('[data-testid=new-session]').click();
+  const form = page.locator('[data-testid=new-session-form]');
+  await form.locator('input[name=cwd]').fill(repo);
+  await form.locator('input[name=scenario]').fill(scenario);
+  await form.locator('input[name=mode][value=auto]').check();
+  await form.locator('input[name=workspace]').check();
+  await form.locator('input[name=base]').fill('main');
+  await form.locator('button[type=submit]').click();
+  await page.waitForURL(/#\/sessions\/[0-9a-f]+$/);
+  await page.locator('[data-testid=feed]', { hasText: 'live' }).waitFor();
+  // Auto mode: the edit lands at once, in the workspace only.
+  await send('edit the notes');
+  await transcript().locator('[data-testid=assistant]', { hasText: 'Edited notes.txt.' }).waitFor();
+  assert.equal(readFileSync(join(repo, 'notes.txt'), 'utf8'), notes, 'the edit reached the base repository');
+  await page.locator('[data-testid=tab-workspace]').click();
+  const ws = page.locator('[data-testid=workspace]');
+  await ws.locator('.file-head', { hasText: 'notes.txt' }).waitFor();
+  await screenshot(page, 'workspace');
+  await checkA11y('workspace');
+  // A review note on a diff line goes to the agent as the next message.
+  await ws.locator('button[aria-label="Note on line 2"]').first().click();
+  await ws.locator('.notebox textarea').fill('say two as a digit');
+  await ws.locator('.notebox button', { hasText: 'Send as next message' }).click();
+  await ws.locator('[data-testid=commit-message]').fill('Notes: two and nineteen');
+  await ws.locator('button', { hasText: 'Commit' }).click();
+  await ws.locator('.receipt', { hasText: 'Committed' }).waitFor();
+  await ws.locator('button', { hasText: 'Merge into main' }).click();
+  await ws.locator('[data-testid=merge-result]', { hasText: 'Merged into main' }).waitFor();
+  assert.equal(readFileSync(join(repo, 'notes.txt'), 'utf8'), notes.replace('line 2\n', 'line two\n').replace('line 19\n', 'line nineteen\n'));
+  await page.locator('[data-testid=tab-transcript]').click();
+  await transcript().locator('[data-testid=user-message]', { hasText: 'Review note on notes.txt:2' }).waitFor();
+  await page.goto(`${con.origin}/#/sessions/${sid}`);
+  await page.locator('[data-testid=feed]', { hasText: 'live' }).waitFor();
 });
 
 test('dark theme and the session list pass axe too', async () => {

@@ -61,6 +61,9 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("POST "+v+"/sessions/{id}/commands", s.command)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/events", s.events)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/terminals/{termId}", newTerminals(m, s.log).serve)
+	mux.HandleFunc("GET "+v+"/sessions/{id}/workspace", s.workspaceGet)
+	mux.HandleFunc("POST "+v+"/sessions/{id}/workspace/commit", s.workspaceCommit)
+	mux.HandleFunc("POST "+v+"/sessions/{id}/workspace/merge", s.workspaceMerge)
 	if opts.Console != nil {
 		mux.Handle("GET /{$}", opts.Console)
 		mux.Handle("GET /assets/", opts.Console)
