@@ -7,7 +7,7 @@ PKGS     := ./...
 # The pinned agent CLIs that engine tests drive.
 export CORRAL_ENGINES_DIR := $(CURDIR)/deploy/engines
 
-.PHONY: all build web run test deps bench lint fuzz clean
+.PHONY: all build web run test deps bench bench-console lint fuzz clean
 
 all: build
 
@@ -39,6 +39,10 @@ web:
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# The web console's figures in Chromium (docs/performance.md).
+bench-console: build
+	CORRAL_BIN=$(CURDIR)/bin node web/e2e/perf.mjs
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

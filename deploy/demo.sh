@@ -12,6 +12,10 @@ mkdir -p "$worktree"
 export CORRAL_STATE=$state
 
 cleanup() {
+  if [ -n "${console:-}" ]; then
+    kill -TERM "$console" 2>/dev/null || true
+    wait "$console" 2>/dev/null || true
+  fi
   if [ -n "${daemon:-}" ]; then
     kill -TERM "$daemon" 2>/dev/null || true
     wait "$daemon" 2>/dev/null || true
@@ -34,6 +38,21 @@ id=$("$bin/supervisor" new --engine script --cwd "$worktree")
 # A steer while the first tool runs: delivered at the next tool boundary.
 "$bin/supervisor" steer "$id" "keep the answer short" >/dev/null
 
+# The web console on the same supervisor: a loopback listener whose link
+# signs one browser in.
+"$bin/supervisor" console --open=false "$id" >"$state/console.url" 2>"$state/console.log" &
+console=$!
+for _ in $(seq 1 100); do
+  [ -s "$state/console.url" ] && break
+  sleep 0.05
+done
+
 echo "Corral demo: session $id, worktree $worktree (removed on exit)."
+if [ -s "$state/console.url" ]; then
+  echo "Web console: $(head -n1 "$state/console.url")  (the link signs one browser in, once)"
+else
+  echo "The web console did not start; its log:" >&2
+  cat "$state/console.log" >&2
+fi
 echo "Answer the ask and review the hunks below; q quits."
 "$bin/supervisor" watch "$id"

@@ -1,5 +1,4 @@
 import { render } from 'preact';
-import '@xterm/xterm/css/xterm.css';
 import './style.css';
 import { App } from './app';
 

@@ -9,7 +9,6 @@ import { SessionModel, type Item } from './model';
 import { StateBadge } from './sessions';
 import { AskCard, EditCard } from './review';
 import { renderMarkdown } from './markdown';
-import { TerminalPane } from './terminal';
 import { WorkspacePanel } from './workspace';
 import { errorText, money } from './util';
 import { navigate } from './app';
@@ -146,13 +145,29 @@ export function SessionView({ id, onChange }: { id: string; onChange: () => void
               <Composer id={id} model={model} onError={setError} />
             </>
           )}
-          {tab === 'terminal' && <TerminalPane id={id} />}
+          {tab === 'terminal' && <LazyTerminal id={id} />}
           {tab === 'workspace' && ws && <WorkspacePanel id={id} onNote={sendText} />}
         </div>
         <SidePanel id={id} model={model} onError={setError} />
       </div>
     </section>
   );
+}
+
+// xterm.js is most of the page's script and only the Terminal tab needs
+// it: it loads when the tab is first opened.
+let terminalModule: Promise<typeof import('./terminal')> | undefined;
+
+function LazyTerminal({ id }: { id: string }) {
+  const [mod, setMod] = useState<typeof import('./terminal')>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    terminalModule ??= import('./terminal');
+    terminalModule.then(setMod, (e) => { terminalModule = undefined; setError(errorText(e)); });
+  }, []);
+  if (error) return <p class="error" role="alert">The terminal could not load: {error}</p>;
+  if (!mod) return <p class="hint" role="status">Loading the terminal…</p>;
+  return <mod.TerminalPane id={id} />;
 }
 
 function receiptText(r: { interruptedTurn: boolean; deniedAsks: number; rejectedHunks: number; clearedQueue: number }): string {
