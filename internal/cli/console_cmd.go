@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/internal/console/gateway"
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
+	"github.com/corral-dev/corral/pkg/client"
 )
 
 const consoleSummary = `Open the web console for a supervisor that listens on its unix socket (or on

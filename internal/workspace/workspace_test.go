@@ -4,23 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/wire"
 )
-
-func needGit(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is not installed (CI=true: these tests must run)")
-		}
-		t.Skip("skipped: git is not installed")
-	}
-}
 
 func run(t *testing.T, dir string, args ...string) string {
 	t.Helper()
@@ -53,7 +43,7 @@ func read(t *testing.T, path string) string {
 // newRepo makes a repository on branch main with one commit.
 func newRepo(t *testing.T) string {
 	t.Helper()
-	needGit(t)
+	testenv.NeedGit(t)
 	dir := t.TempDir()
 	run(t, dir, "init", "--quiet", "--initial-branch=main")
 	run(t, dir, "config", "user.name", "Test")

@@ -5,32 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/console"
+	"github.com/corral-dev/corral/internal/testenv"
 )
-
-// need skips the test with reason when ok is false, or fails it under CI.
-func need(t *testing.T, ok bool, reason string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true: this test must run; make deps installs what it needs)", reason)
-	}
-	t.Skipf("skipped: %s (make deps installs it)", reason)
-}
-
-func repoRoot(t *testing.T) string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test's source file")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
 
 func exists(path string) bool {
 	_, err := os.Stat(path)
@@ -42,20 +22,29 @@ func TestConsoleInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser tests are long; not with -short")
 	}
-	root := repoRoot(t)
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	web := filepath.Join(root, "web")
 	chromium := os.Getenv("CORRAL_CHROMIUM")
 	if chromium == "" {
 		chromium = "/usr/bin/chromium"
 	}
-	node, err := exec.LookPath("node")
-	need(t, err == nil, "node is not on PATH")
-	need(t, exists(chromium), "Chromium is not installed at "+chromium)
-	need(t, exists(filepath.Join(web, "node_modules", "playwright-core")), "the console's npm packages are not installed (deploy/web.sh)")
-	need(t, console.Built(console.Assets()), "the console is not built into this binary (deploy/web.sh)")
+	node := testenv.NeedProgram(t, "node")
+	goCmd := testenv.NeedGo(t)
+	if !exists(chromium) {
+		testenv.Missing(t, "Chromium", chromium+" does not exist (Debian's chromium package)")
+	}
+	if !exists(filepath.Join(web, "node_modules", "playwright-core")) {
+		testenv.Missing(t, "the console's npm packages", "web/node_modules/playwright-core is missing (deploy/web.sh)")
+	}
+	if !console.Built(console.Assets()) {
+		testenv.Missing(t, "the console's build", "this binary embeds no console (deploy/web.sh)")
+	}
 
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/supervisor", "./cmd/runner")
+	build := exec.Command(goCmd, "build", "-o", bin+"/", "./cmd/supervisor", "./cmd/runner")
 	build.Dir = root
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -6,8 +6,8 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/internal/workspace"
+	"github.com/corral-dev/corral/pkg/api"
 )
 
 func (s *server) workspaceGet(w http.ResponseWriter, r *http.Request) {

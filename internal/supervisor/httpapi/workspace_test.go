@@ -8,18 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/supervisor/api"
+	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/pkg/api"
 )
 
 // gitRepo makes a repository with one commit on main.
 func gitRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("git is not installed (CI=true: this test must run)")
-		}
-		t.Skip("skipped: git is not installed")
-	}
+	testenv.NeedGit(t)
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
