@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/internal/sessiondir"
 	"go.uber.org/zap"
 )
 
@@ -200,7 +201,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 	}
 	target := "/"
 	if id := r.URL.Query().Get("session"); id != "" {
-		if !validSessionID(id) {
+		if !sessiondir.ValidID(id) {
 			http.Error(w, "session: not a session id", http.StatusBadRequest)
 			return
 		}
@@ -339,19 +340,4 @@ func randomHex(n int) (string, error) {
 		return "", fmt.Errorf("random: %w", err)
 	}
 	return hex.EncodeToString(b), nil
-}
-
-// validSessionID is the API's rule for ids: letters, digits, '-' and '_'.
-func validSessionID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, r := range id {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -8,56 +8,52 @@ import (
 
 	"github.com/corral-dev/corral/internal/workspace"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/wire"
 )
 
+// workspaceRoute serves one workspace operation: it reads the body into
+// req (when not nil), finds the session's workspace, and writes what op
+// returns.
+func (s *server) workspaceRoute(req any, op func(r *http.Request, ws wire.Workspace) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if req != nil {
+			if err := decodeBody(w, r, req); err != nil {
+				writeError(w, err)
+				return
+			}
+		}
+		ws, err := s.m.Workspace(r.PathValue("id"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		reply, err := op(r, ws)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, reply)
+	}
+}
+
 func (s *server) workspaceGet(w http.ResponseWriter, r *http.Request) {
-	ws, err := s.m.Workspace(r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	st, err := workspace.Inspect(r.Context(), ws)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.WorkspaceReply{OK: true, Workspace: st})
+	s.workspaceRoute(nil, func(r *http.Request, ws wire.Workspace) (any, error) {
+		st, err := workspace.Inspect(r.Context(), ws)
+		return api.WorkspaceReply{OK: true, Workspace: st}, err
+	})(w, r)
 }
 
 func (s *server) workspaceCommit(w http.ResponseWriter, r *http.Request) {
 	var req api.CommitRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	ws, err := s.m.Workspace(r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	commit, err := workspace.Commit(r.Context(), ws, req.Message)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.CommitReply{OK: true, Commit: commit})
+	s.workspaceRoute(&req, func(r *http.Request, ws wire.Workspace) (any, error) {
+		commit, err := workspace.Commit(r.Context(), ws, req.Message)
+		return api.CommitReply{OK: true, Commit: commit}, err
+	})(w, r)
 }
 
 func (s *server) workspaceMerge(w http.ResponseWriter, r *http.Request) {
-	var req struct{}
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	ws, err := s.m.Workspace(r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := workspace.Merge(r.Context(), ws)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.MergeReply{OK: true, Result: res})
+	s.workspaceRoute(&struct{}{}, func(r *http.Request, ws wire.Workspace) (any, error) {
+		res, err := workspace.Merge(r.Context(), ws)
+		return api.MergeReply{OK: true, Result: res}, err
+	})(w, r)
 }
