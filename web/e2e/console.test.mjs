@@ -111,6 +111,18 @@ test('answer an ask: the command runs', async () => {
   await until('asked.txt', () => existsSync(join(worktree, 'asked.txt')));
 });
 
+test('deny an ask from the keyboard alone', async () => {
+  await send('you will refuse this one');
+  const ask = transcript().locator('[data-testid=ask]').last();
+  await ask.locator('[data-testid=deny]').waitFor();
+  // Out of the message box, d denies the open ask.
+  await transcript().focus();
+  await page.keyboard.press('d');
+  await ask.locator('[data-testid=ask-outcome]', { hasText: 'Denied' }).waitFor();
+  await transcript().locator('[data-testid=assistant]', { hasText: 'Understood, I will not.' }).waitFor();
+  assert.equal(existsSync(join(worktree, 'refused.txt')), false, 'a denied command ran');
+});
+
 test('accept one hunk and reject another: the file holds exactly the accepted one', async () => {
   await send('now edit the notes');
   const edit = transcript().locator('[data-testid=edit]').last();
