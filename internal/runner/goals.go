@@ -121,9 +121,9 @@ func (r *Runner) goalLimitLocked() int {
 func (r *Runner) checkGoal(ctx context.Context) {
 	r.mu.Lock()
 	g := r.spec.Goal
-	if g == nil || g.Done || r.closed || len(r.queue) > 0 {
+	if g == nil || g.Done || r.closed || len(r.queue) > 0 || r.spendCapHit {
 		// A queued human message comes first; the goal is checked
-		// after it.
+		// after it. Past the spend cap nothing is judged.
 		r.mu.Unlock()
 		return
 	}

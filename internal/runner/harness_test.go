@@ -29,6 +29,8 @@ type session struct {
 	cwd string
 
 	rec *eventlogtest.Recorder
+	// engines overrides the script engine (startFake sets it).
+	engines map[string]engine.Factory
 }
 
 func scenarioFile(t *testing.T, yaml string) string {
@@ -56,11 +58,11 @@ func (s *session) start(spec wire.Spec) {
 	if s.rec == nil {
 		s.rec = eventlogtest.New(waitLimit)
 	}
-	r, err := New(Options{
-		Dir: s.dir, Spec: spec,
-		Engines: map[string]engine.Factory{"script": script.New},
-		Mirror:  s.record,
-	})
+	engines := s.engines
+	if engines == nil {
+		engines = map[string]engine.Factory{"script": script.New}
+	}
+	r, err := New(Options{Dir: s.dir, Spec: spec, Engines: engines, Mirror: s.record})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -60,12 +60,16 @@ func (r *Runner) addUsage(u wire.UsageData) {
 	spent, capUSD := r.usage.CostUSD, r.spec.SpendCapUSD
 	r.mu.Unlock()
 	if crossed {
-		r.emit(wire.EvFailure, wire.FailureData{
-			Code:    wire.FailSpendCap,
-			Message: fmt.Sprintf("spend cap reached: $%.4f spent of a $%.2f cap", spent, capUSD),
-			Action:  actionFor(wire.FailSpendCap),
-		})
+		r.emit(wire.EvFailure, spendCapFailure(spent, capUSD))
 		go r.stop(context.Background(), "spendCap")
+	}
+}
+
+func spendCapFailure(spent, capUSD float64) wire.FailureData {
+	return wire.FailureData{
+		Code:    wire.FailSpendCap,
+		Message: fmt.Sprintf("spend cap reached: $%.4f spent of a $%.2f cap", spent, capUSD),
+		Action:  actionFor(wire.FailSpendCap),
 	}
 }
 

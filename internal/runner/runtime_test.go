@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -194,4 +196,33 @@ turns:
 	if d := decode[wire.CompactedData](t, ev); d.BeforePercent < 95 {
 		t.Fatalf("compacted at %.1f%%", d.BeforePercent)
 	}
+}
+
+// An engine that estimates its cost during a turn and reports the exact
+// figure only at the end (as Claude Code does) reaches the cap with that
+// figure: the next message waits for the cap to be raised.
+func TestSpendCapCountsTheExactCostReportedAtTurnEnd(t *testing.T) {
+	eng := &fakeEngine{turn: func(_ context.Context, _ engine.TurnInput, host engine.Host) (engine.TurnResult, error) {
+		host.Emit(wire.EvUsage, wire.UsageData{InputTokens: 10, CostUSD: 0.5, Estimated: true})
+		return engine.TurnResult{HasUsage: true, Usage: wire.UsageData{InputTokens: 10, CostUSD: 1.5}}, nil
+	}}
+	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir()}
+	s.startFake(wire.Spec{ID: "s1", Cwd: s.cwd, SpendCapUSD: 1}, func() engine.Engine { return eng })
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	ev, _ := s.waitFor(0, "spendCap failure", func(e wire.Event) bool {
+		return e.Type == wire.EvFailure && decode[wire.FailureData](t, e).Code == wire.FailSpendCap
+	})
+	if f := decode[wire.FailureData](t, ev); !strings.Contains(f.Message, "$1.5000 spent") {
+		t.Fatalf("failure %+v", f)
+	}
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	if st := s.r.status(); len(st.Queued) != 1 || st.Usage.CostUSD != 1.5 {
+		t.Fatalf("past the cap, status %+v", st)
+	}
+	raise := 5.0
+	s.do(wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: &raise})
+	_, i := s.waitFor(0, "second turn", func(e wire.Event) bool {
+		return e.Type == wire.EvTurnStarted && decode[wire.TurnStartedData](t, e).Text == "two"
+	})
+	s.waitType(i, wire.EvTurnEnded)
 }

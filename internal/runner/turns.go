@@ -67,6 +67,13 @@ func (r *Runner) runTurn(ctx context.Context, t *turn) {
 		r.usage.CostUSD += res.Usage.CostUSD - t.usage.CostUSD
 		t.usage = res.Usage
 	}
+	// The exact figure may bring the session to its cap, which then holds
+	// the queue like a cap crossed during the turn.
+	capReached := !r.spendCapHit && r.overCapLocked()
+	if capReached {
+		r.spendCapHit = true
+	}
+	spent, capUSD := r.usage.CostUSD, r.spec.SpendCapUSD
 	leftover := r.steers
 	r.steers = nil
 	r.mu.Unlock()
@@ -119,6 +126,9 @@ func (r *Runner) runTurn(ctx context.Context, t *turn) {
 	close(t.done)
 	if err := r.evlog().Sync(); err != nil {
 		r.log.Error("sync event log at turn end", zap.Error(err))
+	}
+	if capReached {
+		r.emit(wire.EvFailure, spendCapFailure(spent, capUSD))
 	}
 	if outcome == "done" {
 		r.compactIfFull(ctx)
