@@ -1,12 +1,18 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
+	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -341,5 +347,46 @@ func TestCommandErrors(t *testing.T) {
 		if reply.OK || reply.Error.Code != c.code {
 			t.Errorf("%+v: reply %+v, want code %s", c.cmd, reply, c.code)
 		}
+	}
+}
+
+// A steer that arrives as a turn ends, after the engine has returned, is
+// not left behind: it becomes the next message.
+func TestSteerAsTheTurnEndsBecomesTheNextMessage(t *testing.T) {
+	eng := &fakeEngine{turn: func(_ context.Context, in engine.TurnInput, _ engine.Host) (engine.TurnResult, error) {
+		if in.Text == "one" {
+			return engine.TurnResult{}, errors.New("the model is gone")
+		}
+		return engine.TurnResult{}, nil
+	}}
+	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir(), rec: eventlogtest.New(waitLimit)}
+	var steered atomic.Bool
+	var steerReply *wire.Reply
+	mirror := func(b eventlog.Batch) {
+		s.record(b)
+		// The turn's failure is recorded between the engine's return and
+		// turnEnded: steer there, once.
+		for _, line := range b.Lines {
+			if bytes.Contains(line, []byte(`"type":"failure"`)) && steered.CompareAndSwap(false, true) {
+				steerReply = s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdSteer, Text: "late steer"})
+			}
+		}
+	}
+	r, err := New(Options{Dir: s.dir, Spec: wire.Spec{ID: "s1", Engine: "fake", Cwd: s.cwd},
+		Engines: map[string]engine.Factory{"fake": func() engine.Engine { return eng }}, Mirror: mirror})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.r = r
+	t.Cleanup(func() { r.Close() })
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.waitFor(0, "the turn the late steer starts", func(e wire.Event) bool {
+		return e.Type == wire.EvTurnStarted && decode[wire.TurnStartedData](t, e).Text == "late steer"
+	})
+	if steerReply == nil || !steerReply.OK {
+		t.Fatalf("steer reply %+v", steerReply)
 	}
 }

@@ -60,8 +60,21 @@ func (r *Runner) runTurn(ctx context.Context, t *turn) {
 	r.emit(wire.EvTurnStarted, wire.TurnStartedData{Turn: t.no, MessageID: t.msg.ID, Text: t.msg.Text})
 	res, err := r.eng.Turn(ctx, engine.TurnInput{ID: t.msg.ID, Text: t.msg.Text, Kind: t.kind})
 
+	// The turn is over before turnEnded is seen, so a shell may act on
+	// turnEnded at once; the goal check that follows keeps the runner
+	// "settling" so nothing (a fork, print mode's exit) mistakes that gap
+	// for idleness. The steers it leaves are taken in the same step that
+	// ends it: a steer from then on finds no turn and becomes a message.
+	settled := make(chan struct{})
 	r.mu.Lock()
-	stopped := t.stopped || res.Stopped
+	outcome := "done"
+	switch {
+	case t.stopped || res.Stopped:
+		outcome = "stopped"
+	case err != nil:
+		outcome = "failed"
+	}
+	stopped := outcome == "stopped"
 	if res.HasUsage && !res.Usage.Estimated {
 		// The engine's exact figure replaces the running estimate.
 		r.usage.CostUSD += res.Usage.CostUSD - t.usage.CostUSD
@@ -76,39 +89,10 @@ func (r *Runner) runTurn(ctx context.Context, t *turn) {
 	spent, capUSD := r.usage.CostUSD, r.spec.SpendCapUSD
 	leftover := r.steers
 	r.steers = nil
-	r.mu.Unlock()
-
-	// A steer that found no tool boundary becomes the next message.
-	if !stopped {
-		for _, text := range leftover {
-			r.emit(wire.EvSteerRequeued, wire.SteerData{Text: text})
-			r.enqueue(text, "send", true)
-		}
-	}
-
-	outcome := "done"
-	switch {
-	case stopped:
-		outcome = "stopped"
-	case err != nil:
-		outcome = "failed"
-		r.fail(err)
-	}
 	ended := wire.TurnEndedData{
 		Turn: t.no, Outcome: outcome, DurationMS: time.Since(t.start).Milliseconds(),
 		Usage: t.usage, Files: len(t.files), Added: t.added, Removed: t.removed,
 	}
-	if ended.Files > 0 {
-		ended.Summary = fmt.Sprintf("%d file%s · +%d −%d", ended.Files, plural(ended.Files), ended.Added, ended.Removed)
-	}
-	r.finalizeEdits()
-
-	// The turn is over before turnEnded is seen, so a shell may act on
-	// turnEnded at once; the goal check that follows keeps the runner
-	// "settling" so nothing (a fork, print mode's exit) mistakes that gap
-	// for idleness.
-	settled := make(chan struct{})
-	r.mu.Lock()
 	r.running = nil
 	r.settled = settled
 	switch {
@@ -120,6 +104,22 @@ func (r *Runner) runTurn(ctx context.Context, t *turn) {
 		r.state, r.activity = wire.StateIdle, ""
 	}
 	r.mu.Unlock()
+
+	// A steer that found no tool boundary becomes the next message.
+	if !stopped {
+		for _, text := range leftover {
+			r.emit(wire.EvSteerRequeued, wire.SteerData{Text: text})
+			r.enqueue(text, "send", true)
+		}
+	}
+	if outcome == "failed" {
+		r.fail(err)
+	}
+	if ended.Files > 0 {
+		ended.Summary = fmt.Sprintf("%d file%s · +%d −%d", ended.Files, plural(ended.Files), ended.Added, ended.Removed)
+	}
+	r.finalizeEdits()
+
 	// turnEnded before done: a stop waiting for this turn emits stopped
 	// once done closes, and the log must say the turn ended first.
 	r.emit(wire.EvTurnEnded, ended)
