@@ -33,6 +33,13 @@ func (r *Runner) do(ctx context.Context, cmd wire.Command) (any, error) {
 	if !live {
 		return nil, wire.Errorf(wire.CodeUnavailable, "session is not live yet")
 	}
+	if cmd.Cmd != wire.CmdForkSession {
+		// A fork takes the session for itself (see fork).
+		if !r.cmds.TryRLock() {
+			return nil, wire.Errorf(wire.CodeConflict, "the session is forking or shutting down; send again once it is done")
+		}
+		defer r.cmds.RUnlock()
+	}
 	switch cmd.Cmd {
 	case wire.CmdSend:
 		if strings.TrimSpace(cmd.Text) == "" {

@@ -29,17 +29,27 @@ type ForkResult struct {
 // supervisor learns of it through a rotate message.
 func (r *Runner) fork(ctx context.Context) (any, error) {
 	r.mu.Lock()
-	if settled := r.settled; settled != nil {
+	settled := r.settled
+	r.mu.Unlock()
+	if settled != nil {
 		// The last turn is being wrapped up; fork right after it.
-		r.mu.Unlock()
 		select {
 		case <-settled:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		r.mu.Lock()
 	}
-	if r.running != nil || len(r.queue) > 0 {
+	// No other command runs while the session moves to its new folder and
+	// engine: a message would start a turn on the engine being replaced,
+	// and a spec change would be written to the folder being left.
+	r.cmds.Lock()
+	defer r.cmds.Unlock()
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
+	}
+	if r.running != nil || r.settled != nil || len(r.queue) > 0 {
 		r.mu.Unlock()
 		return nil, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
 	}

@@ -22,6 +22,12 @@ func (r *Runner) runLoop(ctx context.Context, l wire.Loop) {
 		if !l.Until.IsZero() && time.Now().After(l.Until) {
 			return false
 		}
+		// A tick is a command like a send: it waits for no fork, and
+		// one under way skips it.
+		if !r.cmds.TryRLock() {
+			return true
+		}
+		defer r.cmds.RUnlock()
 		r.mu.Lock()
 		busy := r.running != nil || len(r.queue) > 0
 		r.mu.Unlock()

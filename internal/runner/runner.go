@@ -61,6 +61,10 @@ type Runner struct {
 	dir  atomic.Pointer[string]
 	eng  engine.Engine
 	gate *gatekeeper
+	// cmds is held for reading by every command that changes the session
+	// (and by a timed loop's tick), and for writing by a fork, which must
+	// have the session to itself, and by Close, which waits for them.
+	cmds sync.RWMutex
 
 	mu          sync.Mutex
 	spec        wire.Spec
@@ -363,6 +367,9 @@ func (r *Runner) Close() error {
 	r.mu.Unlock()
 	if live {
 		r.stop(context.Background(), "shutdown")
+		// Let a command under way (a fork starting an engine) finish;
+		// none starts from now on.
+		r.cmds.Lock()
 		r.mu.Lock()
 		r.notify()
 		r.mu.Unlock()

@@ -7,7 +7,9 @@ import (
 	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,4 +255,66 @@ func readAll(path string, fn func(wire.Event)) error {
 	}
 	defer f.Close()
 	return scanEvents(f, fn)
+}
+
+// While a fork is under way every other command is refused: a message sent
+// then would start a turn on the engine being replaced, and land in
+// whichever log was current.
+func TestCommandsAreRefusedWhileAForkIsUnderWay(t *testing.T) {
+	forking, release := make(chan struct{}), make(chan struct{})
+	var engines []*fakeEngine
+	var mu sync.Mutex
+	factory := func() engine.Engine {
+		e := &fakeEngine{}
+		mu.Lock()
+		first := len(engines) == 0
+		engines = append(engines, e)
+		mu.Unlock()
+		fe := forkingEngine{fakeEngine: e}
+		if first {
+			fe.fork = func(context.Context) error {
+				close(forking)
+				<-release
+				return nil
+			}
+		}
+		return fe
+	}
+	s := &session{t: t, dir: filepath.Join(t.TempDir(), "orig"), cwd: t.TempDir()}
+	s.startFake(wire.Spec{ID: "orig", Cwd: s.cwd}, factory)
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.waitType(0, wire.EvTurnEnded)
+
+	forked := make(chan *wire.Reply, 1)
+	go func() { forked <- s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdForkSession}) }()
+	<-forking
+	for _, cmd := range []wire.Command{
+		{Cmd: wire.CmdSend, Text: "two"},
+		{Cmd: wire.CmdSetMode, Mode: "auto"},
+		{Cmd: wire.CmdSetGoal, Goal: "notes exist"},
+	} {
+		if reply := s.r.Do(context.Background(), cmd); reply.OK || reply.Error.Code != wire.CodeConflict {
+			t.Errorf("%s during a fork: %+v", cmd.Cmd, reply)
+		}
+	}
+	if reply := s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdStatus}); !reply.OK {
+		t.Errorf("status during a fork: %+v", reply.Error)
+	}
+	close(release)
+	if reply := <-forked; !reply.OK {
+		t.Fatalf("fork: %+v", reply.Error)
+	}
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	_, i := s.waitFor(0, "the turn on two", func(e wire.Event) bool {
+		return e.Type == wire.EvTurnStarted && decode[wire.TurnStartedData](t, e).Text == "two"
+	})
+	s.waitType(i, wire.EvTurnEnded)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(engines) != 2 || !slices.Equal(engines[0].ran(), []string{"one"}) || !slices.Equal(engines[1].ran(), []string{"two"}) {
+		t.Fatalf("turns by engine: %d engines, the first ran %q", len(engines), engines[0].ran())
+	}
+	if st := s.r.Spec(); st.Mode != "review" || st.Goal != nil {
+		t.Fatalf("a refused command changed the spec: %+v", st)
+	}
 }
