@@ -61,7 +61,7 @@ func (r *Runner) addUsage(u wire.UsageData) {
 	r.mu.Unlock()
 	if crossed {
 		r.emit(wire.EvFailure, spendCapFailure(spent, capUSD))
-		go r.stop(context.Background(), "spendCap")
+		r.goBackground(func(ctx context.Context) { r.stop(ctx, "spendCap") })
 	}
 }
 

@@ -94,6 +94,11 @@ type Runner struct {
 	turnDone chan struct{}
 	presence *presenceWriter
 	loopDone chan struct{}
+	// background is the work the runner starts on its own (the stop a
+	// crossed spend cap makes); Close cancels its context and waits.
+	background       sync.WaitGroup
+	backgroundCtx    context.Context
+	cancelBackground context.CancelFunc
 	// specStored is closed once the spec Start stores is in meta.json;
 	// the first turn and every later spec change wait for it.
 	specStored chan struct{}
@@ -157,7 +162,9 @@ func New(opts Options) (*Runner, error) {
 		return nil, wire.Errorf(wire.CodeBadRequest,
 			"unknown engine %q: it is not built in, and this runner build has no plugin engines (plugin-runner has)", spec.Engine)
 	}
+	bgCtx, cancelBg := context.WithCancel(context.Background())
 	r := &Runner{
+		backgroundCtx: bgCtx, cancelBackground: cancelBg,
 		opts:     opts,
 		log:      opts.Logger,
 		spec:     spec,
@@ -374,8 +381,11 @@ func (r *Runner) Close() error {
 		r.notify()
 		r.mu.Unlock()
 		<-r.loopDone
+		r.cancelBackground()
+		r.background.Wait()
 		r.eng.Close()
 	}
+	r.cancelBackground()
 	r.presence.close()
 	return r.evlog().Close()
 }
@@ -392,6 +402,18 @@ func (r *Runner) emit(typ wire.EventType, data any) {
 	if _, err := r.evlog().Append(typ, data); err != nil {
 		r.log.Error("append event", zap.String("type", string(typ)), zap.Error(err))
 	}
+}
+
+// goBackground runs fn on its own goroutine, which Close cancels (through
+// fn's context) and waits for; once Close has begun it does nothing, since
+// Close does what the runner would otherwise do on its own.
+func (r *Runner) goBackground(fn func(context.Context)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.background.Go(func() { fn(r.backgroundCtx) })
 }
 
 func (r *Runner) newID(prefix string) string {

@@ -2,9 +2,14 @@ package runner
 
 import (
 	"context"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -225,4 +230,52 @@ func TestSpendCapCountsTheExactCostReportedAtTurnEnd(t *testing.T) {
 		return e.Type == wire.EvTurnStarted && decode[wire.TurnStartedData](t, e).Text == "two"
 	})
 	s.waitType(i, wire.EvTurnEnded)
+}
+
+// The stop a crossed spend cap starts belongs to the runner: Close waits for
+// it (cutting short the engine's interrupt), so its stopped event is in the
+// log and no goroutine outlives the runner.
+func TestCloseWaitsForTheSpendCapStop(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ended := make(chan struct{})
+	var once sync.Once
+	eng := &fakeEngine{
+		turn: func(ctx context.Context, _ engine.TurnInput, host engine.Host) (engine.TurnResult, error) {
+			host.Emit(wire.EvUsage, wire.UsageData{CostUSD: 2, Estimated: true})
+			select {
+			case <-ended:
+				return engine.TurnResult{Stopped: true}, nil
+			case <-ctx.Done():
+				return engine.TurnResult{Stopped: true}, nil
+			}
+		},
+		// The first interrupt ends the turn but answers only when its
+		// context ends, as an engine waiting on a slow CLI does.
+		interrupt: func(ctx context.Context) error {
+			first := false
+			once.Do(func() { first = true; close(ended) })
+			if first {
+				<-ctx.Done()
+			}
+			return nil
+		},
+	}
+	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir()}
+	s.startFake(wire.Spec{ID: "s1", Cwd: s.cwd, SpendCapUSD: 1}, func() engine.Engine { return eng })
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.waitType(0, wire.EvTurnEnded)
+	if err := s.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	if err := readAll(filepath.Join(s.dir, EventsFile), func(ev wire.Event) {
+		if ev.Type == wire.EvStopped {
+			reasons = append(reasons, decode[wire.StoppedData](t, ev).Reason)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(reasons, "spendCap") {
+		t.Fatalf("stops in the log: %q, want one by spendCap", reasons)
+	}
 }
