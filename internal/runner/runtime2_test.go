@@ -78,7 +78,9 @@ fallback:
 }
 
 func TestInheritStartsWithAHandoffOfTheParent(t *testing.T) {
-	parent := newSession(t, writeAndRun, func(sp *wire.Spec) { sp.Mode = "auto"; sp.Goal = &wire.Goal{Text: "notes exist"} })
+	// The goal is marked done: a goal check would queue a turn that races
+	// the parent's close and changes its last answer.
+	parent := newSession(t, writeAndRun, func(sp *wire.Spec) { sp.Mode = "auto"; sp.Goal = &wire.Goal{Text: "notes exist", Done: true} })
 	parent.do(wire.Command{Cmd: wire.CmdSend, Text: "please write notes"})
 	parent.waitType(0, wire.EvTurnEnded)
 	parent.r.Close()
