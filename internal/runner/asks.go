@@ -3,97 +3,141 @@ package runner
 import (
 	"context"
 	"sort"
+	"sync"
+	"time"
 
-	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
-// ask is a tool call waiting for a human's allow or deny.
+// askBroker holds the asks: tool calls waiting for a person to allow or
+// deny them. Every ask gets exactly one answer, and the broker records it
+// (askAnswered) before the waiting call sees it, whoever gives it: a
+// person (answer), a stop or shutdown (denyAll), the engine withdrawing
+// the call (cancelled), or expiry (expire). The askOpened event is the
+// runner's to record, after it has said the session waits.
+type askBroker struct {
+	emit func(wire.EventType, any)
+	now  func() time.Time
+
+	mu   sync.Mutex
+	open map[string]*ask
+}
+
+// ask is a tool call waiting for a person's allow or deny.
 type ask struct {
 	id     string
-	seq    int
+	seq    int64 // orders asks oldest first
+	opened time.Time
 	answer chan askAnswer // buffered: the first answer wins
-	done   bool
+	done   bool           // guarded by askBroker.mu
 }
 
 type askAnswer struct{ decision, note string }
 
-// openAsk records an askOpened event and waits for its answer. Every ask
-// ends with exactly one askAnswered event: by a user, a stop, a shutdown, or
-// the engine withdrawing the call (cancelled).
-func (r *Runner) openAsk(ctx context.Context, call engine.ToolCall, j gate.Judgement) (decision, note string) {
-	r.mu.Lock()
-	a := &ask{id: r.newID("a"), answer: make(chan askAnswer, 1)}
-	a.seq = r.nextID
-	r.asks[a.id] = a
-	r.state, r.activity = wire.StateWaitingForApproval, "waiting for approval: "+call.Tool
-	r.mu.Unlock()
-	r.emit(wire.EvAskOpened, wire.AskOpenedData{
-		AskID: a.id, ToolID: call.ID, Tool: call.Tool, Category: string(j.Category), Reason: j.Reason,
-		Command: call.Command, Path: editPath(call), URL: call.URL, Parts: partsJSON(j.Parts),
-	})
-	r.presence.touch()
+func newAskBroker(emit func(wire.EventType, any)) *askBroker {
+	return &askBroker{emit: emit, now: time.Now, open: map[string]*ask{}}
+}
 
-	var ans askAnswer
+// add registers a new ask; seq orders it among the others.
+func (b *askBroker) add(id string, seq int64) *ask {
+	a := &ask{id: id, seq: seq, opened: b.now(), answer: make(chan askAnswer, 1)}
+	b.mu.Lock()
+	b.open[id] = a
+	b.mu.Unlock()
+	return a
+}
+
+// wait returns a's answer. When ctx ends first (the engine withdrew the
+// call) the ask is denied as cancelled, unless an answer came first.
+func (b *askBroker) wait(ctx context.Context, a *ask) askAnswer {
 	select {
-	case ans = <-a.answer:
+	case ans := <-a.answer:
+		return ans
 	case <-ctx.Done():
 		// Loses to an answer that arrived first; either way one is queued.
-		_ = r.resolveAsk(a, wire.DecisionDeny, "", "cancelled")
-		ans = <-a.answer
+		_ = b.resolve(a, wire.DecisionDeny, "", "cancelled")
+		return <-a.answer
 	}
-	r.mu.Lock()
-	delete(r.asks, a.id)
-	if r.running != nil && len(r.asks) == 0 {
-		r.state, r.activity = wire.StateWorking, "running "+call.Tool
-	}
-	r.mu.Unlock()
-	r.presence.touch()
-	return ans.decision, ans.note
 }
 
-func editPath(call engine.ToolCall) string {
-	if call.Edit != nil {
-		return call.Edit.Path
-	}
-	return call.Path
+// forget drops a once its call has its answer and returns how many asks
+// are still open.
+func (b *askBroker) forget(a *ask) (stillOpen int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.open, a.id)
+	return len(b.open)
 }
 
-// resolveAsk answers an ask once; a second answer is a conflict.
-func (r *Runner) resolveAsk(a *ask, decision, note, by string) error {
-	r.mu.Lock()
+// resolve answers a once; a second answer is a conflict.
+func (b *askBroker) resolve(a *ask, decision, note, by string) error {
+	b.mu.Lock()
 	if a.done {
-		r.mu.Unlock()
+		b.mu.Unlock()
 		return wire.Errorf(wire.CodeConflict, "ask %s was already answered", a.id)
 	}
 	a.done = true
-	r.mu.Unlock()
-	r.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: a.id, Decision: decision, Note: note, By: by})
+	b.mu.Unlock()
+	b.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: a.id, Decision: decision, Note: note, By: by})
 	a.answer <- askAnswer{decision, note}
 	return nil
 }
 
-func (r *Runner) answer(cmd wire.Command) (any, error) {
-	if cmd.Decision != wire.DecisionAllow && cmd.Decision != wire.DecisionDeny {
-		return nil, wire.Errorf(wire.CodeBadRequest, "answer needs decision allow or deny, not %q", cmd.Decision)
+// answer is a person's answer to ask id.
+func (b *askBroker) answer(id, decision, note string) error {
+	if decision != wire.DecisionAllow && decision != wire.DecisionDeny {
+		return wire.Errorf(wire.CodeBadRequest, "answer needs decision allow or deny, not %q", decision)
 	}
-	r.mu.Lock()
-	a, ok := r.asks[cmd.AskID]
-	r.mu.Unlock()
+	b.mu.Lock()
+	a, ok := b.open[id]
+	b.mu.Unlock()
 	if !ok {
-		return nil, wire.Errorf(wire.CodeNotFound, "no open ask %q", cmd.AskID)
+		return wire.Errorf(wire.CodeNotFound, "no open ask %q", id)
 	}
-	if err := r.resolveAsk(a, cmd.Decision, cmd.Note, "user"); err != nil {
-		return nil, err
-	}
-	return map[string]string{"askId": a.id, "decision": cmd.Decision}, nil
+	return b.resolve(a, decision, note, "user")
 }
 
-// openAsksLocked lists the unanswered asks, oldest first; r.mu must be held.
-func (r *Runner) openAsksLocked() []*ask {
-	out := make([]*ask, 0, len(r.asks))
-	for _, a := range r.asks {
+// denyAll denies every unanswered ask, oldest first, as by (stopped,
+// shutdown), and returns how many it denied.
+func (b *askBroker) denyAll(by string) int {
+	n := 0
+	for _, a := range b.unanswered() {
+		if b.resolve(a, wire.DecisionDeny, "", by) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// expire denies, as expired, every unanswered ask opened before cutoff and
+// returns how many it denied: the hook for asks that must not wait for a
+// person forever.
+func (b *askBroker) expire(cutoff time.Time) int {
+	n := 0
+	for _, a := range b.unanswered() {
+		if a.opened.Before(cutoff) && b.resolve(a, wire.DecisionDeny, "", "expired") == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// openIDs lists the unanswered asks' ids, oldest first.
+func (b *askBroker) openIDs() []string {
+	asks := b.unanswered()
+	ids := make([]string, len(asks))
+	for i, a := range asks {
+		ids[i] = a.id
+	}
+	return ids
+}
+
+// unanswered lists the unanswered asks, oldest first.
+func (b *askBroker) unanswered() []*ask {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*ask, 0, len(b.open))
+	for _, a := range b.open {
 		if !a.done {
 			out = append(out, a)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -24,28 +23,17 @@ func (r *Runner) do(ctx context.Context, cmd wire.Command) (any, error) {
 	case wire.CmdStatus:
 		return r.status(), nil
 	}
-	r.mu.Lock()
-	live, closed := r.live, r.closed
-	r.mu.Unlock()
-	if closed {
-		return nil, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
+	release, err := r.admit(cmd.Cmd)
+	if err != nil {
+		return nil, err
 	}
-	if !live {
-		return nil, wire.Errorf(wire.CodeUnavailable, "session is not live yet")
-	}
-	if cmd.Cmd != wire.CmdForkSession {
-		// A fork takes the session for itself (see fork).
-		if !r.cmds.TryRLock() {
-			return nil, wire.Errorf(wire.CodeConflict, "the session is forking or shutting down; send again once it is done")
-		}
-		defer r.cmds.RUnlock()
-	}
+	defer release()
 	switch cmd.Cmd {
 	case wire.CmdSend:
 		if strings.TrimSpace(cmd.Text) == "" {
 			return nil, wire.Errorf(wire.CodeBadRequest, "send needs text")
 		}
-		return r.enqueue(cmd.Text, "send", false), nil
+		return r.enqueue(cmd.Text, kindSend, false), nil
 	case wire.CmdSteer:
 		if strings.TrimSpace(cmd.Text) == "" {
 			return nil, wire.Errorf(wire.CodeBadRequest, "steer needs text")
@@ -54,9 +42,12 @@ func (r *Runner) do(ctx context.Context, cmd wire.Command) (any, error) {
 	case wire.CmdStop:
 		return r.stop(ctx, "user"), nil
 	case wire.CmdAnswer:
-		return r.answer(cmd)
+		if err := r.asks.answer(cmd.AskID, cmd.Decision, cmd.Note); err != nil {
+			return nil, err
+		}
+		return map[string]string{"askId": cmd.AskID, "decision": cmd.Decision}, nil
 	case wire.CmdDecideHunk:
-		return r.decideHunk(cmd)
+		return r.review.decide(cmd.EditID, cmd.HunkID, cmd.Decision, cmd.Note)
 	case wire.CmdSetMode:
 		return r.setMode(cmd.Mode)
 	case wire.CmdCancelQueued:
@@ -80,51 +71,31 @@ func (r *Runner) do(ctx context.Context, cmd wire.Command) (any, error) {
 	}
 }
 
-// SteerResult says how a steer was taken.
-type SteerResult struct {
-	// Delivery is "native" (handed to the engine at once), "boundary"
-	// (waiting for the next tool boundary) or "queued" (no turn was
-	// running, so it became a send).
-	Delivery string `json:"delivery"`
-	// MessageID is set when the steer was queued as a send.
-	MessageID string `json:"messageId,omitempty"`
-}
-
-func (r *Runner) steer(ctx context.Context, text string) (SteerResult, error) {
+// admit lets a command in, or refuses it: every command but status needs
+// a live session that is not shutting down, and none but a fork's own runs
+// while a fork is under way (see fork). The command holds its admission
+// until it calls release.
+func (r *Runner) admit(cmd wire.Cmd) (release func(), err error) {
 	r.mu.Lock()
-	running := r.running != nil
-	eng := r.eng
-	if !running {
-		r.mu.Unlock()
-		q := r.enqueue(text, "send", false)
-		return SteerResult{Delivery: "queued", MessageID: q.ID}, nil
-	}
-	if s, ok := eng.(engine.Steerer); ok {
-		r.mu.Unlock()
-		err := s.Steer(ctx, text)
-		if err == nil {
-			r.emit(wire.EvSteerDelivered, wire.SteerData{Text: text, Native: true})
-			return SteerResult{Delivery: "native"}, nil
-		}
-		if err != engine.ErrNoTurn {
-			return SteerResult{}, engineErr(err)
-		}
-		q := r.enqueue(text, "send", true)
-		return SteerResult{Delivery: "queued", MessageID: q.ID}, nil
-	}
-	r.steers = append(r.steers, text)
+	live, closed := r.live, r.closed
 	r.mu.Unlock()
-	return SteerResult{Delivery: "boundary"}, nil
+	switch {
+	case closed:
+		return nil, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
+	case !live:
+		return nil, wire.Errorf(wire.CodeUnavailable, "session is not live yet")
+	case cmd == wire.CmdForkSession:
+		// A fork takes the session for itself.
+		return func() {}, nil
+	case !r.cmds.TryRLock():
+		return nil, wire.Errorf(wire.CodeConflict, "the session is forking or shutting down; send again once it is done")
+	}
+	return r.cmds.RUnlock, nil
 }
 
 func (r *Runner) cancelQueued(id string) (any, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, q := range r.queue {
-		if q.ID == id {
-			r.queue = append(r.queue[:i], r.queue[i+1:]...)
-			return q, nil
-		}
+	if q, ok := r.turns.cancel(id); ok {
+		return q, nil
 	}
 	return nil, wire.Errorf(wire.CodeNotFound, "no queued message %q", id)
 }
@@ -135,14 +106,11 @@ func (r *Runner) setMode(mode string) (any, error) {
 	default:
 		return nil, wire.Errorf(wire.CodeBadRequest, "mode must be review, auto or readonly, not %q", mode)
 	}
-	r.mu.Lock()
-	r.spec.Mode = mode
-	spec := r.spec
-	r.mu.Unlock()
+	spec := r.updateSpec(func(s *wire.Spec) { s.Mode = mode })
 	if err := r.gate.setMode(mode); err != nil {
 		return nil, err
 	}
-	if err := r.saveSpec(spec); err != nil {
+	if err := r.store.saveSpec(spec); err != nil {
 		return nil, err
 	}
 	r.emit(wire.EvModeChanged, map[string]string{"mode": mode})
@@ -154,38 +122,31 @@ func (r *Runner) setSpendCap(capUSD *float64) (any, error) {
 	if capUSD == nil || *capUSD < 0 {
 		return nil, wire.Errorf(wire.CodeBadRequest, "setSpendCap needs spendCapUsd >= 0 (0 removes the cap)")
 	}
+	// The spec and the meter change together, so that two of these at
+	// once leave them agreeing.
 	r.mu.Lock()
 	r.spec.SpendCapUSD = *capUSD
-	r.spendCapHit = r.overCapLocked()
+	r.meter.setCap(*capUSD)
 	spec := r.spec
-	r.notify()
 	r.mu.Unlock()
-	if err := r.saveSpec(spec); err != nil {
+	// Raised past what was spent, the cap no longer holds the queue.
+	r.turns.notify()
+	if err := r.store.saveSpec(spec); err != nil {
 		return nil, err
 	}
 	r.emit(wire.EvSpendCapSet, map[string]float64{"spendCapUsd": *capUSD})
 	return map[string]float64{"spendCapUsd": *capUSD}, nil
 }
 
-func (r *Runner) overCapLocked() bool {
-	return r.spec.SpendCapUSD > 0 && r.usage.CostUSD >= r.spec.SpendCapUSD
-}
-
 // status snapshots the session for the status command and presence.json.
 func (r *Runner) status() wire.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := wire.Status{
+	turnNo, queued := r.turns.snapshot()
+	return wire.Status{
 		Session: r.spec.ID, Engine: r.spec.Engine, State: r.state, Activity: r.activity,
-		Mode: r.spec.Mode, Turn: r.turnNo, Queued: append([]wire.Queued{}, r.queue...),
-		OpenAsks: []string{}, PendingEdit: []string{}, Usage: r.usage,
+		Mode: r.spec.Mode, Turn: turnNo, Queued: queued,
+		OpenAsks: r.asks.openIDs(), PendingEdit: r.review.pendingIDs(), Usage: r.meter.usage(),
 		LastSeq: r.evlog().LastSeq(), SpendCapUSD: r.spec.SpendCapUSD, Unattended: r.spec.Unattended,
 	}
-	for _, a := range r.openAsksLocked() {
-		s.OpenAsks = append(s.OpenAsks, a.id)
-	}
-	for _, e := range r.pendingEditsLocked() {
-		s.PendingEdit = append(s.PendingEdit, e.id)
-	}
-	return s
 }

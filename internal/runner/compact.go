@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -12,33 +13,49 @@ import (
 // compaction at the end of a turn.
 const defaultCompactAt = 95
 
-// compactIfFull compacts the conversation through the engine's own
-// compaction when the context is nearly full, and reports contextFull when
-// the engine has none or it fails.
-func (r *Runner) compactIfFull(ctx context.Context) {
-	r.mu.Lock()
-	threshold := r.spec.CompactAt
+// compaction keeps the engine's last reported context fill and, at the end
+// of a turn that ended normally with the context nearly full, compacts the
+// conversation through the engine's own compaction, or reports contextFull
+// when the engine has none or it fails.
+type compaction struct {
+	host policyHost
+
+	mu      sync.Mutex
+	percent float64
+}
+
+// observe takes the engine's report of the context fill.
+func (c *compaction) observe(percent float64) {
+	c.mu.Lock()
+	c.percent = percent
+	c.mu.Unlock()
+}
+
+func (c *compaction) afterTurn(ctx context.Context, end turnEnd) {
+	if end.outcome != "done" {
+		return
+	}
+	threshold := c.host.spec().CompactAt
 	if threshold <= 0 {
 		threshold = defaultCompactAt
 	}
-	fill := r.contextPercent
-	c, ok := r.eng.(engine.Compactor)
-	r.mu.Unlock()
+	c.mu.Lock()
+	fill := c.percent
+	c.mu.Unlock()
 	if fill < threshold {
 		return
 	}
+	cp, ok := end.eng.(engine.Compactor)
 	if !ok {
-		r.emit(wire.EvFailure, wire.FailureData{Code: wire.FailContextFull,
+		c.host.emit(wire.EvFailure, wire.FailureData{Code: wire.FailContextFull,
 			Message: fmt.Sprintf("the context is %.0f%% full and this engine cannot compact it", fill), Action: actionFor(wire.FailContextFull)})
 		return
 	}
-	if err := c.Compact(ctx); err != nil {
-		r.emit(wire.EvFailure, wire.FailureData{Code: wire.FailContextFull,
+	if err := cp.Compact(ctx); err != nil {
+		c.host.emit(wire.EvFailure, wire.FailureData{Code: wire.FailContextFull,
 			Message: fmt.Sprintf("the context is %.0f%% full and compaction failed: %v", fill, err), Action: actionFor(wire.FailContextFull)})
 		return
 	}
-	r.mu.Lock()
-	r.contextPercent = 0
-	r.mu.Unlock()
-	r.emit(wire.EvCompacted, wire.CompactedData{BeforePercent: fill})
+	c.observe(0)
+	c.host.emit(wire.EvCompacted, wire.CompactedData{BeforePercent: fill})
 }

@@ -8,9 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"go.uber.org/zap"
-
-	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/sessiondir"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -28,10 +25,7 @@ type ForkResult struct {
 // left closed at the branch point, to be resumed on its own later. The
 // supervisor learns of it through a rotate message.
 func (r *Runner) fork(ctx context.Context) (any, error) {
-	r.mu.Lock()
-	settled := r.settled
-	r.mu.Unlock()
-	if settled != nil {
+	if settled := r.turns.settled(); settled != nil {
 		// The last turn is being wrapped up; fork right after it.
 		select {
 		case <-settled:
@@ -45,17 +39,15 @@ func (r *Runner) fork(ctx context.Context) (any, error) {
 	r.cmds.Lock()
 	defer r.cmds.Unlock()
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	closed, eng, old := r.closed, r.eng, r.spec
+	r.mu.Unlock()
+	if closed {
 		return nil, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
 	}
-	if r.running != nil || r.settled != nil || len(r.queue) > 0 {
-		r.mu.Unlock()
+	if !r.turns.quiet() {
 		return nil, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
 	}
-	forker, ok := r.eng.(engine.Forker)
-	old := r.spec
-	r.mu.Unlock()
+	forker, ok := eng.(engine.Forker)
 	if !ok {
 		return nil, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
 	}
@@ -75,47 +67,35 @@ func (r *Runner) fork(ctx context.Context) (any, error) {
 	// The rotated event closes the old log and opens the new one: both
 	// hold it at the same seq.
 	r.emit(wire.EvRotated, wire.RotatedData{From: old.ID, To: newID, Reason: "fork"})
-	if err := r.evlog().Sync(); err != nil {
+	if err := r.store.eventLog().Sync(); err != nil {
 		return nil, err
 	}
-	if err := copyFile(filepath.Join(oldDir, EventsFile), filepath.Join(newDir, EventsFile)); err != nil {
-		return nil, fmt.Errorf("fork: copy event log: %w", err)
-	}
-	if err := copyTree(filepath.Join(oldDir, sessiondir.EngineDir), filepath.Join(newDir, sessiondir.EngineDir)); err != nil {
-		return nil, fmt.Errorf("fork: copy engine state: %w", err)
+	if err := branchFolder(oldDir, newDir); err != nil {
+		return nil, err
 	}
 	next := old
 	next.ID, next.Parent, next.EngineSession = newID, old.ID, branch
 	if err := WriteSpec(newDir, next); err != nil {
 		return nil, err
 	}
-	newLog, err := eventlog.Open(filepath.Join(newDir, EventsFile), eventlog.Options{Written: r.written})
-	if err != nil {
+	if err := r.store.moveTo(newDir); err != nil {
 		return nil, err
-	}
-	oldLog := r.evlog()
-	r.events.Store(newLog)
-	r.dir.Store(&newDir)
-	if err := oldLog.Close(); err != nil {
-		r.log.Warn("close the forked-from log", zap.Error(err))
 	}
 
 	r.mu.Lock()
-	oldEng := r.eng
 	r.spec = next
 	r.mu.Unlock()
-	oldEng.Close()
+	eng.Close()
 	eng, conv, err := r.startEngine(ctx, next)
 	if err != nil {
 		r.fail(err)
 		return nil, engineErr(err)
 	}
+	next = r.updateSpec(func(s *wire.Spec) { s.EngineSession = conv })
 	r.mu.Lock()
 	r.eng = eng
-	r.spec.EngineSession = conv
-	next = r.spec
 	r.mu.Unlock()
-	if err := r.saveSpec(next); err != nil {
+	if err := r.store.saveSpec(next); err != nil {
 		return nil, err
 	}
 	r.emit(wire.EvSessionResumed, wire.SessionStartedData{Engine: next.Engine, Cwd: next.Cwd, Mode: next.Mode,
@@ -125,6 +105,18 @@ func (r *Runner) fork(ctx context.Context) (any, error) {
 	}
 	r.presence.touch()
 	return ForkResult{From: old.ID, To: newID}, nil
+}
+
+// branchFolder copies what a fork takes into the new session's folder:
+// the event log and the engine's state.
+func branchFolder(oldDir, newDir string) error {
+	if err := copyFile(filepath.Join(oldDir, EventsFile), filepath.Join(newDir, EventsFile)); err != nil {
+		return fmt.Errorf("fork: copy event log: %w", err)
+	}
+	if err := copyTree(filepath.Join(oldDir, sessiondir.EngineDir), filepath.Join(newDir, sessiondir.EngineDir)); err != nil {
+		return fmt.Errorf("fork: copy engine state: %w", err)
+	}
+	return nil
 }
 
 func copyFile(src, dst string) error {

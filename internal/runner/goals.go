@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -33,120 +34,72 @@ func Clauses(goal string) []string {
 	return out
 }
 
-func (r *Runner) setGoal(text string) (any, error) {
-	clauses := Clauses(text)
-	if len(clauses) == 0 {
-		return nil, wire.Errorf(wire.CodeBadRequest, "setGoal needs a goal")
-	}
-	r.mu.Lock()
-	r.spec.Goal = &wire.Goal{Text: strings.TrimSpace(text)}
-	r.goalAttempts = 0
-	spec := r.spec
-	r.mu.Unlock()
-	if err := r.saveSpec(spec); err != nil {
-		return nil, err
-	}
-	d := wire.GoalSetData{Goal: spec.Goal.Text, Clauses: clauses}
-	r.emit(wire.EvGoalSet, d)
-	return d, nil
+// goalPolicy checks the session's goal after each turn that ended
+// normally: the engine judges each clause (engine.Judge), a goalCheck
+// event reports the verdicts, and while a clause is unmet a goalCheck
+// message naming the unmet clauses is queued, at most the goal's limit in
+// a row. A person's message resets the count.
+type goalPolicy struct {
+	host policyHost
+	log  *zap.Logger
+
+	mu       sync.Mutex
+	attempts int // goal checks since the last person's message
 }
 
-// GoalState is the result of getGoal.
-type GoalState struct {
-	Goal     string   `json:"goal,omitempty"`
-	Clauses  []string `json:"clauses"`
-	Done     bool     `json:"done"`
-	Attempts int      `json:"attempts"`
-	Limit    int      `json:"limit"`
+// reset starts the count of checks in a row again.
+func (g *goalPolicy) reset() {
+	g.mu.Lock()
+	g.attempts = 0
+	g.mu.Unlock()
 }
 
-func (r *Runner) getGoal() (any, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st := GoalState{Clauses: []string{}, Attempts: r.goalAttempts, Limit: r.goalLimitLocked()}
-	if g := r.spec.Goal; g != nil {
-		st.Goal, st.Done, st.Clauses = g.Text, g.Done, Clauses(g.Text)
-	}
-	return st, nil
+// attemptsSoFar is the number of checks since the count was reset.
+func (g *goalPolicy) attemptsSoFar() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.attempts
 }
 
-func (r *Runner) clearGoal() (any, error) {
-	r.mu.Lock()
-	had := r.spec.Goal != nil
-	r.spec.Goal = nil
-	spec := r.spec
-	r.mu.Unlock()
-	if !had {
-		return nil, wire.Errorf(wire.CodeNotFound, "the session has no goal")
-	}
-	if err := r.saveSpec(spec); err != nil {
-		return nil, err
-	}
-	r.emit(wire.EvGoalCleared, nil)
-	return map[string]bool{"cleared": true}, nil
-}
-
-func (r *Runner) markGoalDone() (any, error) {
-	r.mu.Lock()
-	g := r.spec.Goal
-	if g == nil {
-		r.mu.Unlock()
-		return nil, wire.Errorf(wire.CodeNotFound, "the session has no goal")
-	}
-	g.Done = true
-	spec := r.spec
-	clauses := Clauses(g.Text)
-	r.mu.Unlock()
-	if err := r.saveSpec(spec); err != nil {
-		return nil, err
-	}
-	d := wire.GoalCheckData{Goal: g.Text, Total: len(clauses), Met: len(clauses), Holds: true, By: "user",
-		Summary: fmt.Sprintf("holds · %d/%d (marked done)", len(clauses), len(clauses))}
-	for _, c := range clauses {
-		d.Clauses = append(d.Clauses, wire.GoalClause{Clause: c, Met: true, Evidence: "marked done by a person"})
-	}
-	r.emit(wire.EvGoalCheck, d)
-	return d, nil
-}
-
-func (r *Runner) goalLimitLocked() int {
-	if r.spec.GoalLimit > 0 {
-		return r.spec.GoalLimit
+// goalLimit bounds goal-check turns in a row.
+func goalLimit(spec wire.Spec) int {
+	if spec.GoalLimit > 0 {
+		return spec.GoalLimit
 	}
 	return defaultGoalLimit
 }
 
-// checkGoal judges the goal after a turn that ended normally and queues a
-// goalCheck turn naming the unmet clauses, at most GoalLimit in a row.
-func (r *Runner) checkGoal(ctx context.Context) {
-	r.mu.Lock()
-	g := r.spec.Goal
-	if g == nil || g.Done || r.closed || len(r.queue) > 0 || r.spendCapHit {
-		// A queued human message comes first; the goal is checked
-		// after it. Past the spend cap nothing is judged.
-		r.mu.Unlock()
+func (g *goalPolicy) afterTurn(ctx context.Context, end turnEnd) {
+	if end.outcome != "done" {
 		return
 	}
-	text := g.Text
-	limit := r.goalLimitLocked()
-	r.goalAttempts++
-	attempt := r.goalAttempts
-	judge, ok := r.eng.(engine.Judge)
-	r.mu.Unlock()
+	spec := g.host.spec()
+	goal := spec.Goal
+	if goal == nil || goal.Done || g.host.busy() {
+		// A queued message comes first; the goal is checked after it.
+		// Past the spend cap nothing is judged.
+		return
+	}
+	limit := goalLimit(spec)
+	g.mu.Lock()
+	g.attempts++
+	attempt := g.attempts
+	g.mu.Unlock()
+	judge, ok := end.eng.(engine.Judge)
 
-	clauses := Clauses(text)
-	d := wire.GoalCheckData{Goal: text, Total: len(clauses), Attempt: attempt, Limit: limit, By: "judge"}
+	clauses := Clauses(goal.Text)
+	d := wire.GoalCheckData{Goal: goal.Text, Total: len(clauses), Attempt: attempt, Limit: limit, By: "judge"}
 	var answer string
 	if ok {
 		var usage wire.UsageData
 		var err error
 		answer, usage, err = judge.Judge(ctx, judgePrompt(clauses))
 		if err != nil {
-			r.log.Warn("goal judge", zap.Error(err))
+			g.log.Warn("goal judge", zap.Error(err))
 			answer = ""
 		}
 		if usage.InputTokens+usage.OutputTokens > 0 {
-			(*host)(r).Emit(wire.EvUsage, usage)
+			g.host.engineUsage(usage)
 		}
 	}
 	d.Clauses = parseVerdicts(clauses, answer, ok)
@@ -165,7 +118,7 @@ func (r *Runner) checkGoal(ctx context.Context) {
 		d.LimitReached = true
 		d.Summary += fmt.Sprintf(" · stopped after %d checks in a row", limit)
 	}
-	r.emit(wire.EvGoalCheck, d)
+	g.host.emit(wire.EvGoalCheck, d)
 	if d.Holds || d.LimitReached || !ok {
 		return
 	}
@@ -177,7 +130,7 @@ func (r *Runner) checkGoal(ctx context.Context) {
 		}
 	}
 	b.WriteString("Keep working until they hold.")
-	r.enqueue(b.String(), "goalCheck", false)
+	g.host.enqueue(b.String(), kindGoalCheck)
 }
 
 func judgePrompt(clauses []string) string {

@@ -18,24 +18,23 @@ const maxBriefMessages = 10
 // of the parent session (its goal, what was asked, what was answered, which
 // files changed). Only a session's first start inherits.
 func (r *Runner) inherit() error {
-	r.mu.Lock()
-	parent := r.spec.Parent
-	fresh := r.turnNo == 0
-	r.mu.Unlock()
-	if parent == "" || !fresh || r.hasInherited() {
+	parent := r.Spec().Parent
+	turnNo, _ := r.turns.snapshot()
+	if parent == "" || turnNo != 0 || hasInherited(r.store.eventsPath()) {
 		return nil
 	}
 	brief, err := Brief(filepath.Join(filepath.Dir(r.Dir()), parent))
 	if err != nil {
 		return err
 	}
-	r.enqueue(brief, "inherit", false)
+	r.enqueue(brief, kindInherit, false)
 	return nil
 }
 
-func (r *Runner) hasInherited() bool {
+// hasInherited reports whether the log at path holds a handoff message.
+func hasInherited(path string) bool {
 	found := false
-	eventlog.ReadFile(r.eventsPath(), func(ev wire.Event) error {
+	eventlog.ReadFile(path, func(ev wire.Event) error {
 		if ev.Type == wire.EvUserMessage && strings.Contains(string(ev.Data), `"kind":"inherit"`) {
 			found = true
 			return eventlog.ErrStop
@@ -60,7 +59,7 @@ func Brief(dir string) (string, error) {
 		switch ev.Type {
 		case wire.EvUserMessage:
 			var d wire.UserMessageData
-			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == "send" {
+			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kindSend {
 				asked = append(asked, d.Text)
 			}
 		case wire.EvAssistantText:

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"sort"
 	"strconv"
 
@@ -10,23 +9,37 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
-// closeLeftovers gives every ask, hunk and turn that an earlier runner left
-// open in the log its terminal event, so a shell never waits on one forever
-// and nothing replays on resume. It also moves the id counter past every id
-// the log holds.
-func (r *Runner) closeLeftovers() error {
+// leftovers is what a runner that ended without closing its session (a
+// crash, a kill) left open in the session's log.
+type leftovers struct {
+	// asks are the asks with no answer, by id.
+	asks []string
+	// hunks are the undecided hunks of review-mode edits, by edit then
+	// hunk.
+	hunks []editHunk
+	// openTurn is the turn started and never ended, 0 if none.
+	openTurn int
+	// lastTurn is the number of the last turn started.
+	lastTurn int
+	// maxID is the highest number of an id in the log.
+	maxID int64
+}
+
+type editHunk struct{ edit, hunk string }
+
+// scanLeftovers reads the event log at path for what it leaves open.
+func scanLeftovers(path string) (leftovers, error) {
+	var l leftovers
 	openAsks := map[string]bool{}
 	openHunks := map[string]map[string]bool{} // edit -> hunks
-	openTurn, lastTurn := 0, 0
-	maxID := 0
 	note := func(id string) {
 		if len(id) > 1 {
-			if n, err := strconv.Atoi(id[1:]); err == nil && n > maxID {
-				maxID = n
+			if n, err := strconv.ParseInt(id[1:], 10, 64); err == nil && n > l.maxID {
+				l.maxID = n
 			}
 		}
 	}
-	err := eventlog.ReadFile(r.eventsPath(), func(ev wire.Event) error {
+	err := eventlog.ReadFile(path, func(ev wire.Event) error {
 		switch ev.Type {
 		case wire.EvAskOpened:
 			var d wire.AskOpenedData
@@ -62,38 +75,47 @@ func (r *Runner) closeLeftovers() error {
 		case wire.EvTurnStarted:
 			var d wire.TurnStartedData
 			if json.Unmarshal(ev.Data, &d) == nil {
-				openTurn, lastTurn = d.Turn, d.Turn
+				l.openTurn, l.lastTurn = d.Turn, d.Turn
 			}
 		case wire.EvTurnEnded:
-			openTurn = 0
+			l.openTurn = 0
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return leftovers{}, err
 	}
-	r.mu.Lock()
-	if maxID > r.nextID {
-		r.nextID = maxID
-	}
-	r.turnNo = lastTurn
-	r.mu.Unlock()
-
-	for _, id := range sortedKeys(openAsks) {
-		r.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: id, Decision: wire.DecisionDeny, By: "expired"})
-	}
+	l.asks = sortedKeys(openAsks)
 	for _, edit := range sortedKeys(openHunks) {
 		for _, h := range sortedKeys(openHunks[edit]) {
-			r.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: edit, HunkID: h, Decision: wire.DecisionReject, By: "expired"})
+			l.hunks = append(l.hunks, editHunk{edit, h})
 		}
 	}
-	if openTurn > 0 {
-		r.emit(wire.EvTurnEnded, wire.TurnEndedData{Turn: openTurn, Outcome: "interrupted"})
+	return l, nil
+}
+
+// closeLeftovers gives every ask, hunk and turn that an earlier runner left
+// open in the log its terminal event, so a shell never waits on one forever
+// and nothing replays on resume. It also moves the ids and turn numbers
+// past every one the log holds.
+func (r *Runner) closeLeftovers() error {
+	l, err := scanLeftovers(r.store.eventsPath())
+	if err != nil {
+		return err
+	}
+	r.ids.skipTo(l.maxID)
+	r.turns.resumeAfter(l.lastTurn)
+	for _, id := range l.asks {
+		r.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: id, Decision: wire.DecisionDeny, By: "expired"})
+	}
+	for _, h := range l.hunks {
+		r.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: h.edit, HunkID: h.hunk, Decision: wire.DecisionReject, By: "expired"})
+	}
+	if l.openTurn > 0 {
+		r.emit(wire.EvTurnEnded, wire.TurnEndedData{Turn: l.openTurn, Outcome: "interrupted"})
 	}
 	return nil
 }
-
-func (r *Runner) eventsPath() string { return filepath.Join(r.Dir(), EventsFile) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

@@ -102,10 +102,6 @@ func RunPrint(ctx context.Context, opts Options, prompt string, stream io.Writer
 	}
 }
 
-// idle reports whether no turn runs and nothing waits in the queue, after at
-// least one turn.
-func (r *Runner) idle() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.running == nil && r.settled == nil && (len(r.queue) == 0 || r.spendCapHit) && r.turnNo > 0
-}
+// idle reports whether no turn runs or settles and nothing in the queue can
+// run, after at least one turn.
+func (r *Runner) idle() bool { return r.turns.idle() }

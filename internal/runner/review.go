@@ -6,21 +6,38 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
+// review keeps the session's staged edits and the reviewer's decisions on
+// their hunks until the edit's turn ends, writes what the decisions say
+// (the accepted part of an edit, an auto-mode hunk taken back out), and
+// adds up what each turn changed for its turnEnded summary. It records
+// hunkDecided and editApplied; hunkStaged is the runner's to record, after
+// it has said the session waits for review.
+type review struct {
+	cwd  string // the worktree, for the paths shown
+	emit func(wire.EventType, any)
+
+	mu    sync.Mutex
+	edits map[string]*stagedEdit
+	tally *turnTally // the running turn's, nil between turns
+}
+
 // stagedEdit is an edit waiting for (or, in auto mode, open to) hunk
 // decisions until its turn ends.
 type stagedEdit struct {
-	id        string
-	seq       int
-	toolID    string
-	path      string // absolute
-	edit      *hunks.Edit
-	auto      bool
+	id     string
+	seq    int64 // orders edits oldest first
+	toolID string
+	path   string // absolute
+	edit   *hunks.Edit
+	auto   bool
+	// decisions and decided are guarded by review.mu.
 	decisions map[string]hunkDecision
 	decided   chan struct{} // closed when every hunk has a decision
 }
@@ -31,59 +48,83 @@ type hunkDecision struct {
 	by     string
 }
 
-// review stages an edit as hunks and waits for the reviewer (review mode),
-// or records it as accepted (auto mode).
-func (r *Runner) review(ctx context.Context, call engine.ToolCall) engine.Verdict {
-	p := call.Edit
-	before := hunks.Snapshot{Exists: p.Existed, Data: p.Before}
-	after := hunks.Snapshot{Exists: !p.Delete, Data: p.After}
-	r.mu.Lock()
-	display := r.displayPath(p.Path)
-	auto := r.spec.Mode == "auto"
-	unattended := r.spec.Unattended
-	r.mu.Unlock()
-	ed, err := hunks.Diff(display, before, after)
-	if err != nil {
-		return engine.Verdict{Message: fmt.Sprintf("Corral could not stage this edit for review: %v", err)}
-	}
-	if len(ed.Hunks) == 0 {
-		return engine.Verdict{Allow: true}
-	}
-	if !auto && unattended {
-		r.unavailable(call, "edits need review in review mode; run unattended sessions in auto mode")
-		return engine.Verdict{Message: "No human is available to review this edit (the session is unattended and in review mode)."}
-	}
+// turnTally is what a turn's applied edits changed.
+type turnTally struct {
+	files          map[string]bool
+	added, removed int
+}
 
-	r.mu.Lock()
-	se := &stagedEdit{id: r.newID("e"), toolID: call.ID, path: p.Path, edit: ed, auto: auto,
+func newReview(cwd string, emit func(wire.EventType, any)) *review {
+	return &review{cwd: cwd, emit: emit, edits: map[string]*stagedEdit{}}
+}
+
+// display shows a path relative to the worktree when it is inside it.
+func (rv *review) display(p string) string {
+	if rel, err := filepath.Rel(rv.cwd, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// beginTurn starts the tally of a turn.
+func (rv *review) beginTurn() {
+	rv.mu.Lock()
+	rv.tally = &turnTally{files: map[string]bool{}}
+	rv.mu.Unlock()
+}
+
+// endTurn closes the turn's edits to further decisions and returns what
+// the turn changed.
+func (rv *review) endTurn() turnTally {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	clear(rv.edits)
+	t := rv.tally
+	rv.tally = nil
+	if t == nil {
+		return turnTally{}
+	}
+	return *t
+}
+
+// stage opens edit ed of the file at path (absolute) for decisions. In
+// auto mode every hunk is accepted at once (and may be rejected, which
+// takes it back out of the file, until the turn ends).
+func (rv *review) stage(id string, seq int64, toolID, path string, ed *hunks.Edit, auto bool) *stagedEdit {
+	se := &stagedEdit{id: id, seq: seq, toolID: toolID, path: path, edit: ed, auto: auto,
 		decisions: map[string]hunkDecision{}, decided: make(chan struct{})}
-	se.seq = r.nextID
 	if auto {
 		for _, h := range ed.Hunks {
 			se.decisions[h.ID] = hunkDecision{accept: true, by: "auto"}
 		}
 		close(se.decided)
-	} else {
-		r.state, r.activity = wire.StateWaitingForReview, "waiting for review: "+display
 	}
-	r.edits[se.id] = se
-	r.mu.Unlock()
-	r.emit(wire.EvHunkStaged, wire.HunkStagedData{EditID: se.id, ToolID: call.ID, Path: display, Auto: auto, Edit: ed})
-	r.presence.touch()
+	rv.mu.Lock()
+	rv.edits[id] = se
+	rv.mu.Unlock()
+	return se
+}
 
+// wait returns once every hunk of se has a decision; when ctx ends first
+// (the engine withdrew the call) the undecided hunks are rejected as
+// cancelled.
+func (rv *review) wait(ctx context.Context, se *stagedEdit) {
 	select {
 	case <-se.decided:
 	case <-ctx.Done():
-		r.rejectAllPending(se, "cancelled", "")
+		rv.rejectPending(se, "cancelled", "")
 		<-se.decided
 	}
-	r.mu.Lock()
-	if r.running != nil && r.state == wire.StateWaitingForReview && len(r.pendingEditsLocked()) == 0 {
-		r.state, r.activity = wire.StateWorking, "running "+call.Tool
-	}
-	var accepted, rejected []string
-	var notes []string
-	for _, h := range ed.Hunks {
+}
+
+// verdict carries out the decisions on se once they are all made: the
+// whole edit is the engine's to write, none of it is written, or Corral
+// writes the accepted hunks itself and refuses the engine's write.
+func (rv *review) verdict(se *stagedEdit) engine.Verdict {
+	display := rv.display(se.path)
+	var accepted, rejected, notes []string
+	rv.mu.Lock()
+	for _, h := range se.edit.Hunks {
 		d := se.decisions[h.ID]
 		if d.accept {
 			accepted = append(accepted, h.ID)
@@ -94,17 +135,15 @@ func (r *Runner) review(ctx context.Context, call engine.ToolCall) engine.Verdic
 			notes = append(notes, fmt.Sprintf("%s: %s", h.ID, d.note))
 		}
 	}
-	r.mu.Unlock()
-	r.presence.touch()
-
+	rv.mu.Unlock()
 	switch {
 	case len(rejected) == 0:
-		r.recordApplied(se, "engine", accepted, false, "")
+		rv.recordApplied(se, "engine", accepted, false, "")
 		return engine.Verdict{Allow: true}
 	case len(accepted) == 0:
 		return engine.Verdict{Message: "The reviewer rejected every hunk of this edit to " + display + "; nothing was written." + notesText(notes)}
 	default:
-		return r.applyPartial(se, display, accepted, rejected, notes)
+		return rv.applyPartial(se, display, accepted, rejected, notes)
 	}
 }
 
@@ -117,7 +156,7 @@ func notesText(notes []string) string {
 
 // applyPartial writes the accepted hunks onto the file as it is now, by
 // context, and refuses the engine's own write.
-func (r *Runner) applyPartial(se *stagedEdit, display string, accepted, rejected, notes []string) engine.Verdict {
+func (rv *review) applyPartial(se *stagedEdit, display string, accepted, rejected, notes []string) engine.Verdict {
 	real, current, mode, err := hunks.ReadFile(se.path)
 	if err == nil {
 		var next hunks.Snapshot
@@ -128,18 +167,18 @@ func (r *Runner) applyPartial(se *stagedEdit, display string, accepted, rejected
 	}
 	if err != nil {
 		conflict := err.Error()
-		r.emit(wire.EvEditApplied, wire.EditAppliedData{EditID: se.id, Path: display, By: "corral", Hunks: []string{}, Conflict: conflict})
+		rv.emit(wire.EvEditApplied, wire.EditAppliedData{EditID: se.id, Path: display, By: "corral", Hunks: []string{}, Conflict: conflict})
 		return engine.Verdict{Message: fmt.Sprintf("The reviewer accepted hunks %s of this edit to %s, but they no longer apply to the file as it is now (%s); nothing was written. Rejected: %s.%s",
 			strings.Join(accepted, ", "), display, conflict, strings.Join(rejected, ", "), notesText(notes))}
 	}
-	r.recordApplied(se, "corral", accepted, false, "")
+	rv.recordApplied(se, "corral", accepted, false, "")
 	return engine.Verdict{Applied: true, Message: fmt.Sprintf(
 		"The reviewer accepted only part of this edit to %s. Corral applied hunks %s itself; hunks %s were rejected and not written. Do not retry the same edit; read the file to see its current content.%s",
 		display, strings.Join(accepted, ", "), strings.Join(rejected, ", "), notesText(notes))}
 }
 
-// recordApplied emits editApplied and adds the lines to the turn's summary.
-func (r *Runner) recordApplied(se *stagedEdit, by string, ids []string, reverted bool, conflict string) {
+// recordApplied emits editApplied and adds the lines to the turn's tally.
+func (rv *review) recordApplied(se *stagedEdit, by string, ids []string, reverted bool, conflict string) {
 	added, removed := 0, 0
 	for _, h := range se.edit.Hunks {
 		for _, id := range ids {
@@ -149,8 +188,8 @@ func (r *Runner) recordApplied(se *stagedEdit, by string, ids []string, reverted
 			}
 		}
 	}
-	r.mu.Lock()
-	if t := r.running; t != nil {
+	rv.mu.Lock()
+	if t := rv.tally; t != nil {
 		t.files[se.path] = true
 		if reverted {
 			t.added -= added
@@ -160,85 +199,92 @@ func (r *Runner) recordApplied(se *stagedEdit, by string, ids []string, reverted
 			t.removed += removed
 		}
 	}
-	display := r.displayPath(se.path)
-	r.mu.Unlock()
+	rv.mu.Unlock()
 	if ids == nil {
 		ids = []string{}
 	}
-	r.emit(wire.EvEditApplied, wire.EditAppliedData{EditID: se.id, Path: display, By: by, Hunks: ids, Reverted: reverted, Added: added, Removed: removed, Conflict: conflict})
+	rv.emit(wire.EvEditApplied, wire.EditAppliedData{EditID: se.id, Path: rv.display(se.path), By: by, Hunks: ids, Reverted: reverted, Added: added, Removed: removed, Conflict: conflict})
 }
 
-func (r *Runner) decideHunk(cmd wire.Command) (any, error) {
+// decide records a person's decision on one hunk. editID may be empty when
+// hunkID is EDIT/HUNK or when exactly one edit waits for decisions. In auto
+// mode a reject takes the hunk back out of the file at once.
+func (rv *review) decide(editID, hunkID, decision, note string) (wire.HunkDecidedData, error) {
 	var accept bool
-	switch cmd.Decision {
+	switch decision {
 	case wire.DecisionAccept:
 		accept = true
 	case wire.DecisionReject:
 	default:
-		return nil, wire.Errorf(wire.CodeBadRequest, "decideHunk needs decision accept or reject, not %q", cmd.Decision)
+		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "decideHunk needs decision accept or reject, not %q", decision)
 	}
-	editID, hunkID := cmd.EditID, cmd.HunkID
 	if e, h, ok := strings.Cut(hunkID, "/"); ok && editID == "" {
 		editID, hunkID = e, h
 	}
-	r.mu.Lock()
+	rv.mu.Lock()
 	if editID == "" {
-		pending := r.pendingEditsLocked()
+		pending := rv.pendingLocked()
 		if len(pending) != 1 {
-			r.mu.Unlock()
-			return nil, wire.Errorf(wire.CodeBadRequest, "%d edits are pending; name the edit (editId, or hunkId as EDIT/HUNK)", len(pending))
+			rv.mu.Unlock()
+			return wire.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "%d edits are pending; name the edit (editId, or hunkId as EDIT/HUNK)", len(pending))
 		}
 		editID = pending[0].id
 	}
-	se, ok := r.edits[editID]
+	se, ok := rv.edits[editID]
 	if !ok {
-		r.mu.Unlock()
-		return nil, wire.Errorf(wire.CodeNotFound, "no edit %q open for decisions (decisions are final once its turn ends)", editID)
+		rv.mu.Unlock()
+		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "no edit %q open for decisions (decisions are final once its turn ends)", editID)
 	}
 	if !hasHunk(se.edit, hunkID) {
-		r.mu.Unlock()
-		return nil, wire.Errorf(wire.CodeNotFound, "edit %s has no hunk %q", editID, hunkID)
+		rv.mu.Unlock()
+		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "edit %s has no hunk %q", editID, hunkID)
 	}
 	prev, decided := se.decisions[hunkID]
 	switch {
 	case se.auto && accept:
-		r.mu.Unlock()
+		rv.mu.Unlock()
 		return wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionAccept, By: prev.by}, nil
 	case se.auto && !prev.accept:
-		r.mu.Unlock()
-		return nil, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already rejected", editID, hunkID)
+		rv.mu.Unlock()
+		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already rejected", editID, hunkID)
 	case !se.auto && decided:
-		r.mu.Unlock()
-		return nil, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already decided (%s by %s)", editID, hunkID, decisionWord(prev.accept), prev.by)
+		rv.mu.Unlock()
+		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already decided (%s by %s)", editID, hunkID, decisionWord(prev.accept), prev.by)
 	}
-	se.decisions[hunkID] = hunkDecision{accept: accept, note: cmd.Note, by: "user"}
+	se.decisions[hunkID] = hunkDecision{accept: accept, note: note, by: "user"}
 	complete := !se.auto && len(se.decisions) == len(se.edit.Hunks)
-	r.mu.Unlock()
+	rv.mu.Unlock()
 
 	if se.auto {
-		// Auto mode wrote the hunk already: take it back out of the file.
-		real, current, mode, err := hunks.ReadFile(se.path)
-		if err == nil {
-			var next hunks.Snapshot
-			if next, err = se.edit.Revert(current, []string{hunkID}); err == nil {
-				err = hunks.WriteFile(real, current, next, mode)
-			}
-		}
-		if err != nil {
-			r.mu.Lock()
-			se.decisions[hunkID] = prev
-			r.mu.Unlock()
-			return nil, wire.Errorf(wire.CodeConflict, "could not take hunk %s/%s back out of %s: %v", editID, hunkID, r.displayPath(se.path), err)
-		}
-		r.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionReject, Note: cmd.Note, By: "user"})
-		r.recordApplied(se, "corral", []string{hunkID}, true, "")
-		return wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionReject, Note: cmd.Note, By: "user"}, nil
+		return rv.revert(se, hunkID, note, prev)
 	}
-	d := wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: cmd.Decision, Note: cmd.Note, By: "user"}
-	r.emit(wire.EvHunkDecided, d)
+	d := wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: decision, Note: note, By: "user"}
+	rv.emit(wire.EvHunkDecided, d)
 	if complete {
 		close(se.decided)
 	}
+	return d, nil
+}
+
+// revert takes an auto-mode hunk, already written, back out of the file;
+// when it cannot, the hunk's decision goes back to prev.
+func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision) (wire.HunkDecidedData, error) {
+	real, current, mode, err := hunks.ReadFile(se.path)
+	if err == nil {
+		var next hunks.Snapshot
+		if next, err = se.edit.Revert(current, []string{hunkID}); err == nil {
+			err = hunks.WriteFile(real, current, next, mode)
+		}
+	}
+	if err != nil {
+		rv.mu.Lock()
+		se.decisions[hunkID] = prev
+		rv.mu.Unlock()
+		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "could not take hunk %s/%s back out of %s: %v", se.id, hunkID, rv.display(se.path), err)
+	}
+	d := wire.HunkDecidedData{EditID: se.id, HunkID: hunkID, Decision: wire.DecisionReject, Note: note, By: "user"}
+	rv.emit(wire.EvHunkDecided, d)
+	rv.recordApplied(se, "corral", []string{hunkID}, true, "")
 	return d, nil
 }
 
@@ -258,12 +304,12 @@ func hasHunk(e *hunks.Edit, id string) bool {
 	return false
 }
 
-// rejectAllPending rejects every undecided hunk of a review-mode edit and
+// rejectPending rejects every undecided hunk of a review-mode edit and
 // returns how many it rejected.
-func (r *Runner) rejectAllPending(se *stagedEdit, by, note string) int {
-	r.mu.Lock()
+func (rv *review) rejectPending(se *stagedEdit, by, note string) int {
+	rv.mu.Lock()
 	if se.auto || len(se.decisions) == len(se.edit.Hunks) {
-		r.mu.Unlock()
+		rv.mu.Unlock()
 		return 0
 	}
 	var ids []string
@@ -274,39 +320,47 @@ func (r *Runner) rejectAllPending(se *stagedEdit, by, note string) int {
 		}
 	}
 	close(se.decided)
-	r.mu.Unlock()
+	rv.mu.Unlock()
 	for _, id := range ids {
-		r.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: se.id, HunkID: id, Decision: wire.DecisionReject, Note: note, By: by})
+		rv.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: se.id, HunkID: id, Decision: wire.DecisionReject, Note: note, By: by})
 	}
 	return len(ids)
 }
 
-// pendingEditsLocked lists review-mode edits still waiting for decisions,
-// oldest first; r.mu must be held.
-func (r *Runner) pendingEditsLocked() []*stagedEdit {
+// rejectAll rejects every undecided hunk of every edit, oldest first, as
+// by (stopped, shutdown), and returns how many it rejected.
+func (rv *review) rejectAll(by string) int {
+	rv.mu.Lock()
+	pending := rv.pendingLocked()
+	rv.mu.Unlock()
+	n := 0
+	for _, se := range pending {
+		n += rv.rejectPending(se, by, "")
+	}
+	return n
+}
+
+// pendingIDs lists the edits waiting for decisions, oldest first.
+func (rv *review) pendingIDs() []string {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	pending := rv.pendingLocked()
+	ids := make([]string, len(pending))
+	for i, se := range pending {
+		ids[i] = se.id
+	}
+	return ids
+}
+
+// pendingLocked lists review-mode edits still waiting for decisions,
+// oldest first; rv.mu must be held.
+func (rv *review) pendingLocked() []*stagedEdit {
 	var out []*stagedEdit
-	for _, e := range r.edits {
+	for _, e := range rv.edits {
 		if !e.auto && len(e.decisions) < len(e.edit.Hunks) {
 			out = append(out, e)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
 	return out
-}
-
-// finalizeEdits closes the turn's edits to further decisions.
-func (r *Runner) finalizeEdits() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id := range r.edits {
-		delete(r.edits, id)
-	}
-}
-
-// displayPath shows a path relative to the worktree when it is inside it.
-func (r *Runner) displayPath(p string) string {
-	if rel, err := filepath.Rel(r.spec.Cwd, p); err == nil && !strings.HasPrefix(rel, "..") {
-		return filepath.ToSlash(rel)
-	}
-	return p
 }

@@ -7,9 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,76 +45,60 @@ type Options struct {
 	Logger *zap.Logger
 	// Mirror, when set, receives every event line after it reached
 	// events.jsonl (the supervisor's copy). It must copy what it keeps.
+	// It runs on the goroutine that recorded the event, which may hold a
+	// lock of the runner's (doc.go): it must not call the Runner.
 	Mirror func(eventlog.Batch)
 	// Rotate, when set, is told when the session continues under a new id.
 	Rotate func(from, to string)
 }
 
-// Runner is one live session.
+// Runner is one live session: the coordinator of its parts (doc.go). It
+// keeps the engine, the session's spec and state, and decides what happens
+// when and in what order; each part keeps its own state behind its own
+// lock.
 type Runner struct {
-	opts   Options
-	log    *zap.Logger
-	events atomic.Pointer[eventlog.Log]
-	// dir is the session folder; a fork moves the runner to a new one.
-	dir  atomic.Pointer[string]
-	eng  engine.Engine
-	gate *gatekeeper
+	opts Options
+	log  *zap.Logger
+
+	store      *store
+	gate       *gatekeeper
+	ids        idSource
+	turns      *turnQueue
+	asks       *askBroker
+	review     *review
+	meter      *meter
+	compaction *compaction
+	goal       *goalPolicy
+	// policies run at every turn end, in order.
+	policies []turnEndPolicy
+	presence *presenceWriter
+
 	// cmds is held for reading by every command that changes the session
 	// (and by a timed loop's tick), and for writing by a fork, which must
 	// have the session to itself, and by Close, which waits for them.
 	cmds sync.RWMutex
 
-	mu          sync.Mutex
-	spec        wire.Spec
-	state       wire.State
-	activity    string
-	live        bool
-	closed      bool
-	turnNo      int
-	running     *turn
-	queue       []wire.Queued
-	steers      []string
-	nextID      int
-	asks        map[string]*ask
-	edits       map[string]*stagedEdit
-	usage       wire.UsageData
-	spendCapHit bool
-	// goalAttempts counts goal checks since the last human message.
-	goalAttempts int
-	// contextPercent is the engine's last reported context fill.
-	contextPercent float64
-	wake           chan struct{}
-	// stopLoop ends a timed loop.
-	stopLoop context.CancelFunc
-	// settled is open while a finished turn's goal check runs.
-	settled chan struct{}
-	// turnDone is signalled (without blocking) whenever a turn ends.
-	turnDone chan struct{}
-	presence *presenceWriter
+	// mu guards the fields below. A transition that spans them and a
+	// part (the state with the turn queue, say) holds mu while it calls
+	// the part: mu comes before every part's lock.
+	mu       sync.Mutex
+	spec     wire.Spec
+	state    wire.State
+	activity string
+	live     bool
+	closed   bool
+	eng      engine.Engine
+	timed    *timedLoop // nil without a timed loop
+
+	// loopDone is closed when the turn loop returns; turnDone is
+	// signalled (without blocking) whenever a turn has settled.
 	loopDone chan struct{}
+	turnDone chan struct{}
 	// background is the work the runner starts on its own (the stop a
 	// crossed spend cap makes); Close cancels its context and waits.
 	background       sync.WaitGroup
 	backgroundCtx    context.Context
 	cancelBackground context.CancelFunc
-	// specStored is closed once the spec Start stores is in meta.json;
-	// the first turn and every later spec change wait for it.
-	specStored chan struct{}
-}
-
-// turn is the turn in progress.
-type turn struct {
-	no      int
-	msg     wire.Queued
-	kind    string
-	cancel  context.CancelFunc
-	done    chan struct{}
-	stopped bool
-	usage   wire.UsageData
-	files   map[string]bool
-	added   int
-	removed int
-	start   time.Time
 }
 
 // New opens the session folder and its event log. The engine is not
@@ -162,42 +144,42 @@ func New(opts Options) (*Runner, error) {
 		return nil, wire.Errorf(wire.CodeBadRequest,
 			"unknown engine %q: it is not built in, and this runner build has no plugin engines (plugin-runner has)", spec.Engine)
 	}
-	bgCtx, cancelBg := context.WithCancel(context.Background())
-	r := &Runner{
-		backgroundCtx: bgCtx, cancelBackground: cancelBg,
-		opts:     opts,
-		log:      opts.Logger,
-		spec:     spec,
-		state:    wire.StateStarting,
-		asks:     map[string]*ask{},
-		edits:    map[string]*stagedEdit{},
-		wake:     make(chan struct{}, 1),
-		turnDone: make(chan struct{}, 1),
-		loopDone: make(chan struct{}),
-		specStored: func() chan struct{} {
-			c := make(chan struct{})
-			close(c)
-			return c
-		}(),
-	}
 	gk, err := newGatekeeper(spec)
 	if err != nil {
 		return nil, err
 	}
-	r.gate = gk
-	events, err := eventlog.Open(filepath.Join(opts.Dir, EventsFile), eventlog.Options{Written: r.written})
+	st, err := openStore(opts.Dir, opts.Mirror, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
-	r.events.Store(events)
-	dir := opts.Dir
-	r.dir.Store(&dir)
+	bgCtx, cancelBg := context.WithCancel(context.Background())
+	r := &Runner{
+		opts:  opts,
+		log:   opts.Logger,
+		store: st,
+		gate:  gk,
+		meter: newMeter(spec.SpendCapUSD),
+		spec:  spec,
+		state: wire.StateStarting,
+
+		loopDone:         make(chan struct{}),
+		turnDone:         make(chan struct{}, 1),
+		backgroundCtx:    bgCtx,
+		cancelBackground: cancelBg,
+	}
+	r.turns = newTurnQueue(&r.ids, r.meter.reached)
+	r.asks = newAskBroker(st.emit)
+	r.review = newReview(spec.Cwd, st.emit)
+	ph := policyRunner{r}
+	r.compaction = &compaction{host: ph}
+	r.goal = &goalPolicy{host: ph, log: r.log}
+	r.policies = []turnEndPolicy{spendCapPolicy{meter: r.meter, host: ph}, r.compaction, r.goal}
 	r.presence = newPresenceWriter(func() string { return filepath.Join(r.Dir(), PresenceFile) }, r.status, r.log)
 	// A folder without meta.json gets one now; otherwise Start writes
 	// the spec once, with the engine's conversation id.
 	if !haveMeta {
 		if err := WriteSpec(opts.Dir, spec); err != nil {
-			events.Close()
+			st.close()
 			return nil, err
 		}
 	}
@@ -205,36 +187,32 @@ func New(opts Options) (*Runner, error) {
 }
 
 // evlog is the session's event log.
-func (r *Runner) evlog() *eventlog.Log { return r.events.Load() }
+func (r *Runner) evlog() *eventlog.Log { return r.store.eventLog() }
 
 // Dir is the session folder.
-func (r *Runner) Dir() string { return *r.dir.Load() }
-
-// saveSpec writes the session's meta.json, after the write Start began.
-func (r *Runner) saveSpec(spec wire.Spec) error {
-	r.waitSpecStored()
-	return WriteSpec(r.Dir(), spec)
-}
-
-// waitSpecStored waits for the spec Start stores.
-func (r *Runner) waitSpecStored() {
-	r.mu.Lock()
-	stored := r.specStored
-	r.mu.Unlock()
-	<-stored
-}
-
-func (r *Runner) written(b eventlog.Batch) {
-	if r.opts.Mirror != nil {
-		r.opts.Mirror(b)
-	}
-}
+func (r *Runner) Dir() string { return r.store.Dir() }
 
 // Spec returns the session's current configuration.
 func (r *Runner) Spec() wire.Spec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.spec
+}
+
+// updateSpec changes the spec with change and returns the result, for the
+// caller to store.
+func (r *Runner) updateSpec(change func(*wire.Spec)) wire.Spec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	change(&r.spec)
+	return r.spec
+}
+
+// engine is the session's engine.
+func (r *Runner) engine() engine.Engine {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.eng
 }
 
 // Start makes the session live: it closes whatever a previous runner left
@@ -265,26 +243,19 @@ func (r *Runner) Start(ctx context.Context) error {
 		r.setState(wire.StateFailed, "engine did not start")
 		return engineErr(err)
 	}
-	stored := make(chan struct{})
 	r.mu.Lock()
 	r.eng = eng
 	r.live = true
 	r.spec.EngineSession = convID
 	spec = r.spec
 	r.state = wire.StateIdle
-	r.specStored = stored
-	r.mu.Unlock()
 	// The durable write of meta.json (with the engine's conversation id,
 	// which a resume needs) takes about as long as the rest of a start, so
 	// the session opens while it is under way; nothing can need it before
-	// the first turn, which waits for it.
-	dir := r.Dir()
-	go func() {
-		defer close(stored)
-		if err := WriteSpec(dir, spec); err != nil {
-			r.log.Warn("store engine session id", zap.Error(err))
-		}
-	}()
+	// the first turn, which waits for it. It begins before the session is
+	// live to commands, whose own writes of the spec wait for it.
+	r.store.saveSpecInBackground(spec)
+	r.mu.Unlock()
 	typ := wire.EvSessionStarted
 	if resumed {
 		typ = wire.EvSessionResumed
@@ -294,16 +265,16 @@ func (r *Runner) Start(ctx context.Context) error {
 		EngineSession: convID, Parent: spec.Parent, Unattended: spec.Unattended,
 	})
 	r.presence.touch()
-	go r.loop()
+	go r.runTurns()
 	if err := r.inherit(); err != nil {
 		r.log.Warn("inherit from parent session", zap.Error(err))
 	}
 	if spec.Loop != nil {
-		ctx, cancel := context.WithCancel(context.Background())
+		prompt := spec.Loop.Prompt
+		tl := startTimedLoop(*spec.Loop, func() bool { return r.tickLoop(prompt) })
 		r.mu.Lock()
-		r.stopLoop = cancel
+		r.timed = tl
 		r.mu.Unlock()
-		go r.runLoop(ctx, *spec.Loop)
 	}
 	return nil
 }
@@ -377,17 +348,15 @@ func (r *Runner) Close() error {
 		// Let a command under way (a fork starting an engine) finish;
 		// none starts from now on.
 		r.cmds.Lock()
-		r.mu.Lock()
-		r.notify()
-		r.mu.Unlock()
+		r.turns.close()
 		<-r.loopDone
 		r.cancelBackground()
 		r.background.Wait()
-		r.eng.Close()
+		r.engine().Close()
 	}
 	r.cancelBackground()
 	r.presence.close()
-	return r.evlog().Close()
+	return r.store.close()
 }
 
 // Sync flushes and fsyncs the event log.
@@ -396,13 +365,8 @@ func (r *Runner) Sync() error { return r.evlog().Sync() }
 // Flush waits until every event so far reached the log and the mirror.
 func (r *Runner) Flush() error { return r.evlog().Flush() }
 
-// emit appends an event, logging (not returning) a failure: an event that
-// cannot be recorded must not take the session down with it.
-func (r *Runner) emit(typ wire.EventType, data any) {
-	if _, err := r.evlog().Append(typ, data); err != nil {
-		r.log.Error("append event", zap.String("type", string(typ)), zap.Error(err))
-	}
-}
+// emit records an event (see store.emit).
+func (r *Runner) emit(typ wire.EventType, data any) { r.store.emit(typ, data) }
 
 // goBackground runs fn on its own goroutine, which Close cancels (through
 // fn's context) and waits for; once Close has begun it does nothing, since
@@ -414,19 +378,6 @@ func (r *Runner) goBackground(fn func(context.Context)) {
 		return
 	}
 	r.background.Go(func() { fn(r.backgroundCtx) })
-}
-
-func (r *Runner) newID(prefix string) string {
-	r.nextID++
-	return prefix + strconv.Itoa(r.nextID)
-}
-
-// notify wakes the turn loop; r.mu must be held.
-func (r *Runner) notify() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
 }
 
 func (r *Runner) setState(s wire.State, activity string) {

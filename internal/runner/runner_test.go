@@ -365,7 +365,8 @@ func TestSteerAsTheTurnEndsBecomesTheNextMessage(t *testing.T) {
 	mirror := func(b eventlog.Batch) {
 		s.record(b)
 		// The turn's failure is recorded between the engine's return and
-		// turnEnded: steer there, once.
+		// turnEnded: steer there, once. (A mirror may not call the runner
+		// in general; this event is recorded with none of its locks held.)
 		for _, line := range b.Lines {
 			if bytes.Contains(line, []byte(`"type":"failure"`)) && steered.CompareAndSwap(false, true) {
 				steerReply = s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdSteer, Text: "late steer"})

@@ -11,90 +11,59 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
-// loop runs queued messages one turn at a time until the runner closes.
-func (r *Runner) loop() {
+// runTurns runs queued messages one turn at a time until the runner
+// closes.
+func (r *Runner) runTurns() {
 	defer close(r.loopDone)
-	r.waitSpecStored()
+	r.store.waitSpecWritten()
 	for {
 		r.mu.Lock()
-		for !r.closed && (len(r.queue) == 0 || r.spendCapHit) {
-			r.mu.Unlock()
-			<-r.wake
-			r.mu.Lock()
+		t, ctx, closed := r.turns.next()
+		eng := r.eng
+		if t != nil {
+			r.state, r.activity = wire.StateWorking, "thinking"
 		}
-		if r.closed {
-			r.mu.Unlock()
-			return
-		}
-		msg := r.queue[0]
-		r.queue = r.queue[1:]
-		r.turnNo++
-		ctx, cancel := context.WithCancel(context.Background())
-		t := &turn{no: r.turnNo, msg: msg, kind: kindOf(msg), cancel: cancel, done: make(chan struct{}), files: map[string]bool{}, start: time.Now()}
-		r.running = t
-		r.state, r.activity = wire.StateWorking, "thinking"
 		r.mu.Unlock()
+		switch {
+		case closed:
+			return
+		case t == nil:
+			<-r.turns.wakeups()
+			continue
+		}
 		r.presence.touch()
-		r.runTurn(ctx, t)
-		cancel()
+		r.runTurn(ctx, t, eng)
+		t.cancel()
 	}
 }
 
-// kindOf reads the message kind encoded in a queued message's id prefix.
-func kindOf(q wire.Queued) string {
-	switch {
-	case len(q.ID) < 2:
-		return "send"
-	case q.ID[0] == 'g':
-		return "goalCheck"
-	case q.ID[0] == 'l':
-		return "loop"
-	case q.ID[0] == 'i':
-		return "inherit"
-	default:
-		return "send"
-	}
-}
-
-func (r *Runner) runTurn(ctx context.Context, t *turn) {
+func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
+	r.meter.beginTurn()
+	r.review.beginTurn()
 	r.emit(wire.EvTurnStarted, wire.TurnStartedData{Turn: t.no, MessageID: t.msg.ID, Text: t.msg.Text})
-	res, err := r.eng.Turn(ctx, engine.TurnInput{ID: t.msg.ID, Text: t.msg.Text, Kind: t.kind})
+	res, err := eng.Turn(ctx, engine.TurnInput{ID: t.msg.ID, Text: t.msg.Text, Kind: t.kind})
+
+	var exact *wire.UsageData
+	if res.HasUsage && !res.Usage.Estimated {
+		exact = &res.Usage
+	}
+	usage := r.meter.endTurn(exact)
+	changed := r.review.endTurn()
 
 	// The turn is over before turnEnded is seen, so a shell may act on
-	// turnEnded at once; the goal check that follows keeps the runner
+	// turnEnded at once; the policies that follow keep the runner
 	// "settling" so nothing (a fork, print mode's exit) mistakes that gap
-	// for idleness. The steers it leaves are taken in the same step that
-	// ends it: a steer from then on finds no turn and becomes a message.
-	settled := make(chan struct{})
+	// for idleness. The steers the turn leaves are taken in the same step
+	// that ends it: a steer from then on finds no turn and is queued.
 	r.mu.Lock()
+	stopped, leftover := r.turns.end(t, res.Stopped)
 	outcome := "done"
 	switch {
-	case t.stopped || res.Stopped:
+	case stopped:
 		outcome = "stopped"
 	case err != nil:
 		outcome = "failed"
 	}
-	stopped := outcome == "stopped"
-	if res.HasUsage && !res.Usage.Estimated {
-		// The engine's exact figure replaces the running estimate.
-		r.usage.CostUSD += res.Usage.CostUSD - t.usage.CostUSD
-		t.usage = res.Usage
-	}
-	// The exact figure may bring the session to its cap, which then holds
-	// the queue like a cap crossed during the turn.
-	capReached := !r.spendCapHit && r.overCapLocked()
-	if capReached {
-		r.spendCapHit = true
-	}
-	spent, capUSD := r.usage.CostUSD, r.spec.SpendCapUSD
-	leftover := r.steers
-	r.steers = nil
-	ended := wire.TurnEndedData{
-		Turn: t.no, Outcome: outcome, DurationMS: time.Since(t.start).Milliseconds(),
-		Usage: t.usage, Files: len(t.files), Added: t.added, Removed: t.removed,
-	}
-	r.running = nil
-	r.settled = settled
 	switch {
 	case err != nil:
 		r.state, r.activity = wire.StateFailed, err.Error()
@@ -109,17 +78,19 @@ func (r *Runner) runTurn(ctx context.Context, t *turn) {
 	if !stopped {
 		for _, text := range leftover {
 			r.emit(wire.EvSteerRequeued, wire.SteerData{Text: text})
-			r.enqueue(text, "send", true)
+			r.enqueue(text, kindSend, true)
 		}
 	}
 	if outcome == "failed" {
 		r.fail(err)
 	}
+	ended := wire.TurnEndedData{
+		Turn: t.no, Outcome: outcome, DurationMS: time.Since(t.start).Milliseconds(),
+		Usage: usage, Files: len(changed.files), Added: changed.added, Removed: changed.removed,
+	}
 	if ended.Files > 0 {
 		ended.Summary = fmt.Sprintf("%d file%s · +%d −%d", ended.Files, plural(ended.Files), ended.Added, ended.Removed)
 	}
-	r.finalizeEdits()
-
 	// turnEnded before done: a stop waiting for this turn emits stopped
 	// once done closes, and the log must say the turn ended first.
 	r.emit(wire.EvTurnEnded, ended)
@@ -127,17 +98,10 @@ func (r *Runner) runTurn(ctx context.Context, t *turn) {
 	if err := r.evlog().Sync(); err != nil {
 		r.log.Error("sync event log at turn end", zap.Error(err))
 	}
-	if capReached {
-		r.emit(wire.EvFailure, spendCapFailure(spent, capUSD))
+	for _, p := range r.policies {
+		p.afterTurn(ctx, turnEnd{outcome: outcome, eng: eng})
 	}
-	if outcome == "done" {
-		r.compactIfFull(ctx)
-		r.checkGoal(ctx)
-	}
-	r.mu.Lock()
-	r.settled = nil
-	close(settled)
-	r.mu.Unlock()
+	r.turns.settle()
 	r.presence.touch()
 	select {
 	case r.turnDone <- struct{}{}:
@@ -152,29 +116,31 @@ func plural(n int) string {
 	return "s"
 }
 
-// enqueue adds a message to the queue and records it. The userMessage event
-// is appended before the turn loop can see the message, so it always
-// precedes the turnStarted it leads to.
+// enqueue adds a message of kind to the queue and records it: its
+// userMessage event comes before the turnStarted it leads to. A person's
+// message resets the goal's count of checks in a row.
 func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) wire.Queued {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	prefix := "m"
-	switch kind {
-	case "goalCheck":
-		prefix = "g"
-	case "loop":
-		prefix = "l"
-	case "inherit":
-		prefix = "i"
-	case "send":
-		r.goalAttempts = 0
+	if kind == kindSend {
+		r.goal.reset()
 	}
-	q := wire.Queued{ID: r.newID(prefix), Text: text}
-	queued := queuedBehindTurn || r.running != nil || r.settled != nil || len(r.queue) > 0
-	r.emit(wire.EvUserMessage, wire.UserMessageData{ID: q.ID, Text: text, Kind: kind, Queued: queued})
-	r.queue = append(r.queue, q)
-	r.notify()
-	return q
+	return r.turns.add(kind, text, queuedBehindTurn, func(m wire.Queued, queued bool) {
+		r.emit(wire.EvUserMessage, wire.UserMessageData{ID: m.ID, Text: text, Kind: kind, Queued: queued})
+	})
+}
+
+// tickLoop is a timed loop's tick: it queues prompt unless a turn runs or
+// a message waits (the previous run, say), and reports whether it did.
+// Like a command, it does nothing while a fork is under way.
+func (r *Runner) tickLoop(prompt string) bool {
+	if !r.cmds.TryRLock() {
+		return false
+	}
+	defer r.cmds.RUnlock()
+	if r.turns.busy() {
+		return false
+	}
+	r.enqueue(prompt, kindLoop, false)
+	return true
 }
 
 // stop interrupts the running turn, denies open asks, rejects pending hunks
@@ -182,36 +148,24 @@ func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) wire.Queued {
 // is a receipt of what was cancelled.
 func (r *Runner) stop(ctx context.Context, reason string) wire.StoppedData {
 	r.mu.Lock()
-	t := r.running
-	receipt := wire.StoppedData{Reason: reason, InterruptedTurn: t != nil, ClearedQueue: len(r.queue)}
-	if t != nil {
-		t.stopped = true
-	}
-	r.queue = nil
-	r.steers = nil
-	if r.stopLoop != nil {
-		// A stop halts a timed loop too: the Stop button stops everything.
-		r.stopLoop()
-	}
-	asks := r.openAsksLocked()
-	edits := r.pendingEditsLocked()
+	t, cleared := r.turns.clear()
+	eng, timed := r.eng, r.timed
 	r.mu.Unlock()
+	receipt := wire.StoppedData{Reason: reason, InterruptedTurn: t != nil, ClearedQueue: cleared}
+	if timed != nil {
+		// A stop halts a timed loop too: the Stop button stops everything.
+		timed.stop()
+	}
 
 	by := "stopped"
 	if reason == "shutdown" {
 		by = "shutdown"
 	}
-	for _, a := range asks {
-		if r.resolveAsk(a, wire.DecisionDeny, "", by) == nil {
-			receipt.DeniedAsks++
-		}
-	}
-	for _, e := range edits {
-		receipt.RejectedHunks += r.rejectAllPending(e, by, "")
-	}
+	receipt.DeniedAsks = r.asks.denyAll(by)
+	receipt.RejectedHunks = r.review.rejectAll(by)
 	if t != nil {
 		ictx, cancel := context.WithTimeout(ctx, interruptGrace)
-		if err := r.eng.Interrupt(ictx); err != nil {
+		if err := eng.Interrupt(ictx); err != nil {
 			r.log.Warn("engine interrupt", zap.Error(err))
 		}
 		cancel()
@@ -230,4 +184,38 @@ func (r *Runner) stop(ctx context.Context, reason string) wire.StoppedData {
 	r.emit(wire.EvStopped, receipt)
 	r.presence.touch()
 	return receipt
+}
+
+// SteerResult says how a steer was taken.
+type SteerResult struct {
+	// Delivery is "native" (handed to the engine at once), "boundary"
+	// (waiting for the next tool boundary) or "queued" (no turn was
+	// running, so it became a send).
+	Delivery string `json:"delivery"`
+	// MessageID is set when the steer was queued as a send.
+	MessageID string `json:"messageId,omitempty"`
+}
+
+func (r *Runner) steer(ctx context.Context, text string) (SteerResult, error) {
+	if s, ok := r.engine().(engine.Steerer); ok {
+		if !r.turns.inTurn() {
+			q := r.enqueue(text, kindSend, false)
+			return SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+		}
+		err := s.Steer(ctx, text)
+		if err == nil {
+			r.emit(wire.EvSteerDelivered, wire.SteerData{Text: text, Native: true})
+			return SteerResult{Delivery: "native"}, nil
+		}
+		if err != engine.ErrNoTurn {
+			return SteerResult{}, engineErr(err)
+		}
+		q := r.enqueue(text, kindSend, true)
+		return SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+	}
+	if r.turns.steer(text) {
+		return SteerResult{Delivery: "boundary"}, nil
+	}
+	q := r.enqueue(text, kindSend, false)
+	return SteerResult{Delivery: "queued", MessageID: q.ID}, nil
 }

@@ -1,0 +1,87 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// The goal's commands. The goal itself lives in the spec (meta.json); the
+// goal policy keeps only the count of checks in a row. A goal in the spec
+// is never changed in place: every change stores a new one, so a copy of
+// the spec taken earlier stays as it was.
+
+func (r *Runner) setGoal(text string) (any, error) {
+	clauses := Clauses(text)
+	if len(clauses) == 0 {
+		return nil, wire.Errorf(wire.CodeBadRequest, "setGoal needs a goal")
+	}
+	spec := r.updateSpec(func(s *wire.Spec) { s.Goal = &wire.Goal{Text: strings.TrimSpace(text)} })
+	r.goal.reset()
+	if err := r.store.saveSpec(spec); err != nil {
+		return nil, err
+	}
+	d := wire.GoalSetData{Goal: spec.Goal.Text, Clauses: clauses}
+	r.emit(wire.EvGoalSet, d)
+	return d, nil
+}
+
+// GoalState is the result of getGoal.
+type GoalState struct {
+	Goal     string   `json:"goal,omitempty"`
+	Clauses  []string `json:"clauses"`
+	Done     bool     `json:"done"`
+	Attempts int      `json:"attempts"`
+	Limit    int      `json:"limit"`
+}
+
+func (r *Runner) getGoal() (any, error) {
+	spec := r.Spec()
+	st := GoalState{Clauses: []string{}, Attempts: r.goal.attemptsSoFar(), Limit: goalLimit(spec)}
+	if g := spec.Goal; g != nil {
+		st.Goal, st.Done, st.Clauses = g.Text, g.Done, Clauses(g.Text)
+	}
+	return st, nil
+}
+
+func (r *Runner) clearGoal() (any, error) {
+	had := false
+	spec := r.updateSpec(func(s *wire.Spec) {
+		had = s.Goal != nil
+		s.Goal = nil
+	})
+	if !had {
+		return nil, wire.Errorf(wire.CodeNotFound, "the session has no goal")
+	}
+	if err := r.store.saveSpec(spec); err != nil {
+		return nil, err
+	}
+	r.emit(wire.EvGoalCleared, nil)
+	return map[string]bool{"cleared": true}, nil
+}
+
+func (r *Runner) markGoalDone() (any, error) {
+	var g *wire.Goal
+	spec := r.updateSpec(func(s *wire.Spec) {
+		if s.Goal != nil {
+			done := *s.Goal
+			done.Done = true
+			s.Goal, g = &done, &done
+		}
+	})
+	if g == nil {
+		return nil, wire.Errorf(wire.CodeNotFound, "the session has no goal")
+	}
+	if err := r.store.saveSpec(spec); err != nil {
+		return nil, err
+	}
+	clauses := Clauses(g.Text)
+	d := wire.GoalCheckData{Goal: g.Text, Total: len(clauses), Met: len(clauses), Holds: true, By: "user",
+		Summary: fmt.Sprintf("holds · %d/%d (marked done)", len(clauses), len(clauses))}
+	for _, c := range clauses {
+		d.Clauses = append(d.Clauses, wire.GoalClause{Clause: c, Met: true, Evidence: "marked done by a person"})
+	}
+	r.emit(wire.EvGoalCheck, d)
+	return d, nil
+}

@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/hunks"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+type logged struct {
+	typ  wire.EventType
+	data any
+}
+
+func TestScanLeftovers(t *testing.T) {
+	twoHunks := &hunks.Edit{Hunks: []hunks.Hunk{{ID: "h1"}, {ID: "h2"}}}
+	cases := []struct {
+		name   string
+		events []logged
+		want   leftovers
+	}{
+		{"empty log", nil, leftovers{}},
+		{"everything closed", []logged{
+			{wire.EvUserMessage, wire.UserMessageData{ID: "m1"}},
+			{wire.EvTurnStarted, wire.TurnStartedData{Turn: 1}},
+			{wire.EvAskOpened, wire.AskOpenedData{AskID: "a2"}},
+			{wire.EvAskAnswered, wire.AskAnsweredData{AskID: "a2"}},
+			{wire.EvHunkStaged, wire.HunkStagedData{EditID: "e3", Edit: twoHunks}},
+			{wire.EvHunkDecided, wire.HunkDecidedData{EditID: "e3", HunkID: "h1"}},
+			{wire.EvHunkDecided, wire.HunkDecidedData{EditID: "e3", HunkID: "h2"}},
+			{wire.EvTurnEnded, wire.TurnEndedData{Turn: 1}},
+		}, leftovers{lastTurn: 1, maxID: 3}},
+		{"a crash mid-turn", []logged{
+			{wire.EvUserMessage, wire.UserMessageData{ID: "m1"}},
+			{wire.EvTurnStarted, wire.TurnStartedData{Turn: 1}},
+			{wire.EvTurnEnded, wire.TurnEndedData{Turn: 1}},
+			{wire.EvUserMessage, wire.UserMessageData{ID: "g2"}},
+			{wire.EvTurnStarted, wire.TurnStartedData{Turn: 2}},
+			{wire.EvAskOpened, wire.AskOpenedData{AskID: "a12"}},
+			{wire.EvAskOpened, wire.AskOpenedData{AskID: "a3"}},
+			{wire.EvHunkStaged, wire.HunkStagedData{EditID: "e4", Edit: twoHunks}},
+			{wire.EvHunkDecided, wire.HunkDecidedData{EditID: "e4", HunkID: "h1"}},
+			// An auto-mode edit waits for nothing.
+			{wire.EvHunkStaged, wire.HunkStagedData{EditID: "e5", Auto: true, Edit: twoHunks}},
+			{wire.EvUserMessage, wire.UserMessageData{ID: "m6"}},
+		}, leftovers{asks: []string{"a12", "a3"}, hunks: []editHunk{{"e4", "h2"}}, openTurn: 2, lastTurn: 2, maxID: 12}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), EventsFile)
+			log, err := eventlog.Open(path, eventlog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range c.events {
+				if _, err := log.Append(ev.typ, ev.data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := log.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := scanLeftovers(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.asks) == 0 {
+				got.asks = nil // nothing open, however it is spelt
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("leftovers %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/gate"
+	"github.com/corral-dev/corral/pkg/hunks"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// permit decides a tool call: the gate's verdict, a person's answer when
+// the gate asks (the ask broker), and hunk review when the call edits a
+// file (review). The session's state says what it waits for meanwhile.
+func (r *Runner) permit(ctx context.Context, call engine.ToolCall) engine.Verdict {
+	j := r.gate.judge(call)
+	switch j.Action() {
+	case gate.ActionRefuse:
+		return engine.Verdict{Message: "Corral's gate denied this " + string(j.Category) + " call: " + j.Reason}
+	case gate.ActionUnavailable:
+		r.unavailable(call, j.Reason)
+		return engine.Verdict{Message: "No human is available to approve this (the session is unattended): " + j.Reason}
+	case gate.ActionAsk:
+		dec, note := r.openAsk(ctx, call, j)
+		if dec != wire.DecisionAllow {
+			msg := "The user denied this " + string(j.Category) + " call."
+			if note != "" {
+				msg += " Their note: " + note
+			}
+			return engine.Verdict{Message: msg}
+		}
+	}
+	if call.Kind == engine.KindEdit && call.Edit != nil {
+		return r.reviewEdit(ctx, call)
+	}
+	return engine.Verdict{Allow: true}
+}
+
+func (r *Runner) unavailable(call engine.ToolCall, reason string) {
+	r.emit(wire.EvFailure, wire.FailureData{
+		Code:    wire.FailPermissionUnavailable,
+		Message: fmt.Sprintf("%s needs approval but the session is unattended: %s", call.Tool, reason),
+		Action:  actionFor(wire.FailPermissionUnavailable),
+	})
+}
+
+// openAsk records an askOpened event and waits for its answer. Every ask
+// ends with exactly one askAnswered event (see askBroker).
+func (r *Runner) openAsk(ctx context.Context, call engine.ToolCall, j gate.Judgement) (decision, note string) {
+	id, seq := r.ids.next("a")
+	r.mu.Lock()
+	a := r.asks.add(id, seq)
+	r.state, r.activity = wire.StateWaitingForApproval, "waiting for approval: "+call.Tool
+	r.mu.Unlock()
+	r.emit(wire.EvAskOpened, wire.AskOpenedData{
+		AskID: id, ToolID: call.ID, Tool: call.Tool, Category: string(j.Category), Reason: j.Reason,
+		Command: call.Command, Path: editPath(call), URL: call.URL, Parts: partsJSON(j.Parts),
+	})
+	r.presence.touch()
+
+	ans := r.asks.wait(ctx, a)
+	r.mu.Lock()
+	if r.asks.forget(a) == 0 && r.turns.inTurn() {
+		r.state, r.activity = wire.StateWorking, "running "+call.Tool
+	}
+	r.mu.Unlock()
+	r.presence.touch()
+	return ans.decision, ans.note
+}
+
+func editPath(call engine.ToolCall) string {
+	if call.Edit != nil {
+		return call.Edit.Path
+	}
+	return call.Path
+}
+
+func partsJSON(parts []gate.Part) json.RawMessage {
+	if len(parts) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(parts)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// reviewEdit stages an edit as hunks and waits for the reviewer (review
+// mode), or records it as accepted (auto mode).
+func (r *Runner) reviewEdit(ctx context.Context, call engine.ToolCall) engine.Verdict {
+	p := call.Edit
+	before := hunks.Snapshot{Exists: p.Existed, Data: p.Before}
+	after := hunks.Snapshot{Exists: !p.Delete, Data: p.After}
+	spec := r.Spec()
+	auto := spec.Mode == "auto"
+	display := r.review.display(p.Path)
+	ed, err := hunks.Diff(display, before, after)
+	if err != nil {
+		return engine.Verdict{Message: fmt.Sprintf("Corral could not stage this edit for review: %v", err)}
+	}
+	if len(ed.Hunks) == 0 {
+		return engine.Verdict{Allow: true}
+	}
+	if !auto && spec.Unattended {
+		r.unavailable(call, "edits need review in review mode; run unattended sessions in auto mode")
+		return engine.Verdict{Message: "No human is available to review this edit (the session is unattended and in review mode)."}
+	}
+
+	id, seq := r.ids.next("e")
+	r.mu.Lock()
+	se := r.review.stage(id, seq, call.ID, p.Path, ed, auto)
+	if !auto {
+		r.state, r.activity = wire.StateWaitingForReview, "waiting for review: "+display
+	}
+	r.mu.Unlock()
+	r.emit(wire.EvHunkStaged, wire.HunkStagedData{EditID: id, ToolID: call.ID, Path: display, Auto: auto, Edit: ed})
+	r.presence.touch()
+
+	r.review.wait(ctx, se)
+	r.mu.Lock()
+	if r.turns.inTurn() && r.state == wire.StateWaitingForReview && len(r.review.pendingIDs()) == 0 {
+		r.state, r.activity = wire.StateWorking, "running "+call.Tool
+	}
+	r.mu.Unlock()
+	r.presence.touch()
+	return r.review.verdict(se)
+}
