@@ -33,53 +33,67 @@ func (r *Runner) fork(ctx context.Context) (any, error) {
 			return nil, ctx.Err()
 		}
 	}
-	// No other command runs while the session moves to its new folder and
-	// engine: a message would start a turn on the engine being replaced,
-	// and a spec change would be written to the folder being left.
+	res, err := r.branch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Commands are let in again before anyone hears of the new session.
+	if r.opts.Rotate != nil {
+		r.opts.Rotate(res.From, res.To)
+	}
+	r.presence.touch()
+	return res, nil
+}
+
+// branch moves the session to a branch of its conversation in a new
+// folder. No other command runs meanwhile: a message would start a turn
+// on the engine being replaced, and a spec change would be written to the
+// folder being left.
+func (r *Runner) branch(ctx context.Context) (ForkResult, error) {
 	r.cmds.Lock()
 	defer r.cmds.Unlock()
 	r.mu.Lock()
 	closed, eng, old := r.closed, r.eng, r.spec
 	r.mu.Unlock()
 	if closed {
-		return nil, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
+		return ForkResult{}, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
 	}
 	if !r.turns.quiet() {
-		return nil, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
+		return ForkResult{}, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
 	}
 	forker, ok := eng.(engine.Forker)
 	if !ok {
-		return nil, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
+		return ForkResult{}, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
 	}
 	branch, err := forker.Fork(ctx)
 	if err != nil {
-		return nil, engineErr(err)
+		return ForkResult{}, engineErr(err)
 	}
 	newID, err := sessiondir.NewID()
 	if err != nil {
-		return nil, err
+		return ForkResult{}, err
 	}
 	oldDir := r.Dir()
 	newDir := filepath.Join(filepath.Dir(oldDir), newID)
 	if err := os.Mkdir(newDir, 0o700); err != nil {
-		return nil, fmt.Errorf("fork: %w", err)
+		return ForkResult{}, fmt.Errorf("fork: %w", err)
 	}
 	// The rotated event closes the old log and opens the new one: both
 	// hold it at the same seq.
 	r.emit(wire.EvRotated, wire.RotatedData{From: old.ID, To: newID, Reason: "fork"})
 	if err := r.store.eventLog().Sync(); err != nil {
-		return nil, err
+		return ForkResult{}, err
 	}
 	if err := branchFolder(oldDir, newDir); err != nil {
-		return nil, err
+		return ForkResult{}, err
 	}
 	next := old
 	next.ID, next.Parent, next.EngineSession = newID, old.ID, branch
 	if err := WriteSpec(newDir, next); err != nil {
-		return nil, err
+		return ForkResult{}, err
 	}
 	if err := r.store.moveTo(newDir); err != nil {
-		return nil, err
+		return ForkResult{}, err
 	}
 
 	r.mu.Lock()
@@ -89,21 +103,17 @@ func (r *Runner) fork(ctx context.Context) (any, error) {
 	eng, conv, err := r.startEngine(ctx, next)
 	if err != nil {
 		r.fail(err)
-		return nil, engineErr(err)
+		return ForkResult{}, engineErr(err)
 	}
 	next = r.updateSpec(func(s *wire.Spec) { s.EngineSession = conv })
 	r.mu.Lock()
 	r.eng = eng
 	r.mu.Unlock()
 	if err := r.store.saveSpec(next); err != nil {
-		return nil, err
+		return ForkResult{}, err
 	}
 	r.emit(wire.EvSessionResumed, wire.SessionStartedData{Engine: next.Engine, Cwd: next.Cwd, Mode: next.Mode,
 		Model: next.Model, EngineSession: conv, Parent: old.ID, Unattended: next.Unattended})
-	if r.opts.Rotate != nil {
-		r.opts.Rotate(old.ID, newID)
-	}
-	r.presence.touch()
 	return ForkResult{From: old.ID, To: newID}, nil
 }
 
