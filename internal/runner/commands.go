@@ -113,9 +113,9 @@ func (r *Runner) setMode(mode string) (any, error) {
 	if err := r.store.saveSpec(spec); err != nil {
 		return nil, err
 	}
-	r.emit(wire.EvModeChanged, map[string]string{"mode": mode})
+	r.emit(wire.EvModeChanged, wire.ModeChangedData{Mode: mode})
 	r.presence.touch()
-	return map[string]string{"mode": mode}, nil
+	return wire.ModeChangedData{Mode: mode}, nil
 }
 
 func (r *Runner) setSpendCap(capUSD *float64) (any, error) {
@@ -134,8 +134,8 @@ func (r *Runner) setSpendCap(capUSD *float64) (any, error) {
 	if err := r.store.saveSpec(spec); err != nil {
 		return nil, err
 	}
-	r.emit(wire.EvSpendCapSet, map[string]float64{"spendCapUsd": *capUSD})
-	return map[string]float64{"spendCapUsd": *capUSD}, nil
+	r.emit(wire.EvSpendCapSet, wire.SpendCapSetData{SpendCapUSD: *capUSD})
+	return wire.SpendCapSetData{SpendCapUSD: *capUSD}, nil
 }
 
 // status snapshots the session for the status command and presence.json.

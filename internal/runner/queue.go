@@ -40,6 +40,10 @@ type turnQueue struct {
 	ids  *idSource
 	held func() bool // called with mu held; it must not call back
 	wake chan struct{}
+	// changed records every change of the waiting messages (the
+	// queueChanged event), called with mu held so that the records come
+	// in the order of the changes; nil records nothing.
+	changed func(wire.QueueChangedData)
 
 	mu      sync.Mutex
 	waiting []queuedMessage
@@ -86,8 +90,21 @@ func (q *turnQueue) add(kind, text string, behindTurn bool, announce func(m wire
 	m := wire.Queued{ID: id, Text: text}
 	announce(m, behindTurn || q.running != nil || q.settling != nil || len(q.waiting) > 0)
 	q.waiting = append(q.waiting, queuedMessage{m, kind})
+	q.changedLocked(wire.QueueAdded, m.ID)
 	q.notifyLocked()
 	return m
+}
+
+// changedLocked records a change of the waiting messages; q.mu is held.
+func (q *turnQueue) changedLocked(change wire.QueueChange, id string) {
+	if q.changed == nil {
+		return
+	}
+	waiting := make([]wire.Queued, len(q.waiting))
+	for i, m := range q.waiting {
+		waiting[i] = m.Queued
+	}
+	q.changed(wire.QueueChangedData{Change: change, MessageID: id, Queued: waiting})
 }
 
 // wakeups delivers a value whenever the next turn may have become
@@ -122,6 +139,7 @@ func (q *turnQueue) next() (t *turn, ctx context.Context, closed bool) {
 	}
 	m := q.waiting[0]
 	q.waiting = q.waiting[1:]
+	q.changedLocked(wire.QueueStarted, m.ID)
 	q.turnNo++
 	ctx, cancel := context.WithCancel(context.Background())
 	t = &turn{no: q.turnNo, msg: m.Queued, kind: m.kind, cancel: cancel, done: make(chan struct{}), start: time.Now()}
@@ -200,6 +218,7 @@ func (q *turnQueue) cancel(id string) (wire.Queued, bool) {
 	for i, m := range q.waiting {
 		if m.ID == id {
 			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			q.changedLocked(wire.QueueCancelled, id)
 			return m.Queued, true
 		}
 	}
@@ -214,6 +233,9 @@ func (q *turnQueue) clear() (running *turn, cleared int) {
 	defer q.mu.Unlock()
 	cleared = len(q.waiting)
 	q.waiting, q.steers = nil, nil
+	if cleared > 0 {
+		q.changedLocked(wire.QueueCleared, "")
+	}
 	if q.running != nil {
 		q.running.stopped = true
 	}

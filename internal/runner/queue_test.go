@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -214,5 +215,28 @@ func TestTurnQueueResumesTheTurnNumbers(t *testing.T) {
 	addAll(q, kindSend)
 	if tn, _, _ := q.next(); tn == nil || tn.no != 8 {
 		t.Fatalf("the turn after resumeAfter(7): %+v", tn)
+	}
+}
+
+// TestTurnQueueRecordsEveryChange: what becomes queueChanged events.
+func TestTurnQueueRecordsEveryChange(t *testing.T) {
+	q := newTurnQueue(&idSource{}, func() bool { return false })
+	var got []string
+	q.changed = func(d wire.QueueChangedData) {
+		var ids []string
+		for _, m := range d.Queued {
+			ids = append(ids, m.ID)
+		}
+		got = append(got, string(d.Change)+" "+d.MessageID+" "+fmt.Sprint(ids))
+	}
+	addAll(q, kindSend, kindSend, kindSend)
+	tn, _, _ := q.next()
+	q.cancel("m3")
+	q.cancel("m9") // nothing to cancel: no record
+	q.clear()
+	q.clear() // already empty: no record
+	want := []string{"added m1 [m1]", "added m2 [m1 m2]", "added m3 [m1 m2 m3]", "started m1 [m2 m3]", "cancelled m3 [m2]", "cleared  []"}
+	if !slices.Equal(got, want) || tn == nil {
+		t.Fatalf("records\n got %q\nwant %q", got, want)
 	}
 }

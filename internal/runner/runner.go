@@ -168,6 +168,7 @@ func New(opts Options) (*Runner, error) {
 		cancelBackground: cancelBg,
 	}
 	r.turns = newTurnQueue(&r.ids, r.meter.reached)
+	r.turns.changed = func(d wire.QueueChangedData) { r.emit(wire.EvQueueChanged, d) }
 	r.asks = newAskBroker(st.emit)
 	r.review = newReview(spec.Cwd, st.emit)
 	ph := policyRunner{r}
