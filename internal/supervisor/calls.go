@@ -11,12 +11,16 @@ import (
 )
 
 // Command runs a control command on session id, starting or resuming its
-// runner first. A refused command is a Reply with an error; the error
-// result is for a command that never got an answer (not found, runner
-// crashed, timeout).
+// runner first, except for the commands a session without a runner answers
+// from its folder (answerNotLive). A refused command is a Reply with an
+// error; the error result is for a command that never got an answer (not
+// found, runner crashed, timeout).
 func (m *Manager) Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error) {
 	if cmd.Cmd == "" {
 		return nil, wire.Errorf(wire.CodeBadRequest, "cmd is required (send, steer, stop, answer, status, ...)")
+	}
+	if r, handled, err := m.answerNotLive(id, cmd); handled {
+		return r, err
 	}
 	ctx, cancel := m.withCallTimeout(ctx)
 	defer cancel()

@@ -37,7 +37,7 @@ func TestMaxLiveStopsTheLeastRecentlyUsedIdleRunner(t *testing.T) {
 		t.Fatalf("live: a %v, b %v, c %v, count %d", m.Live(a), m.Live(b), m.Live(c), m.LiveCount())
 	}
 	// a comes back; b is now the least recently used.
-	mustCommand(t, m, a, wire.Command{Cmd: wire.CmdStatus})
+	mustCommand(t, m, a, wire.Command{Cmd: wire.CmdGetGoal})
 	waitFor(t, func() bool { return !m.Live(b) })
 	if !m.Live(a) || !m.Live(c) {
 		t.Fatalf("live: a %v, c %v", m.Live(a), m.Live(c))

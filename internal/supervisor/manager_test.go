@@ -61,7 +61,7 @@ func TestConcurrentCallersShareOneStart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := m.Command(ctxT(t), spec.ID, wire.Command{Cmd: wire.CmdStatus})
+			r, err := m.Command(ctxT(t), spec.ID, wire.Command{Cmd: wire.CmdGetGoal})
 			if err == nil {
 				err = r.Err()
 			}
@@ -155,7 +155,7 @@ func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
 	}
 
 	// The next call starts a new runner, which resumes the log.
-	r, err := m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdStatus})
+	r, err := m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdGetGoal})
 	if err != nil || !r.OK {
 		t.Fatalf("status after crash: %v %+v", err, r)
 	}

@@ -165,5 +165,5 @@ func TestBrokenFrameKillsTheRunner(t *testing.T) {
 	}
 	waitFor(t, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
 	// The session itself is fine: the next call starts a new runner.
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdStatus})
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdGetGoal})
 }

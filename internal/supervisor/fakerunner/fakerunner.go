@@ -52,7 +52,8 @@ const (
 	ModeReadyDelayPrefix = "ready-delay="
 	// ModeNotLiveOnce answers the first inject with notLive.
 	ModeNotLiveOnce = "notlive-once"
-	// ModeIgnoreInject never answers an inject other than status.
+	// ModeIgnoreInject never answers an inject other than status and
+	// getGoal.
 	ModeIgnoreInject = "ignore-inject"
 	// ModeNoTerminal refuses term.open with term.error.
 	ModeNoTerminal = "no-terminal"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ func (r *runner) inject(m *wire.Message) {
 		return
 	}
 	cmd := m.Command
-	if r.modes[ModeIgnoreInject] && cmd.Cmd != wire.CmdStatus {
+	if r.modes[ModeIgnoreInject] && cmd.Cmd != wire.CmdStatus && cmd.Cmd != wire.CmdGetGoal {
 		return
 	}
 	reply := func(rep *wire.Reply) {
@@ -63,6 +64,22 @@ func (r *runner) inject(m *wire.Message) {
 		reply(r.answer(cmd.AskID, cmd.Decision))
 	case wire.CmdStatus:
 		reply(wire.OKReply(r.status()))
+	case wire.CmdCancelQueued:
+		r.mu.Lock()
+		i := slices.IndexFunc(r.queued, func(q wire.Queued) bool { return q.ID == cmd.MessageID })
+		var q wire.Queued
+		if i >= 0 {
+			q = r.queued[i]
+			r.queued = slices.Delete(r.queued, i, i+1)
+		}
+		r.mu.Unlock()
+		if i < 0 {
+			reply(wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no queued message %q", cmd.MessageID)))
+			return
+		}
+		reply(wire.OKReply(q))
+	case wire.CmdGetGoal:
+		reply(wire.OKReply(map[string]any{"goal": "", "clauses": []string{}, "done": false, "attempts": 0, "limit": 20}))
 	case wire.CmdForkSession:
 		to, err := r.fork()
 		if err != nil {
@@ -103,15 +120,21 @@ func (r *runner) runTurn(turn int, id, text string) {
 		default:
 			r.emit(wire.EvAssistantText, wire.TextData{Text: "echo: " + text})
 		}
-		r.emit(wire.EvTurnEnded, wire.TurnEndedData{Turn: turn, Outcome: outcome})
+		// As the real runner does, the turn is over (the status says so)
+		// before turnEnded is seen.
 		r.mu.Lock()
-		if len(r.queued) == 0 || outcome == "stopped" {
+		last := len(r.queued) == 0 || outcome == "stopped"
+		if last {
 			r.working = false
 			r.queued = nil
-			r.mu.Unlock()
+		}
+		r.mu.Unlock()
+		r.emit(wire.EvTurnEnded, wire.TurnEndedData{Turn: turn, Outcome: outcome})
+		if last {
 			r.writePresence()
 			return
 		}
+		r.mu.Lock()
 		next := r.queued[0]
 		r.queued = r.queued[1:]
 		r.turn++
