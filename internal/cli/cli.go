@@ -42,6 +42,8 @@ func commands() []command {
 		{"send", "ID TEXT...", "send a message (queued while a turn runs)", runSend},
 		{"steer", "ID TEXT...", "steer the running turn at its next tool boundary", runSteer},
 		{"stop", "ID", "interrupt the turn, deny open asks, clear the queue", runStop},
+		{"cancel", "ID MESSAGE", "remove a queued message before its turn starts", runCancel},
+		{"wait", "ID", "wait until a turn ends, a person is needed, or the session is idle", runWait},
 		{"answer", "ID ASK allow|deny", "answer an open ask", runAnswer},
 		{"hunk", "ID [EDIT/]HUNK accept|reject", "decide a staged hunk", runHunk},
 		{"status", "ID", "show a session and its status", runStatus},

@@ -235,3 +235,37 @@ func TestExternalCommandsAreDispatched(t *testing.T) {
 		t.Fatalf("help does not list the external command:\n%s", out.String())
 	}
 }
+
+func TestWaitAndCancel(t *testing.T) {
+	startDaemon(t, fakerunner.ModeSlowTurn)
+	id := strings.TrimSpace(mustRun(t, "new", "--engine", "script"))
+	mustRun(t, "send", id, "first")
+	queued := mustRun(t, "send", id, "second")
+	var q struct {
+		MessageID string `json:"messageId"`
+	}
+	if err := json.Unmarshal([]byte(queued), &q); err != nil || q.MessageID == "" {
+		t.Fatalf("send's result %q: %v", queued, err)
+	}
+	if code, _, errOut := run("wait", id, "--for", "idle", "--timeout", "50ms"); code != 1 || !strings.Contains(errOut, "did not happen within 50ms") {
+		t.Fatalf("wait on a running turn: exit %d, stderr %q", code, errOut)
+	}
+	if code, _, errOut := run("cancel", id, "m999"); code != 1 || !strings.Contains(errOut, `no queued message "m999"`) {
+		t.Fatalf("cancel of an unknown message: exit %d, stderr %q", code, errOut)
+	}
+	if out := mustRun(t, "cancel", id, q.MessageID); !strings.Contains(out, `"text":"second"`) {
+		t.Fatalf("cancel printed %q", out)
+	}
+	mustRun(t, "stop", id)
+	out := mustRun(t, "wait", id, "--for", "turnEnd", "--after", "0")
+	if !strings.Contains(out, `"type":"turnEnded"`) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("wait printed %q, want the turnEnded line", out)
+	}
+	var r api.WaitReply
+	if err := json.Unmarshal([]byte(mustRun(t, "wait", id, "--json")), &r); err != nil || !r.Met || r.For != api.WaitIdle {
+		t.Fatalf("wait --json: %+v %v", r, err)
+	}
+	if code, _, errOut := run("wait", id, "--for", "lunch"); code != 2 || !strings.Contains(errOut, "turnEnd, human or idle") {
+		t.Fatalf("bad --for: exit %d %q", code, errOut)
+	}
+}

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -68,6 +69,9 @@ func (m *Manager) makeRoom(ctx context.Context) error {
 		}
 		if evict {
 			m.log.Info("stopping the least recently used runner to make room", zap.Strings("sessions", lru.ids), zap.Int("maxLive", m.cfg.MaxLive))
+			for _, id := range lru.ids {
+				m.publishLife(id, api.Lifecycle{Type: api.LifeReaped, Reason: "room"})
+			}
 			m.spawns.Add(1)
 			go func() {
 				defer m.spawns.Done()

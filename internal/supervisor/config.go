@@ -63,6 +63,10 @@ type Config struct {
 	// SubscriberBuffer is how many events a live subscriber may fall
 	// behind before it is moved back to reading the log (default 1024).
 	SubscriberBuffer int
+	// FeedItems and FeedBytes bound the recent items the multiplexed
+	// stream keeps for subscribers that lag or resume (defaults 65536
+	// items, 32 MiB of event lines).
+	FeedItems, FeedBytes int
 
 	Logger *zap.Logger
 	// Now is the reaper's clock (default time.Now).
@@ -95,6 +99,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxLine <= 0 {
 		c.MaxLine = wire.DefaultMaxLine
+	}
+	if c.FeedItems <= 0 {
+		c.FeedItems = 1 << 16
+	}
+	if c.FeedBytes <= 0 {
+		c.FeedBytes = 32 << 20
 	}
 	if c.SubscriberBuffer <= 0 {
 		c.SubscriberBuffer = 1024

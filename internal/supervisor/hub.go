@@ -7,6 +7,9 @@ import "sync"
 // and its Stream catches up from events.jsonl instead, so a slow shell can
 // never hold up the runner's stdout.
 type hub struct {
+	id  string
+	bus *bus // the multiplexed stream, fed every event published here
+
 	mu     sync.Mutex
 	subs   []*subscription
 	last   int64 // highest seq published
@@ -34,6 +37,9 @@ func (h *hub) publish(ev Event) {
 		}
 	}
 	h.mu.Unlock()
+	if h.bus != nil {
+		h.bus.publish(busItem{session: h.id, seq: ev.Seq, typ: ev.Type, line: ev.Line})
+	}
 }
 
 // subscribe registers a subscriber with a buffer of size events. It returns

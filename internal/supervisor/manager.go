@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -33,6 +34,7 @@ type Manager struct {
 	spawns   sync.WaitGroup
 	spare    spare
 	termBufs termBuffers // terminal output from every runner
+	bus      *bus        // every session's events and lifecycle, for Feed
 }
 
 // entry is one runner, from its spawn to its exit.
@@ -73,6 +75,7 @@ func New(cfg Config) (*Manager, error) {
 		hubs:     map[string]*hub{},
 		crashes:  map[string]*wire.Error{},
 		deleting: map[string]bool{},
+		bus:      newBus(cfg.FeedItems, cfg.FeedBytes),
 	}
 	if err := os.MkdirAll(m.sessions, 0o700); err != nil {
 		return nil, fmt.Errorf("sessions folder: %w", err)
@@ -195,6 +198,11 @@ func (m *Manager) spawn(e *entry, id string) {
 	}
 	close(e.ready)
 	m.mu.Unlock()
+	if err != nil {
+		m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: wire.ToError(err)})
+	} else if !late {
+		m.publishLife(id, api.Lifecycle{Type: api.LifeLive})
+	}
 	if late {
 		c.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
 	}
@@ -310,6 +318,7 @@ func (m *Manager) onExit(c *child) {
 			delete(m.entries, id)
 			if crash != nil {
 				m.crashes[id] = crash
+				m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: crash})
 			}
 		}
 	}
@@ -341,6 +350,10 @@ func (m *Manager) onRotate(c *child, from, to string) {
 	m.entries[to] = e
 	e.ids = append(e.ids, to)
 	c.log.Info("session rotated", zap.String("from", from), zap.String("to", to))
+	if spec, err := readSpec(m.dir(to), to); err == nil {
+		m.publishLife(to, api.Lifecycle{Type: api.LifeCreated, Spec: &spec})
+	}
+	m.publishLife(to, api.Lifecycle{Type: api.LifeLive})
 }
 
 // hub returns the event hub of a session, making it on first use.
@@ -349,7 +362,7 @@ func (m *Manager) hub(id string) *hub {
 	defer m.mu.Unlock()
 	h := m.hubs[id]
 	if h == nil {
-		h = &hub{}
+		h = &hub{id: id, bus: m.bus}
 		if m.closed {
 			h.closed = shuttingDown()
 		}
@@ -390,6 +403,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	m.hubs = map[string]*hub{}
 	m.mu.Unlock()
 	m.stopStarts()
+	m.bus.close(shuttingDown())
 	for _, h := range hubs {
 		h.close(shuttingDown())
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -65,6 +66,9 @@ func (m *Manager) Reap(ctx context.Context) int {
 		}
 		if reap {
 			m.log.Info("reaping idle runner", zap.Strings("sessions", e.ids))
+			for _, id := range e.ids {
+				m.publishLife(id, api.Lifecycle{Type: api.LifeReaped, Reason: "idle"})
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

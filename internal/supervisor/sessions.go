@@ -36,6 +36,7 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 		undoWorkspace()
 		return api.Session{}, err
 	}
+	m.publishLife(spec.ID, api.Lifecycle{Type: api.LifeCreated, Spec: &spec})
 	e, err := m.acquire(ctx, spec.ID)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -43,6 +44,7 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 			m.closeHub(spec.ID, notFound(spec.ID))
 			os.RemoveAll(m.dir(spec.ID))
 			undoWorkspace()
+			m.publishLife(spec.ID, api.Lifecycle{Type: api.LifeDeleted})
 		}
 		return api.Session{}, err
 	}
@@ -235,6 +237,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	if specErr == nil {
 		m.dropWorkspace(ctx, id, spec)
 	}
+	m.publishLife(id, api.Lifecycle{Type: api.LifeDeleted})
 	m.log.Info("session deleted", zap.String("session", id))
 	return nil
 }

@@ -98,6 +98,84 @@ func (s *fakeSource) Events(ctx context.Context, id string, from int64, follow b
 	return st, nil
 }
 
+// Feed is the multiplexed stream from the start of every log: the
+// backlogs one session after another, a streamLive mark, then live events
+// (a new session's from its first) and deletions, as the supervisor's.
+func (s *fakeSource) Feed(ctx context.Context) (FeedReader, error) {
+	return &fakeFeed{src: s, ctx: ctx, next: map[string]int64{}, known: map[string]bool{}}, nil
+}
+
+type fakeFeed struct {
+	src     *fakeSource
+	ctx     context.Context
+	live    bool
+	backlog []string // sessions whose backlog is still to send
+	started bool
+	next    map[string]int64 // each session's next seq
+	known   map[string]bool  // sessions announced (live) or read (backlog)
+}
+
+func (f *fakeFeed) Next() (*api.FeedItem, error) {
+	for {
+		f.src.mu.Lock()
+		if !f.started {
+			f.started = true
+			for _, id := range f.src.order {
+				if !f.src.logs[id].deleted {
+					f.backlog = append(f.backlog, id)
+					f.known[id] = true
+				}
+			}
+		}
+		if !f.live {
+			for len(f.backlog) > 0 {
+				id := f.backlog[0]
+				l := f.src.logs[id]
+				n := max(f.next[id], 1)
+				if int64(len(l.events)) >= n && !l.deleted {
+					f.next[id] = n + 1
+					raw, err := json.Marshal(l.events[n-1])
+					f.src.mu.Unlock()
+					return &api.FeedItem{Session: id, Event: raw}, err
+				}
+				f.backlog = f.backlog[1:]
+			}
+			f.live = true
+			f.src.mu.Unlock()
+			return &api.FeedItem{Cursor: "c", Stream: &api.StreamMark{Type: api.MarkLive}}, nil
+		}
+		for _, id := range f.src.order {
+			l := f.src.logs[id]
+			if !f.known[id] && !l.deleted {
+				f.known[id] = true
+				f.src.mu.Unlock()
+				return &api.FeedItem{Cursor: "c", Session: id, Lifecycle: &api.Lifecycle{Type: api.LifeCreated}}, nil
+			}
+			if l.deleted && f.known[id] {
+				delete(f.known, id)
+				f.src.mu.Unlock()
+				return &api.FeedItem{Cursor: "c", Session: id, Lifecycle: &api.Lifecycle{Type: api.LifeDeleted}}, nil
+			}
+			n := max(f.next[id], 1)
+			if f.known[id] && int64(len(l.events)) >= n {
+				f.next[id] = n + 1
+				raw, err := json.Marshal(l.events[n-1])
+				f.src.mu.Unlock()
+				return &api.FeedItem{Cursor: "c", Session: id, Event: raw}, err
+			}
+		}
+		changed := f.src.changed
+		f.src.mu.Unlock()
+		select {
+		case <-changed:
+		case <-f.ctx.Done():
+			return nil, f.ctx.Err()
+		}
+	}
+}
+
+func (f *fakeFeed) Close() error { return nil }
+
 type fakeStream struct {
 	src    *fakeSource
 	ctx    context.Context

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/pkg/api"
@@ -22,6 +20,15 @@ type Source interface {
 	// Events streams a session's events from seq from; follow keeps the
 	// stream open for live events.
 	Events(ctx context.Context, id string, from int64, follow bool) (EventReader, error)
+	// Feed streams every session's events from the start of each log,
+	// then a streamLive mark, then live (GET /v1/events?from=start).
+	Feed(ctx context.Context) (FeedReader, error)
+}
+
+// FeedReader is the multiplexed stream of every session.
+type FeedReader interface {
+	Next() (*api.FeedItem, error)
+	Close() error
 }
 
 // EventReader is one stream of a session's events.
@@ -41,6 +48,10 @@ func (s clientSource) Sessions(ctx context.Context) ([]api.Session, error) {
 
 func (s clientSource) Events(ctx context.Context, id string, from int64, follow bool) (EventReader, error) {
 	return s.c.Events(ctx, id, client.EventsOptions{From: from, Follow: follow})
+}
+
+func (s clientSource) Feed(ctx context.Context) (FeedReader, error) {
+	return s.c.Feed(ctx, client.FeedOptions{FromStart: true})
 }
 
 // item is what the feed tells a watcher: one event, or news about a stream.
@@ -71,9 +82,6 @@ type feed struct {
 	src    Source
 	from   int64 // first seq to show; liveOnly for new events only
 	follow bool
-	// poll is how often the list of sessions is read for new ones when
-	// watching every session.
-	poll time.Duration
 	// retry bounds the wait between attempts to reopen a lost stream.
 	retry time.Duration
 	out   chan<- item
@@ -109,85 +117,145 @@ func (f *feed) one(ctx context.Context, id string) {
 	f.send(ctx, item{done: true})
 }
 
-// all watches every session: the ones listed now, oldest first, then each
-// that appears later, until ctx ends or (not following) every log has
+// all watches every session through the supervisor's multiplexed stream:
+// every session's log from its start (least recently updated first, one
+// session after another), then whatever happens live, sessions that appear
+// included (shown whole), until ctx ends or (not following) every log has
 // been read.
 func (f *feed) all(ctx context.Context) {
-	list, err := f.src.Sessions(ctx)
+	st, err := f.src.Feed(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.send(ctx, item{err: fmt.Errorf("list sessions: %w", err)})
+			f.send(ctx, item{err: fmt.Errorf("follow every session: %w", err)})
 		}
 		return
 	}
-	slices.SortStableFunc(list, func(a, b api.Session) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
-	known := make(map[string]bool)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	start := func(id string, from int64) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.followFrom(ctx, id, from)
-		}()
-	}
-	// Backlogs one after the other, so that sessions do not interleave.
-	lasts := make(map[string]int64)
-	for _, s := range list {
-		known[s.ID] = true
-		last, err := f.backlog(ctx, s.ID, f.from)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			if !errors.Is(err, wire.ErrNotFound) { // deleted since the list: nothing to show
-				f.send(ctx, item{session: s.ID, notice: "cannot read its events: " + oneLine(err)})
-			}
-			continue
-		}
-		lasts[s.ID] = last
-	}
-	if !f.follow {
-		f.send(ctx, item{done: true})
-		return
-	}
-	for id, last := range lasts {
-		start(id, last+1)
-	}
-	t := time.NewTicker(f.poll)
-	defer t.Stop()
-	listFailed := false
+	defer st.Close()
+	a := allState{f: f, last: map[string]int64{}, shown: map[string]bool{}}
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		list, err := f.src.Sessions(ctx)
+		it, err := st.Next()
 		if err != nil {
-			if ctx.Err() == nil && !listFailed {
-				f.send(ctx, item{notice: "cannot list sessions: " + oneLine(err) + "; trying again"})
+			if ctx.Err() == nil {
+				f.send(ctx, item{err: fmt.Errorf("follow every session: %w", err)})
 			}
-			listFailed = true
-			continue
+			return
 		}
-		listFailed = false
-		for _, s := range list {
-			if known[s.ID] {
+		if !a.take(ctx, it) {
+			return
+		}
+	}
+}
+
+// allState is where watching every session stands.
+type allState struct {
+	f       *feed
+	live    bool             // the backlogs have been read
+	current string           // the session whose backlog is being read
+	skipped int              // hidden events of current not yet summed up
+	last    map[string]int64 // each session's last seq sent
+	shown   map[string]bool  // sessions told live
+}
+
+// take handles one item of the multiplexed stream; false ends watching.
+func (a *allState) take(ctx context.Context, it *api.FeedItem) bool {
+	f := a.f
+	switch {
+	case it.Stream != nil:
+		switch it.Stream.Type {
+		case api.MarkLive:
+			a.endBacklog(ctx)
+			a.live = true
+			if !f.follow {
+				f.send(ctx, item{done: true})
+				return false
+			}
+		case api.MarkReset:
+			f.send(ctx, item{notice: "missed events while disconnected; reading them again"})
+			return a.catchUp(ctx)
+		}
+	case it.Lifecycle != nil:
+		if it.Lifecycle.Type == api.LifeDeleted {
+			delete(a.last, it.Session)
+			delete(a.shown, it.Session)
+			return f.send(ctx, item{session: it.Session, gone: true})
+		}
+	case it.Event != nil:
+		if !a.live && it.Session != a.current {
+			a.endBacklog(ctx)
+			a.current = it.Session
+		}
+		if a.live && !a.shown[it.Session] {
+			// A session that appears while watching is shown whole.
+			a.shown[it.Session] = true
+			f.send(ctx, item{session: it.Session, live: true})
+		}
+		ev, ok := f.event(ctx, it.Session, it.Event, a.last[it.Session])
+		if !ok {
+			return true
+		}
+		a.last[it.Session] = ev.Seq
+		hidden := !a.live && (f.from == liveOnly || ev.Seq < f.from)
+		switch {
+		case hidden:
+			a.skipped++
+		case a.skipped > 0:
+			f.send(ctx, item{session: it.Session, skipped: a.skipped})
+			a.skipped = 0
+		}
+		return f.send(ctx, item{session: it.Session, event: ev, hidden: hidden})
+	}
+	return true
+}
+
+// endBacklog closes the backlog of the session being read: the hidden
+// events are summed up and the session is told live.
+func (a *allState) endBacklog(ctx context.Context) {
+	if a.current == "" {
+		return
+	}
+	if a.skipped > 0 {
+		a.f.send(ctx, item{session: a.current, skipped: a.skipped})
+		a.skipped = 0
+	}
+	a.shown[a.current] = true
+	a.f.send(ctx, item{session: a.current, live: true})
+	a.current = ""
+}
+
+// catchUp reads what a reset stream lost from each session's own log.
+func (a *allState) catchUp(ctx context.Context) bool {
+	list, err := a.f.src.Sessions(ctx)
+	if err != nil {
+		a.f.send(ctx, item{notice: "cannot list sessions: " + oneLine(err)})
+		return ctx.Err() == nil
+	}
+	for _, s := range list {
+		st, err := a.f.src.Events(ctx, s.ID, a.last[s.ID]+1, false)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		for {
+			line, err := st.Next()
+			if err != nil {
+				break
+			}
+			ev, ok := a.f.event(ctx, s.ID, line, a.last[s.ID])
+			if !ok {
 				continue
 			}
-			known[s.ID] = true
-			// A session that appears while watching is shown whole.
-			wg.Add(1)
-			go func(id string) {
-				defer wg.Done()
-				last, err := f.backlog(ctx, id, 1)
-				if err == nil {
-					f.followFrom(ctx, id, last+1)
-				}
-			}(s.ID)
+			a.last[s.ID] = ev.Seq
+			if !a.shown[s.ID] {
+				a.shown[s.ID] = true
+				a.f.send(ctx, item{session: s.ID, live: true})
+			}
+			if !a.f.send(ctx, item{session: s.ID, event: ev}) {
+				st.Close()
+				return false
+			}
 		}
+		st.Close()
 	}
+	return true
 }
 
 // backlog reads a session's log to its current end and returns the last

@@ -18,9 +18,6 @@ func collect(t *testing.T, f *feed, run func(context.Context), stop func([]item)
 	t.Helper()
 	ch := make(chan item)
 	f.out = ch
-	if f.poll == 0 {
-		f.poll = 10 * time.Millisecond
-	}
 	if f.retry == 0 {
 		f.retry = 20 * time.Millisecond
 	}

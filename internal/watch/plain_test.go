@@ -27,7 +27,7 @@ func startPlain(t *testing.T, cfg config, src *fakeSource, snd *fakeSender) *pla
 	in, typed := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &plainRun{src: src, snd: snd, typed: typed, stdout: &testio.Buffer{}, stderr: &testio.Buffer{}, done: make(chan error, 1), cancel: cancel}
-	cfg.plain, cfg.poll, cfg.retry = true, 10*time.Millisecond, 20*time.Millisecond
+	cfg.plain, cfg.retry = true, 20*time.Millisecond
 	var stdin io.Reader
 	if cfg.interactive {
 		stdin = in

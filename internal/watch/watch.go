@@ -131,7 +131,6 @@ func Run(ctx context.Context, c *client.Client, o Options, stdin io.Reader, stdo
 		Options:     o,
 		plain:       o.Plain || !isTerminal(stdout) || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb",
 		interactive: !o.NoInput && isTerminal(stdin),
-		poll:        2 * time.Second,
 		retry:       5 * time.Second,
 	}
 	if !cfg.interactive {
@@ -150,7 +149,7 @@ type config struct {
 	Options
 	plain       bool // the plain transcript, read line by line
 	interactive bool // prompts and keys
-	poll, retry time.Duration
+	retry       time.Duration
 }
 
 // firstSeq is the seq the feed shows from.
@@ -175,7 +174,7 @@ func run(ctx context.Context, cfg config, src Source, snd Sender, stdin io.Reade
 func startFeed(ctx context.Context, cfg config, src Source) (items <-chan item, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan item, 64)
-	f := &feed{src: src, from: cfg.firstSeq(), follow: cfg.Follow, poll: cfg.poll, retry: cfg.retry, out: ch}
+	f := &feed{src: src, from: cfg.firstSeq(), follow: cfg.Follow, retry: cfg.retry, out: ch}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -40,10 +40,16 @@ const (
 // request is made before Events returns, so an unknown session or an absent
 // supervisor is reported here.
 func (c *Client) Events(ctx context.Context, id string, opts EventsOptions) (*EventStream, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &EventStream{c: c, ctx: ctx, cancel: cancel, id: id, opts: opts, next: max(opts.From, 1)}
-	if err := s.open(); err != nil {
-		cancel()
+	s := &EventStream{next: max(opts.From, 1)}
+	path := "/sessions/" + url.PathEscape(id) + "/events?"
+	err := s.lines.start(ctx, c, opts.Follow, opts.OnReconnect, func() string {
+		q := url.Values{}
+		q.Set("format", "ndjson")
+		q.Set("from", strconv.FormatInt(s.next, 10))
+		q.Set("follow", strconv.FormatBool(opts.Follow))
+		return path + q.Encode()
+	}, replyEnd)
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -62,48 +68,9 @@ func (c *Client) Events(ctx context.Context, id string, opts EventsOptions) (*Ev
 // Next must be called from one goroutine at a time; Close may be called
 // from any.
 type EventStream struct {
-	c      *Client
-	ctx    context.Context
-	cancel context.CancelFunc
-	id     string
-	opts   EventsOptions
-
-	mu    sync.Mutex    // guards body: Close may close it from any goroutine
-	body  io.ReadCloser // nil between connections
-	lines *wire.LineReader
-
-	next int64 // lowest seq not yet returned
-	ev   wire.Event
-}
-
-// open makes one request for the events from s.next on.
-func (s *EventStream) open() error {
-	q := url.Values{}
-	q.Set("format", "ndjson")
-	q.Set("from", strconv.FormatInt(s.next, 10))
-	q.Set("follow", strconv.FormatBool(s.opts.Follow))
-	req, err := s.c.newRequest(s.ctx, http.MethodGet, "/sessions/"+url.PathEscape(s.id)+"/events?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", api.MediaNDJSON)
-	resp, err := s.c.do(req)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return replyError(resp.StatusCode, raw)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ctx.Err() != nil { // closed meanwhile
-		resp.Body.Close()
-		return s.ctx.Err()
-	}
-	s.body, s.lines = resp.Body, wire.NewLineReader(resp.Body, 0)
-	return nil
+	lines lineStream
+	next  int64 // lowest seq not yet returned
+	ev    wire.Event
 }
 
 // Next returns the next event line, without its newline; the slice is
@@ -113,33 +80,18 @@ func (s *EventStream) open() error {
 // session is deleted).
 func (s *EventStream) Next() ([]byte, error) {
 	for {
-		if s.lines == nil {
-			if err := s.reconnect(); err != nil {
-				return nil, err
-			}
-		}
-		line, err := readEventLine(s.lines)
-		if err == nil {
-			seq := lineSeq(line)
-			if seq > 0 && seq < s.next {
-				continue // already returned before a reconnection
-			}
-			if seq > 0 {
-				s.next = seq + 1
-			}
-			return line, nil
-		}
-		if s.ctx.Err() != nil {
-			s.dropBody()
-			return nil, s.ctx.Err()
-		}
-		if !s.opts.Follow || !resumable(err) {
+		line, err := s.lines.next()
+		if err != nil {
 			return nil, err
 		}
-		s.dropBody()
-		if s.opts.OnReconnect != nil {
-			s.opts.OnReconnect(err)
+		seq := lineSeq(line)
+		if seq > 0 && seq < s.next {
+			continue // already returned before a reconnection
 		}
+		if seq > 0 {
+			s.next = seq + 1
+		}
+		return line, nil
 	}
 }
 
@@ -157,20 +109,124 @@ func (s *EventStream) NextEvent() (*wire.Event, error) {
 	return &s.ev, nil
 }
 
-// reconnect reopens a followed stream at s.next, pausing between tries,
-// until it succeeds, the context ends, or the supervisor refuses for good.
-func (s *EventStream) reconnect() error {
+// Close ends the stream; a Next waiting in another goroutine returns.
+func (s *EventStream) Close() error { return s.lines.close() }
+
+// lineStream is an NDJSON stream that, when it follows, reopens itself
+// after a lost connection with the request its owner builds for where it
+// stands.
+type lineStream struct {
+	c           *Client
+	ctx         context.Context
+	cancel      context.CancelFunc
+	follow      bool
+	onReconnect func(error)
+	path        func() string           // the request path (after /v1), query included
+	end         func(line []byte) error // the stream's end reason, if the line says one
+
+	mu    sync.Mutex    // guards body: close may close it from any goroutine
+	body  io.ReadCloser // nil between connections
+	lines *wire.LineReader
+}
+
+// start opens the stream's first connection.
+func (l *lineStream) start(ctx context.Context, c *Client, follow bool, onReconnect func(error), path func() string, end func([]byte) error) error {
+	l.c, l.follow, l.onReconnect, l.path, l.end = c, follow, onReconnect, path, end
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	if err := l.open(); err != nil {
+		l.cancel()
+		return err
+	}
+	return nil
+}
+
+// open makes one request.
+func (l *lineStream) open() error {
+	req, err := l.c.newRequest(l.ctx, http.MethodGet, l.path(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", api.MediaNDJSON)
+	resp, err := l.c.do(req)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return replyError(resp.StatusCode, raw)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx.Err() != nil { // closed meanwhile
+		resp.Body.Close()
+		return l.ctx.Err()
+	}
+	l.body, l.lines = resp.Body, wire.NewLineReader(resp.Body, 0)
+	return nil
+}
+
+// next returns the next line, reconnecting a followed stream as needed.
+func (l *lineStream) next() ([]byte, error) {
+	for {
+		if l.lines == nil {
+			if err := l.reconnect(); err != nil {
+				return nil, err
+			}
+		}
+		line, err := l.readLine()
+		if err == nil {
+			return line, nil
+		}
+		if l.ctx.Err() != nil {
+			l.dropBody()
+			return nil, l.ctx.Err()
+		}
+		if !l.follow || !resumable(err) {
+			return nil, err
+		}
+		l.dropBody()
+		if l.onReconnect != nil {
+			l.onReconnect(err)
+		}
+	}
+}
+
+// readLine returns the next non-blank, newline-terminated line; a stream
+// ended for a reason yields that reason.
+func (l *lineStream) readLine() ([]byte, error) {
+	for {
+		line, err := l.lines.Next()
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !l.lines.Terminated() {
+			return nil, io.ErrUnexpectedEOF
+		}
+		if err := l.end(line); err != nil {
+			return nil, err
+		}
+		return line, nil
+	}
+}
+
+// reconnect reopens a followed stream, pausing between tries, until it
+// succeeds, the context ends, or the supervisor refuses for good.
+func (l *lineStream) reconnect() error {
 	wait := reconnectFirst
 	for {
-		err := s.open()
+		err := l.open()
 		if err == nil {
-			if s.opts.OnReconnect != nil {
-				s.opts.OnReconnect(nil)
+			if l.onReconnect != nil {
+				l.onReconnect(nil)
 			}
 			return nil
 		}
-		if s.ctx.Err() != nil {
-			return s.ctx.Err()
+		if l.ctx.Err() != nil {
+			return l.ctx.Err()
 		}
 		if !resumable(err) {
 			return err
@@ -178,57 +234,44 @@ func (s *EventStream) reconnect() error {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
-		case <-s.ctx.Done():
+		case <-l.ctx.Done():
 			t.Stop()
-			return s.ctx.Err()
+			return l.ctx.Err()
 		}
 		wait = min(2*wait, reconnectMax)
 	}
 }
 
-func (s *EventStream) dropBody() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.body != nil {
-		s.body.Close()
+func (l *lineStream) dropBody() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.body != nil {
+		l.body.Close()
 	}
-	s.body, s.lines = nil, nil
+	l.body, l.lines = nil, nil
 }
 
-// Close ends the stream; a Next waiting in another goroutine returns.
-func (s *EventStream) Close() error {
-	s.cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.body != nil {
-		s.body.Close() // Next, the only user of lines, drops them
+func (l *lineStream) close() error {
+	l.cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.body != nil {
+		l.body.Close() // next, the only user of lines, drops them
 	}
 	return nil
 }
 
-// readEventLine returns the next non-blank, newline-terminated line of an
-// NDJSON event stream; a stream ended for a reason yields that reason.
-func readEventLine(lines *wire.LineReader) ([]byte, error) {
-	for {
-		line, err := lines.Next()
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if !lines.Terminated() {
-			return nil, io.ErrUnexpectedEOF
-		}
-		// An event has a seq; the stream's end reason is a failed reply.
-		if bytes.HasPrefix(line, []byte(`{"ok":false`)) {
-			var r wire.Reply
-			if json.Unmarshal(line, &r) == nil && r.Error != nil {
-				return nil, r.Error
-			}
-		}
-		return line, nil
+// replyEnd reads the end of a session's stream: a failed reply, which has
+// no seq.
+func replyEnd(line []byte) error {
+	if !bytes.HasPrefix(line, []byte(`{"ok":false`)) {
+		return nil
 	}
+	var r wire.Reply
+	if json.Unmarshal(line, &r) == nil && r.Error != nil {
+		return r.Error
+	}
+	return nil
 }
 
 // resumable reports whether a followed stream that ended with err is worth

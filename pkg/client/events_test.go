@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -283,4 +284,12 @@ func writeScenario(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+func mustDecode(t *testing.T, raw []byte, v any) bool {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+	return true
 }

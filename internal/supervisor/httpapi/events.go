@@ -6,26 +6,64 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
 
-// eventsQuery is what a client asked of an event stream.
+// sseRetryMS is the reconnection delay an EventSource is told to use.
+const sseRetryMS = 1000
+
+// streamQuery is what every event stream takes: its format, and whether SSE
+// messages are named after their type.
+type streamQuery struct {
+	ndjson bool
+	// unnamed leaves SSE messages without an event field, so an
+	// EventSource delivers every one to onmessage.
+	unnamed bool
+}
+
+func parseStreamQuery(r *http.Request) (streamQuery, error) {
+	var q streamQuery
+	v := r.URL.Query()
+	switch f := v.Get("format"); f {
+	case "ndjson":
+		q.ndjson = true
+	case "sse":
+	case "":
+		q.ndjson = strings.Contains(r.Header.Get("Accept"), api.MediaNDJSON)
+	default:
+		return q, wire.Errorf(wire.CodeBadRequest, "format=%q: want sse or ndjson", f)
+	}
+	if s := v.Get("named"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return q, wire.Errorf(wire.CodeBadRequest, "named=%q: want true or false", s)
+		}
+		q.unnamed = !b
+	}
+	return q, nil
+}
+
+// eventsQuery is what a client asked of a session's event stream.
 type eventsQuery struct {
+	streamQuery
 	from   int64
 	follow bool
-	ndjson bool
 }
 
 func parseEventsQuery(r *http.Request) (eventsQuery, error) {
 	q := eventsQuery{from: 1, follow: true}
+	var err error
+	if q.streamQuery, err = parseStreamQuery(r); err != nil {
+		return q, err
+	}
 	v := r.URL.Query()
 	if s := v.Get("from"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -50,15 +88,6 @@ func parseEventsQuery(r *http.Request) (eventsQuery, error) {
 		}
 		q.follow = b
 	}
-	switch f := v.Get("format"); f {
-	case "ndjson":
-		q.ndjson = true
-	case "sse":
-	case "":
-		q.ndjson = strings.Contains(r.Header.Get("Accept"), api.MediaNDJSON)
-	default:
-		return q, wire.Errorf(wire.CodeBadRequest, "format=%q: want sse or ndjson", f)
-	}
 	return q, nil
 }
 
@@ -75,7 +104,27 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer stream.Close()
+	var idBuf []byte
+	s.serveStream(w, r, q.streamQuery, "session "+id, stream.Buffered, func(ctx context.Context, sw *streamWriter) error {
+		ev, err := stream.Next(ctx)
+		if err != nil {
+			return err
+		}
+		idBuf = strconv.AppendInt(idBuf[:0], ev.Seq, 10)
+		return sw.write(idBuf, ev.Type, ev.Line)
+	}, func(sw *streamWriter, err error) {
+		raw, _ := json.Marshal(wire.ErrReply(err))
+		sw.end(raw)
+	})
+}
 
+var errWrite = errors.New("write event stream")
+
+// serveStream answers with an event stream: next writes one item, buffered
+// says whether next has one at hand without waiting (else the writer
+// flushes first), and end writes the reason the stream ended for one.
+func (s *server) serveStream(w http.ResponseWriter, r *http.Request, q streamQuery, what string,
+	buffered func() bool, next func(context.Context, *streamWriter) error, end func(*streamWriter, error)) {
 	h := w.Header()
 	if q.ndjson {
 		h.Set("Content-Type", api.MediaNDJSON)
@@ -86,136 +135,132 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	ew := &eventWriter{
-		bw:     bufio.NewWriterSize(w, 32<<10),
-		rc:     http.NewResponseController(w),
-		ndjson: q.ndjson,
+	sw := &streamWriter{
+		bw:      bufio.NewWriterSize(w, 32<<10),
+		rc:      http.NewResponseController(w),
+		ndjson:  q.ndjson,
+		unnamed: q.unnamed,
 	}
 	// Headers go out at once, so a client knows the stream is open.
 	if !q.ndjson {
-		ew.bw.WriteString(": stream of session " + id + "\n\n")
+		fmt.Fprintf(sw.bw, ": stream of %s\nretry: %d\n\n", what, sseRetryMS)
 	}
-	if err := ew.flush(); err != nil {
+	if err := sw.flush(); err != nil {
 		return
 	}
-	err = s.pump(r.Context(), stream, ew)
+	err := s.pump(r.Context(), sw, buffered, next)
 	switch {
 	case errors.Is(err, io.EOF):
-		ew.flush()
+		sw.flush()
 	case r.Context().Err() != nil:
 		// The client left or the server is stopping.
 	case errors.Is(err, errWrite):
-		s.log.Debug("event stream client went away", zap.String("session", id), zap.Error(err))
+		s.log.Debug("event stream client went away", zap.String("stream", what), zap.Error(err))
 	default:
-		ew.writeError(err)
-		ew.flush()
+		end(sw, err)
+		sw.flush()
 	}
 }
 
-var errWrite = errors.New("write event stream")
-
-// pump copies events to the client, flushing whenever the stream has
-// nothing more at hand, and writes a keep-alive comment when it stays idle.
-func (s *server) pump(ctx context.Context, stream *supervisor.Stream, ew *eventWriter) error {
+// pump writes items, flushing whenever none is at hand, and writes a
+// keep-alive comment when the stream stays idle.
+func (s *server) pump(ctx context.Context, sw *streamWriter, buffered func() bool, next func(context.Context, *streamWriter) error) error {
 	for {
-		var ev supervisor.Event
-		var err error
-		if stream.Buffered() {
-			ev, err = stream.Next(ctx)
-		} else {
-			if ferr := ew.flush(); ferr != nil {
-				return ferr
+		if buffered() {
+			if err := next(ctx, sw); err != nil {
+				return err
 			}
-			ev, err = s.nextOrIdle(ctx, stream, ew)
+			continue
 		}
-		if err != nil {
+		if err := sw.flush(); err != nil {
 			return err
 		}
-		if err := ew.write(ev); err != nil {
-			return err
+		for {
+			wctx, cancel := context.WithTimeout(ctx, s.keepAlive)
+			err := next(wctx, sw)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			if err := sw.keepAlive(); err != nil {
+				return err
+			}
 		}
 	}
 }
 
-func (s *server) nextOrIdle(ctx context.Context, stream *supervisor.Stream, ew *eventWriter) (supervisor.Event, error) {
-	for {
-		wctx, cancel := context.WithTimeout(ctx, s.keepAlive)
-		ev, err := stream.Next(wctx)
-		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return ev, err
-		}
-		if err := ew.keepAlive(); err != nil {
-			return ev, err
-		}
-	}
-}
-
-// eventWriter formats events as SSE or NDJSON into a buffer.
-type eventWriter struct {
+// streamWriter formats items as SSE or NDJSON into a buffer.
+type streamWriter struct {
 	bw      *bufio.Writer
 	rc      *http.ResponseController
 	ndjson  bool
+	unnamed bool
 	scratch []byte
 }
 
-func (ew *eventWriter) write(ev supervisor.Event) error {
-	b := ew.scratch[:0]
-	line := ev.Line
-	if bytes.IndexByte(line, '\r') >= 0 {
+// streamEnded names the SSE message that ends a stream for a reason. (Not
+// "error": an EventSource fires its own error event when a connection
+// ends.)
+const streamEnded = "streamEnded"
+
+// write writes one item: data is its JSON (one line), id its SSE id (none
+// when empty) and name its SSE event name.
+func (sw *streamWriter) write(id, name, data []byte) error {
+	b := sw.scratch[:0]
+	if bytes.IndexByte(data, '\r') >= 0 {
 		// Only whitespace between JSON tokens can hold a raw CR; SSE would
 		// read it as a line end.
-		line = bytes.ReplaceAll(line, []byte("\r"), nil)
+		data = bytes.ReplaceAll(data, []byte("\r"), nil)
 	}
-	if ew.ndjson {
-		b = append(b, line...)
+	if sw.ndjson {
+		b = append(b, data...)
 		b = append(b, '\n')
 	} else {
-		b = append(b, "id: "...)
-		b = strconv.AppendInt(b, ev.Seq, 10)
-		if len(ev.Type) > 0 {
-			b = append(b, "\nevent: "...)
-			b = append(b, ev.Type...)
+		if len(id) > 0 {
+			b = append(b, "id: "...)
+			b = append(b, id...)
+			b = append(b, '\n')
 		}
-		b = append(b, "\ndata: "...)
-		b = append(b, line...)
+		if len(name) > 0 && !sw.unnamed {
+			b = append(b, "event: "...)
+			b = append(b, name...)
+			b = append(b, '\n')
+		}
+		b = append(b, "data: "...)
+		b = append(b, data...)
 		b = append(b, "\n\n"...)
 	}
-	ew.scratch = b
-	if _, err := ew.bw.Write(b); err != nil {
+	sw.scratch = b
+	if _, err := sw.bw.Write(b); err != nil {
 		return errors.Join(errWrite, err)
 	}
 	return nil
 }
 
-func (ew *eventWriter) keepAlive() error {
-	if ew.ndjson {
+// end writes the item that ends a stream for a reason: an SSE message named
+// streamEnded, or an NDJSON line.
+func (sw *streamWriter) end(data []byte) {
+	sw.write(nil, []byte(streamEnded), data)
+}
+
+func (sw *streamWriter) keepAlive() error {
+	if sw.ndjson {
 		return nil // NDJSON has no comments; TCP keep-alive covers it
 	}
-	if _, err := ew.bw.WriteString(": keep-alive\n\n"); err != nil {
+	if _, err := sw.bw.WriteString(": keep-alive\n\n"); err != nil {
 		return errors.Join(errWrite, err)
 	}
-	return ew.flush()
+	return sw.flush()
 }
 
-// writeError ends a stream with the reason: an SSE event named error, or
-// an NDJSON line without a seq.
-func (ew *eventWriter) writeError(err error) {
-	raw, _ := json.Marshal(wire.ErrReply(err))
-	if ew.ndjson {
-		ew.bw.Write(append(raw, '\n'))
-		return
-	}
-	ew.bw.WriteString("event: error\ndata: ")
-	ew.bw.Write(raw)
-	ew.bw.WriteString("\n\n")
-}
-
-func (ew *eventWriter) flush() error {
-	if err := ew.bw.Flush(); err != nil {
+func (sw *streamWriter) flush() error {
+	if err := sw.bw.Flush(); err != nil {
 		return errors.Join(errWrite, err)
 	}
-	if err := ew.rc.Flush(); err != nil {
+	if err := sw.rc.Flush(); err != nil {
 		return errors.Join(errWrite, err)
 	}
 	return nil

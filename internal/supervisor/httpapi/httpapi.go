@@ -64,6 +64,8 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("GET "+v+"/sessions/{id}/workspace", s.workspaceGet)
 	mux.HandleFunc("POST "+v+"/sessions/{id}/workspace/commit", s.workspaceCommit)
 	mux.HandleFunc("POST "+v+"/sessions/{id}/workspace/merge", s.workspaceMerge)
+	mux.HandleFunc("GET "+v+"/events", s.feed)
+	mux.HandleFunc("GET "+v+"/sessions/{id}/wait", s.wait)
 	if opts.Console != nil {
 		mux.Handle("GET /{$}", opts.Console)
 		mux.Handle("GET /assets/", opts.Console)
@@ -77,6 +79,8 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		v + "/sessions/{id}/commands":           "POST",
 		v + "/sessions/{id}/events":             "GET",
 		v + "/sessions/{id}/terminals/{termId}": "GET",
+		v + "/events":                           "GET",
+		v + "/sessions/{id}/wait":               "GET",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)

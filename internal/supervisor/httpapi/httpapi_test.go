@@ -355,7 +355,7 @@ func TestEventStreamEndsWithErrorWhenSessionDeleted(t *testing.T) {
 		t.Fatalf("delete: %d %s", code, raw)
 	}
 	ev, err := r.next()
-	if err != nil || ev.event != "error" || !strings.Contains(ev.data, `"code":"not_found"`) {
+	if err != nil || ev.event != "streamEnded" || !strings.Contains(ev.data, `"code":"not_found"`) {
 		t.Fatalf("last event %+v %v", ev, err)
 	}
 	if _, err := r.next(); !errors.Is(err, io.EOF) {
@@ -363,6 +363,9 @@ func TestEventStreamEndsWithErrorWhenSessionDeleted(t *testing.T) {
 	}
 	if r.comments == 0 {
 		t.Error("no keep-alive comment on an idle stream")
+	}
+	if r.retry != 1000 {
+		t.Errorf("retry %d, want 1000", r.retry)
 	}
 }
 
@@ -406,7 +409,8 @@ func TestBearerTokenGuardsTCP(t *testing.T) {
 }
 
 type sseEvent struct {
-	id    int64
+	id    int64  // the id as a seq (per-session streams)
+	rawID string // the id as sent
 	event string
 	data  string
 }
@@ -414,6 +418,7 @@ type sseEvent struct {
 type sseReader struct {
 	r        *bufio.Reader
 	comments int
+	retry    int // the last retry field
 }
 
 func newSSEReader(r io.Reader) *sseReader { return &sseReader{r: bufio.NewReader(r)} }
@@ -441,9 +446,12 @@ func (s *sseReader) next() (sseEvent, error) {
 			fields++
 			switch name {
 			case "id":
-				ev.id, err = strconv.ParseInt(value, 10, 64)
-				if err != nil {
-					return ev, fmt.Errorf("id %q: %w", value, err)
+				ev.rawID = value
+				ev.id, _ = strconv.ParseInt(value, 10, 64)
+			case "retry":
+				fields--
+				if s.retry, err = strconv.Atoi(value); err != nil {
+					return ev, fmt.Errorf("retry %q: %w", value, err)
 				}
 			case "event":
 				ev.event = value
