@@ -45,7 +45,7 @@ func (r *Runner) do(ctx context.Context, cmd wire.Command) (any, error) {
 		if err := r.asks.answer(cmd.AskID, cmd.Decision, cmd.Note); err != nil {
 			return nil, err
 		}
-		return map[string]string{"askId": cmd.AskID, "decision": cmd.Decision}, nil
+		return wire.AnswerResult{AskID: cmd.AskID, Decision: cmd.Decision}, nil
 	case wire.CmdDecideHunk:
 		return r.review.decide(cmd.EditID, cmd.HunkID, cmd.Decision, cmd.Note)
 	case wire.CmdSetMode:

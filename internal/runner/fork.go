@@ -13,12 +13,6 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
-// ForkResult is the result of forkSession.
-type ForkResult struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
 // fork branches the conversation: this runner continues as a new session
 // (a new id and folder, a copy of the log and the engine's state, the
 // engine's branched conversation), and the original session's folder is
@@ -49,51 +43,51 @@ func (r *Runner) fork(ctx context.Context) (any, error) {
 // folder. No other command runs meanwhile: a message would start a turn
 // on the engine being replaced, and a spec change would be written to the
 // folder being left.
-func (r *Runner) branch(ctx context.Context) (ForkResult, error) {
+func (r *Runner) branch(ctx context.Context) (wire.ForkResult, error) {
 	r.cmds.Lock()
 	defer r.cmds.Unlock()
 	r.mu.Lock()
 	closed, eng, old := r.closed, r.eng, r.spec
 	r.mu.Unlock()
 	if closed {
-		return ForkResult{}, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
+		return wire.ForkResult{}, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
 	}
 	if !r.turns.quiet() {
-		return ForkResult{}, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
+		return wire.ForkResult{}, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
 	}
 	forker, ok := eng.(engine.Forker)
 	if !ok {
-		return ForkResult{}, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
+		return wire.ForkResult{}, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
 	}
 	branch, err := forker.Fork(ctx)
 	if err != nil {
-		return ForkResult{}, engineErr(err)
+		return wire.ForkResult{}, engineErr(err)
 	}
 	newID, err := sessiondir.NewID()
 	if err != nil {
-		return ForkResult{}, err
+		return wire.ForkResult{}, err
 	}
 	oldDir := r.Dir()
 	newDir := filepath.Join(filepath.Dir(oldDir), newID)
 	if err := os.Mkdir(newDir, 0o700); err != nil {
-		return ForkResult{}, fmt.Errorf("fork: %w", err)
+		return wire.ForkResult{}, fmt.Errorf("fork: %w", err)
 	}
 	// The rotated event closes the old log and opens the new one: both
 	// hold it at the same seq.
 	r.emit(wire.EvRotated, wire.RotatedData{From: old.ID, To: newID, Reason: "fork"})
 	if err := r.store.eventLog().Sync(); err != nil {
-		return ForkResult{}, err
+		return wire.ForkResult{}, err
 	}
 	if err := branchFolder(oldDir, newDir); err != nil {
-		return ForkResult{}, err
+		return wire.ForkResult{}, err
 	}
 	next := old
 	next.ID, next.Parent, next.EngineSession = newID, old.ID, branch
 	if err := WriteSpec(newDir, next); err != nil {
-		return ForkResult{}, err
+		return wire.ForkResult{}, err
 	}
 	if err := r.store.moveTo(newDir); err != nil {
-		return ForkResult{}, err
+		return wire.ForkResult{}, err
 	}
 
 	r.mu.Lock()
@@ -103,18 +97,18 @@ func (r *Runner) branch(ctx context.Context) (ForkResult, error) {
 	eng, conv, err := r.startEngine(ctx, next)
 	if err != nil {
 		r.fail(err)
-		return ForkResult{}, engineErr(err)
+		return wire.ForkResult{}, engineErr(err)
 	}
 	next = r.updateSpec(func(s *wire.Spec) { s.EngineSession = conv })
 	r.mu.Lock()
 	r.eng = eng
 	r.mu.Unlock()
 	if err := r.store.saveSpec(next); err != nil {
-		return ForkResult{}, err
+		return wire.ForkResult{}, err
 	}
 	r.emit(wire.EvSessionResumed, wire.SessionStartedData{Engine: next.Engine, Cwd: next.Cwd, Mode: next.Mode,
 		Model: next.Model, EngineSession: conv, Parent: old.ID, Unattended: next.Unattended})
-	return ForkResult{From: old.ID, To: newID}, nil
+	return wire.ForkResult{From: old.ID, To: newID}, nil
 }
 
 // branchFolder copies what a fork takes into the new session's folder:

@@ -27,18 +27,9 @@ func (r *Runner) setGoal(text string) (any, error) {
 	return d, nil
 }
 
-// GoalState is the result of getGoal.
-type GoalState struct {
-	Goal     string   `json:"goal,omitempty"`
-	Clauses  []string `json:"clauses"`
-	Done     bool     `json:"done"`
-	Attempts int      `json:"attempts"`
-	Limit    int      `json:"limit"`
-}
-
 func (r *Runner) getGoal() (any, error) {
 	spec := r.Spec()
-	st := GoalState{Clauses: []string{}, Attempts: r.goal.attemptsSoFar(), Limit: goalLimit(spec)}
+	st := wire.GoalState{Clauses: []string{}, Attempts: r.goal.attemptsSoFar(), Limit: goalLimit(spec)}
 	if g := spec.Goal; g != nil {
 		st.Goal, st.Done, st.Clauses = g.Text, g.Done, Clauses(g.Text)
 	}
@@ -58,7 +49,7 @@ func (r *Runner) clearGoal() (any, error) {
 		return nil, err
 	}
 	r.emit(wire.EvGoalCleared, nil)
-	return map[string]bool{"cleared": true}, nil
+	return wire.ClearGoalResult{Cleared: true}, nil
 }
 
 func (r *Runner) markGoalDone() (any, error) {

@@ -202,7 +202,7 @@ turns:
 	t.Cleanup(func() { r.Close() })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
 	s.waitType(0, wire.EvTurnEnded)
-	var fr ForkResult
+	var fr wire.ForkResult
 	if err := json.Unmarshal(s.do(wire.Command{Cmd: wire.CmdForkSession}), &fr); err != nil {
 		t.Fatal(err)
 	}

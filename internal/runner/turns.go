@@ -186,36 +186,26 @@ func (r *Runner) stop(ctx context.Context, reason string) wire.StoppedData {
 	return receipt
 }
 
-// SteerResult says how a steer was taken.
-type SteerResult struct {
-	// Delivery is "native" (handed to the engine at once), "boundary"
-	// (waiting for the next tool boundary) or "queued" (no turn was
-	// running, so it became a send).
-	Delivery string `json:"delivery"`
-	// MessageID is set when the steer was queued as a send.
-	MessageID string `json:"messageId,omitempty"`
-}
-
-func (r *Runner) steer(ctx context.Context, text string) (SteerResult, error) {
+func (r *Runner) steer(ctx context.Context, text string) (wire.SteerResult, error) {
 	if s, ok := r.engine().(engine.Steerer); ok {
 		if !r.turns.inTurn() {
 			q := r.enqueue(text, kindSend, false)
-			return SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+			return wire.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
 		}
 		err := s.Steer(ctx, text)
 		if err == nil {
 			r.emit(wire.EvSteerDelivered, wire.SteerData{Text: text, Native: true})
-			return SteerResult{Delivery: "native"}, nil
+			return wire.SteerResult{Delivery: "native"}, nil
 		}
 		if err != engine.ErrNoTurn {
-			return SteerResult{}, engineErr(err)
+			return wire.SteerResult{}, engineErr(err)
 		}
 		q := r.enqueue(text, kindSend, true)
-		return SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+		return wire.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
 	}
 	if r.turns.steer(text) {
-		return SteerResult{Delivery: "boundary"}, nil
+		return wire.SteerResult{Delivery: "boundary"}, nil
 	}
 	q := r.enqueue(text, kindSend, false)
-	return SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+	return wire.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
 }

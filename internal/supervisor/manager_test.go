@@ -349,14 +349,14 @@ func TestRotateAliasesNewSessionToSameRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdForkSession})
-	var res struct{ Session string }
-	if err := json.Unmarshal(raw, &res); err != nil || res.Session == "" {
+	var res wire.ForkResult
+	if err := json.Unmarshal(raw, &res); err != nil || res.To == "" {
 		t.Fatalf("fork result %s: %v", raw, err)
 	}
-	if !m.Live(res.Session) {
+	if !m.Live(res.To) {
 		t.Fatal("forked session is not live")
 	}
-	e1, e2 := m.holdLive(s.ID), m.holdLive(res.Session)
+	e1, e2 := m.holdLive(s.ID), m.holdLive(res.To)
 	if e1 == nil || e2 == nil || e1.child != e2.child {
 		t.Fatal("old and new ids do not share the runner")
 	}
@@ -365,8 +365,8 @@ func TestRotateAliasesNewSessionToSameRunner(t *testing.T) {
 
 	// Mirrors after the rotated event belong to the new session, whose log
 	// continues the old one.
-	mustCommand(t, m, res.Session, wire.Command{Cmd: wire.CmdSend, Text: "on the fork"})
-	evs := readUntil(t, m, res.Session, 1, "turnEnded")
+	mustCommand(t, m, res.To, wire.Command{Cmd: wire.CmdSend, Text: "on the fork"})
+	evs := readUntil(t, m, res.To, 1, "turnEnded")
 	checkSeqs(t, evs, 1)
 	old := readAll(t, m, s.ID)
 	last := old[len(old)-1]

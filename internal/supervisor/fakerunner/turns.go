@@ -79,14 +79,17 @@ func (r *runner) inject(m *wire.Message) {
 		}
 		reply(wire.OKReply(q))
 	case wire.CmdGetGoal:
-		reply(wire.OKReply(map[string]any{"goal": "", "clauses": []string{}, "done": false, "attempts": 0, "limit": 20}))
+		reply(wire.OKReply(wire.GoalState{Clauses: []string{}, Limit: 20}))
 	case wire.CmdForkSession:
+		r.mu.Lock()
+		from := r.session
+		r.mu.Unlock()
 		to, err := r.fork()
 		if err != nil {
 			reply(wire.ErrReply(err))
 			return
 		}
-		reply(wire.OKReply(map[string]string{"session": to}))
+		reply(wire.OKReply(wire.ForkResult{From: from, To: to}))
 	default:
 		reply(wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "unknown command %q", cmd.Cmd)))
 	}
