@@ -7,7 +7,7 @@ PKGS     := ./...
 # The pinned agent CLIs that engine tests drive.
 export CORRAL_ENGINES_DIR := $(CURDIR)/deploy/engines
 
-.PHONY: all build web run test deps bench bench-console lint fuzz clean
+.PHONY: all build web run test deps bench bench-console lint fuzz clean generate
 
 all: build
 
@@ -36,6 +36,11 @@ deps:
 # The web console's bundle, embedded by the supervisor (internal/console).
 web:
 	./deploy/web.sh
+
+# The contract's generated files (api/, clients/typescript/src/types.gen.ts)
+# from the Go types; a test fails while they are stale.
+generate:
+	$(GO) generate ./internal/schema
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -14,6 +14,7 @@ require (
 	github.com/muesli/cancelreader v0.2.2
 	github.com/muesli/termenv v0.16.0
 	github.com/oklog/run v1.2.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sergi/go-diff v1.4.0
 	github.com/zalando/go-keyring v0.2.8
 	go.uber.org/goleak v1.3.0

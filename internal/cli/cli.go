@@ -57,6 +57,7 @@ func commands() []command {
 		{"run", "-p PROMPT", "print mode: one prompt to its end, the answer on stdout", runRun},
 		{"workspace", "ID [diff|commit MESSAGE...|merge]", "show, commit or merge a session's workspace (its own git worktree)", runWorkspace},
 		{"console", "[ID]", "open the web console for this supervisor (prints a one-time link)", runConsole},
+		{"schema", "", "print the API's JSON Schema, OpenAPI document or TypeScript types", runSchema},
 		{"attach", "ID [-- COMMAND...]", "attach this terminal to a session's terminal (detach: " + detachHelp + ")", runAttach},
 	}
 }

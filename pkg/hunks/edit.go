@@ -86,6 +86,10 @@ type lineJSON struct {
 	EOL        string `json:"eol"`
 }
 
+// LineJSON is the JSON form of a Line, what its MarshalJSON writes: the
+// name a schema of the contract describes it by.
+type LineJSON = lineJSON
+
 // MarshalJSON writes {"op","text","eol"} and, for invalid UTF-8,
 // "textBase64" with the exact bytes.
 func (l Line) MarshalJSON() ([]byte, error) {

@@ -65,6 +65,7 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("POST "+v+"/sessions/{id}/workspace/commit", s.workspaceCommit)
 	mux.HandleFunc("POST "+v+"/sessions/{id}/workspace/merge", s.workspaceMerge)
 	mux.HandleFunc("GET "+v+"/events", s.feed)
+	mux.HandleFunc("GET "+v+"/openapi.json", s.openAPI)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/wait", s.wait)
 	if opts.Console != nil {
 		mux.Handle("GET /{$}", opts.Console)
@@ -80,6 +81,7 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		v + "/sessions/{id}/events":             "GET",
 		v + "/sessions/{id}/terminals/{termId}": "GET",
 		v + "/events":                           "GET",
+		v + "/openapi.json":                     "GET",
 		v + "/sessions/{id}/wait":               "GET",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,206 @@
+package schema
+
+import (
+	"reflect"
+
+	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/gate"
+	"github.com/corral-dev/corral/pkg/hunks"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// Registry lists every shape that crosses a process boundary, as Go types:
+// the one source the JSON Schema, the OpenAPI document and the TypeScript
+// types are generated from. A change of the vocabulary is a change of a line
+// here.
+type Registry struct {
+	// Types are named shapes the other lists do not reach.
+	Types []any
+	// Events are the session event types, each with its data's type.
+	Events []Event
+	// Commands are the control commands.
+	Commands []Command
+	// Routes are the HTTP API's routes.
+	Routes []Route
+	// Enums are the values of named string types.
+	Enums map[reflect.Type][]string
+	// FieldEnums are the values of plain string fields, by "Type.json".
+	FieldEnums map[string][]string
+	// RawTypes are the Go types a json.RawMessage field holds, and
+	// RawRefs the definition it holds (each element, for a slice), by
+	// "Type.json".
+	RawTypes map[string]reflect.Type
+	RawRefs  map[string]string
+	// WireForms map a type that encodes itself to the type of what it
+	// writes.
+	WireForms map[reflect.Type]reflect.Type
+}
+
+// Event is one event type and its data.
+type Event struct {
+	Type wire.EventType
+	// Data is a value of the data's type; nil for an event without data.
+	Data any
+	// Doc says what the event means when its data type's comment does not.
+	Doc string
+}
+
+// Command is one control command: the fields of wire.Command it takes and
+// the type of its result.
+type Command struct {
+	Cmd      wire.Cmd
+	Required []string // json names
+	Optional []string
+	Result   any
+	Doc      string
+}
+
+// Route is one route of the HTTP API.
+type Route struct {
+	Method, Path string
+	Summary      string
+	Params       []Param
+	// Body is the request body's type; nil for none.
+	Body any
+	// Status is the success status (200 when 0); Reply the success body's
+	// type.
+	Status int
+	Reply  any
+	// Stream, when set, is the definition of each item of an SSE or
+	// NDJSON stream answered instead of a JSON body.
+	Stream string
+	// Frames, when set, is the definition of a WebSocket's text frames.
+	Frames string
+}
+
+// Param is a query parameter or header of a route.
+type Param struct {
+	Name, In string // in: query, header
+	Doc      string
+	Schema   *Schema
+	Repeated bool
+}
+
+func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+var (
+	str  = &Schema{Type: Types{"string"}}
+	intg = &Schema{Type: Types{"integer"}}
+	boo  = &Schema{Type: Types{"boolean"}}
+)
+
+func enum(vals ...string) *Schema { return &Schema{Type: Types{"string"}, Enum: vals} }
+
+// streamParams are what every event stream takes.
+var streamParams = []Param{
+	{Name: "format", In: "query", Schema: enum("sse", "ndjson"), Doc: "sse (the default, or as Accept says) or ndjson"},
+	{Name: "named", In: "query", Schema: boo, Doc: "false leaves SSE messages without an event name, so an EventSource's onmessage gets them all"},
+}
+
+// Default is the registry of Corral's contract.
+func Default() *Registry {
+	return &Registry{
+		Types: []any{
+			wire.Spec{}, api.Session{}, wire.Reply{}, wire.Error{}, wire.Status{},
+			api.SessionReply{}, api.SessionsReply{}, api.HealthReply{}, api.WaitReply{},
+			api.FeedItem{}, api.TermFrame{}, wire.Message{},
+		},
+		Events: []Event{
+			{Type: wire.EvSessionStarted, Data: wire.SessionStartedData{}, Doc: "The session became live in a runner, with an empty log."},
+			{Type: wire.EvSessionResumed, Data: wire.SessionStartedData{}, Doc: "The session became live in a runner, resuming its log."},
+			{Type: wire.EvUserMessage, Data: wire.UserMessageData{}},
+			{Type: wire.EvTurnStarted, Data: wire.TurnStartedData{}},
+			{Type: wire.EvAssistantDelta, Data: wire.TextData{}, Doc: "The next piece of streamed assistant text."},
+			{Type: wire.EvAssistantText, Data: wire.TextData{}, Doc: "One assistant message whole: the deltas since the last assistantText or tool call."},
+			{Type: wire.EvToolStarted, Data: wire.ToolStartedData{}},
+			{Type: wire.EvToolFinished, Data: wire.ToolFinishedData{}},
+			{Type: wire.EvAskOpened, Data: wire.AskOpenedData{}},
+			{Type: wire.EvAskAnswered, Data: wire.AskAnsweredData{}},
+			{Type: wire.EvSteerDelivered, Data: wire.SteerData{}, Doc: "A steer reached the engine, at a tool boundary or natively."},
+			{Type: wire.EvSteerRequeued, Data: wire.SteerData{}, Doc: "The turn ended before a tool boundary: the steer becomes the next message."},
+			{Type: wire.EvTurnEnded, Data: wire.TurnEndedData{}},
+			{Type: wire.EvStopped, Data: wire.StoppedData{}},
+			{Type: wire.EvFailure, Data: wire.FailureData{}},
+			{Type: wire.EvUsage, Data: wire.UsageData{}, Doc: "The figures of one model call."},
+			{Type: wire.EvContext, Data: wire.ContextData{}},
+			{Type: wire.EvRetry, Data: wire.RetryData{}},
+			{Type: wire.EvHunkStaged, Data: wire.HunkStagedData{}},
+			{Type: wire.EvHunkDecided, Data: wire.HunkDecidedData{}},
+			{Type: wire.EvEditApplied, Data: wire.EditAppliedData{}},
+			{Type: wire.EvModeChanged, Data: wire.ModeChangedData{}},
+			{Type: wire.EvGoalSet, Data: wire.GoalSetData{}},
+			{Type: wire.EvGoalCleared, Doc: "The session's goal was cleared (clearGoal)."},
+			{Type: wire.EvGoalCheck, Data: wire.GoalCheckData{}},
+			{Type: wire.EvSpendCapSet, Data: wire.SpendCapSetData{}},
+			{Type: wire.EvRotated, Data: wire.RotatedData{}},
+			{Type: wire.EvCompacted, Data: wire.CompactedData{}},
+			{Type: wire.EvQueueChanged, Data: wire.QueueChangedData{}},
+		},
+		Commands: []Command{
+			{Cmd: wire.CmdSend, Required: []string{"text"}, Result: wire.Queued{}, Doc: "Queue a message; it starts when the running turn and earlier messages end."},
+			{Cmd: wire.CmdSteer, Required: []string{"text"}, Result: wire.SteerResult{}, Doc: "Steer the running turn at its next tool boundary (natively where the engine can); a send when no turn runs."},
+			{Cmd: wire.CmdStop, Result: wire.StoppedData{}, Doc: "Interrupt the turn, deny open asks, reject pending hunks, clear the queue, halt a timed loop; the receipt says what was cancelled."},
+			{Cmd: wire.CmdAnswer, Required: []string{"askId", "decision"}, Optional: []string{"note"}, Result: wire.AnswerResult{}, Doc: "Answer an open ask: the first answer wins."},
+			{Cmd: wire.CmdStatus, Result: wire.Status{}, Doc: "The session's status."},
+			{Cmd: wire.CmdDecideHunk, Required: []string{"hunkId", "decision"}, Optional: []string{"editId", "note"}, Result: wire.HunkDecidedData{}, Doc: "Accept or reject a staged hunk (hunkId may be EDIT/HUNK; editId may be left out when one edit is pending)."},
+			{Cmd: wire.CmdSetMode, Required: []string{"mode"}, Result: wire.ModeChangedData{}, Doc: "Change the permission mode from the next tool call on."},
+			{Cmd: wire.CmdSetGoal, Required: []string{"goal"}, Result: wire.GoalSetData{}, Doc: "Set the goal checked after every turn."},
+			{Cmd: wire.CmdGetGoal, Result: wire.GoalState{}, Doc: "The goal and where its checks stand."},
+			{Cmd: wire.CmdClearGoal, Result: wire.ClearGoalResult{}, Doc: "Remove the goal (not_found without one)."},
+			{Cmd: wire.CmdMarkGoalDone, Result: wire.GoalCheckData{}, Doc: "Mark the goal met: a person's word, which ends goal checks."},
+			{Cmd: wire.CmdSetSpendCap, Required: []string{"spendCapUsd"}, Result: wire.SpendCapSetData{}, Doc: "Set the spend cap in US dollars (0 removes it)."},
+			{Cmd: wire.CmdForkSession, Result: wire.ForkResult{}, Doc: "Branch the conversation: the session continues under a new id."},
+			{Cmd: wire.CmdCancelQueued, Required: []string{"messageId"}, Result: wire.Queued{}, Doc: "Remove a queued message before its turn starts."},
+		},
+		Routes: routes(),
+		Enums: map[reflect.Type][]string{
+			typeOf[wire.Code]():          {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeUnauthorized), string(wire.CodeProtocol), string(wire.CodeInternal)},
+			typeOf[wire.State]():         {string(wire.StateStarting), string(wire.StateIdle), string(wire.StateWorking), string(wire.StateWaitingForApproval), string(wire.StateWaitingForReview), string(wire.StateFailed), string(wire.StateStopped)},
+			typeOf[wire.FailureCode]():   {string(wire.FailEngineError), string(wire.FailPermissionUnavailable), string(wire.FailSignInExpired), string(wire.FailContextFull), string(wire.FailSpendCap), string(wire.FailStalled)},
+			typeOf[wire.QueueChange]():   {string(wire.QueueAdded), string(wire.QueueStarted), string(wire.QueueCancelled), string(wire.QueueCleared)},
+			typeOf[wire.Type]():          {string(wire.THello), string(wire.TLiveEnsure), string(wire.TInject), string(wire.TLiveInterrupt), string(wire.TApprovalResolv), string(wire.TCap), string(wire.TTermOpen), string(wire.TTermInput), string(wire.TTermResize), string(wire.TTermClose), string(wire.TTermAck), string(wire.TShutdown), string(wire.TReady), string(wire.TCapResult), string(wire.TTermOpened), string(wire.TTermData), string(wire.TTermExit), string(wire.TTermError), string(wire.TMirror), string(wire.TRotate), string(wire.TLiveReady), string(wire.TInjected), string(wire.TInterrupted), string(wire.TBye)},
+			typeOf[wire.Outcome]():       {string(wire.OutcomeInjected), string(wire.OutcomeNotLive), string(wire.OutcomeNotReady), string(wire.OutcomeFailed)},
+			typeOf[api.LifecycleType]():  {string(api.LifeCreated), string(api.LifeLive), string(api.LifeReaped), string(api.LifeFailed), string(api.LifeDeleted)},
+			typeOf[api.StreamMarkType](): {string(api.MarkLive), string(api.MarkReset), string(api.MarkEnded)},
+			typeOf[api.WaitFor]():        {string(api.WaitTurnEnd), string(api.WaitHuman), string(api.WaitIdle)},
+			typeOf[gate.Decision]():      {string(gate.Allow), string(gate.Ask), string(gate.Deny)},
+			typeOf[gate.Category]():      {string(gate.CategoryShell), string(gate.CategoryEdit), string(gate.CategoryRead), string(gate.CategoryNetwork), string(gate.CategoryWeb), string(gate.CategoryMCP)},
+			typeOf[hunks.Kind]():         {string(hunks.KindModify), string(hunks.KindCreate), string(hunks.KindDelete)},
+			typeOf[hunks.Op]():           {"context", "delete", "add"},
+		},
+		FieldEnums: map[string][]string{
+			"Spec.mode":                  modes,
+			"Command.mode":               modes,
+			"Command.decision":           {wire.DecisionAllow, wire.DecisionDeny, wire.DecisionAccept, wire.DecisionReject},
+			"AnswerCommand.decision":     {wire.DecisionAllow, wire.DecisionDeny},
+			"DecideHunkCommand.decision": {wire.DecisionAccept, wire.DecisionReject},
+			"AskAnsweredData.decision":   {wire.DecisionAllow, wire.DecisionDeny},
+			"HunkDecidedData.decision":   {wire.DecisionAccept, wire.DecisionReject},
+			"AnswerResult.decision":      {wire.DecisionAllow, wire.DecisionDeny},
+			"SteerResult.delivery":       {"native", "boundary", "queued"},
+			"TurnEndedData.outcome":      {"done", "stopped", "failed", "interrupted"},
+			"ToolFinishedData.outcome":   {"ok", "error", "denied", "partial", "stopped"},
+			"RotatedData.reason":         {"fork", "clear"},
+			"TermFrame.type":             {api.FrameOpened, api.FrameExit, api.FrameError, api.FrameResize},
+			"TermFrame.role":             {api.RoleOwner, api.RoleReadOnly},
+			"Term.role":                  {api.RoleOwner, api.RoleReadOnly},
+			"Lifecycle.reason":           {"idle", "room"},
+		},
+		RawTypes: map[string]reflect.Type{
+			"AskOpenedData.parts": typeOf[[]gate.Part](),
+		},
+		RawRefs: map[string]string{
+			"FeedItem.event":   "SessionEvent",
+			"WaitReply.events": "SessionEvent",
+			"Message.event":    "SessionEvent",
+			"Reply.result":     "",
+			"Message.result":   "",
+			"Message.args":     "",
+		},
+		WireForms: map[reflect.Type]reflect.Type{
+			typeOf[hunks.Line](): typeOf[hunks.LineJSON](),
+		},
+	}
+}
+
+var modes = []string{"review", "auto", "readonly"}

@@ -1,0 +1,42 @@
+package schema
+
+import (
+	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// routes are the HTTP API's routes (docs/api.md).
+func routes() []Route {
+	id := "/v1/sessions/{id}"
+	return []Route{
+		{Method: "GET", Path: "/v1/health", Summary: "Whether the supervisor answers, and how many sessions are live.", Reply: api.HealthReply{}},
+		{Method: "GET", Path: "/v1/openapi.json", Summary: "This document.", Reply: map[string]any{}},
+		{Method: "POST", Path: "/v1/sessions", Summary: "Create a session and start its runner; answers once the session is live.", Body: wire.Spec{}, Status: 201, Reply: api.SessionReply{}},
+		{Method: "GET", Path: "/v1/sessions", Summary: "Every session, most recently updated first.", Reply: api.SessionsReply{}},
+		{Method: "GET", Path: id, Summary: "One session (starts no runner).", Reply: api.SessionReply{}},
+		{Method: "DELETE", Path: id, Summary: "Stop the session's runner and remove the session.", Reply: wire.Reply{}},
+		{Method: "POST", Path: id + "/commands", Summary: "Run a control command; the reply is the runner's (docs/commands.md).", Body: wire.Command{}, Reply: wire.Reply{}},
+		{Method: "GET", Path: id + "/events", Summary: "The session's events: its log, then live.", Stream: "SessionEvent", Params: append([]Param{
+			{Name: "from", In: "query", Schema: intg, Doc: "the first seq wanted (0 and 1: everything)"},
+			{Name: "follow", In: "query", Schema: boo, Doc: "false ends the stream at the end of the log (default true)"},
+			{Name: "Last-Event-ID", In: "header", Schema: intg, Doc: "the last seq received: the stream resumes after it (wins over from)"},
+		}, streamParams...)},
+		{Method: "GET", Path: "/v1/events", Summary: "Every session's events and lifecycle changes on one stream.", Stream: "FeedItem", Params: append([]Param{
+			{Name: "session", In: "query", Schema: str, Repeated: true, Doc: "only these sessions (repeatable, or comma-separated)"},
+			{Name: "type", In: "query", Schema: str, Repeated: true, Doc: "only these event and lifecycle types (repeatable, or comma-separated)"},
+			{Name: "from", In: "query", Schema: str, Doc: "now (the default), start (every log first, then live), or a cursor to resume after"},
+			{Name: "Last-Event-ID", In: "header", Schema: str, Doc: "the last cursor received: the stream resumes after it (wins over from)"},
+		}, streamParams...)},
+		{Method: "GET", Path: id + "/wait", Summary: "A long poll: answers when the turn ends, a person is needed, or the session is idle.", Reply: api.WaitReply{}, Params: []Param{
+			{Name: "for", In: "query", Schema: ref("WaitFor"), Doc: "what to wait for (default idle)"},
+			{Name: "after", In: "query", Schema: intg, Doc: "turnEnd: the first turnEnded past this seq"},
+			{Name: "timeout", In: "query", Schema: str, Doc: "how long to wait: a duration (30s, 5m) or seconds; default 30s, at most 10m"},
+		}},
+		{Method: "GET", Path: id + "/terminals/{termId}", Summary: "Attach to a terminal of the session (WebSocket).", Frames: "TermFrame", Params: []Param{
+			{Name: "role", In: "query", Schema: enum(api.RoleOwner, api.RoleReadOnly), Doc: "the role asked for (default read-only)"},
+			{Name: "cols", In: "query", Schema: intg, Doc: "the window's width, 1 to 65535"},
+			{Name: "rows", In: "query", Schema: intg, Doc: "the window's height, 1 to 65535"},
+			{Name: "command", In: "query", Schema: str, Repeated: true, Doc: "a new terminal's program, one parameter per argument"},
+		}},
+	}
+}
