@@ -6,6 +6,7 @@ package schematest
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/corral-dev/corral/internal/schema"
@@ -36,7 +37,8 @@ var (
 	compiled = map[string]*jsonschema.Schema{}
 )
 
-// Compile compiles definition def of the schema.
+// Compile compiles definition def of the schema; "Def.prop" names the
+// schema of one of Def's properties (CommandResults.send: send's result).
 func Compile(def string) (*jsonschema.Schema, error) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -47,7 +49,11 @@ func Compile(def string) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.Compile(schema.ID + "#/$defs/" + def)
+	ptr := "#/$defs/" + def
+	if name, prop, ok := strings.Cut(def, "."); ok {
+		ptr = "#/$defs/" + name + "/properties/" + prop
+	}
+	s, err := c.Compile(schema.ID + ptr)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", def, err)
 	}

@@ -1,0 +1,199 @@
+// Package contract holds the contract test of Corral's API, both ways: Go
+// encodes a golden sample of every shape (every event type, every command
+// and its result, every route's bodies, every error code), checked in under
+// testdata/go; the TypeScript client's tests type-check those samples
+// against the generated types and decode them through the client; what
+// TypeScript writes back (testdata/ts, written by those tests) is validated
+// against the JSON Schema and decoded here.
+package contract
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/corral-dev/corral/internal/schema"
+	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/gate"
+	"github.com/corral-dev/corral/pkg/hunks"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// Sample is one golden value and the definition it must be.
+type Sample struct {
+	// Name is the sample's file name, without .json.
+	Name string `json:"name"`
+	// Def is the definition it is: a $defs name, or "CommandResults.cmd"
+	// for a command's result.
+	Def   string `json:"def"`
+	Value any    `json:"-"`
+}
+
+var ts = time.Date(2026, 11, 30, 10, 4, 5, 123456000, time.UTC)
+
+func event(seq int64, typ wire.EventType, data any) wire.Event {
+	ev := wire.Event{Seq: seq, TS: ts.Add(time.Duration(seq) * time.Millisecond), Type: typ}
+	if data != nil {
+		raw, err := json.Marshal(data)
+		if err != nil {
+			panic(err)
+		}
+		ev.Data = raw
+	}
+	return ev
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var (
+	usage = wire.UsageData{InputTokens: 3731, OutputTokens: 44, CacheReadTokens: 1024, CostUSD: 0.0119, Estimated: true, Model: "script-1"}
+	edit  = &hunks.Edit{Path: "hello.txt", Kind: hunks.KindModify, Added: 1, Removed: 1, OldSize: 12, NewSize: 13,
+		OldBlob: "4b825dc642cb6eb9a060e54bf8d69288fbee4904", NewBlob: "8ab686eafeb1f44702738c8b0f24f2567c36da6d",
+		Hunks: []hunks.Hunk{{ID: "h1", Header: "@@ -1,2 +1,2 @@", OldStart: 1, OldLines: 2, NewStart: 1, NewLines: 2, Added: 1, Removed: 1,
+			Lines: []hunks.Line{{Op: hunks.OpDelete, Text: "hello", EOL: "\n"}, {Op: hunks.OpAdd, Text: "hello, world", EOL: "\n"}, {Op: hunks.OpContext, Text: "bye \xff", EOL: ""}}}}}
+	status = wire.Status{Session: "3f2a9c0d1e4b", Engine: "script", State: wire.StateWaitingForApproval, Activity: "waiting for approval: Bash",
+		Mode: "review", Turn: 2, Queued: []wire.Queued{{ID: "m7", Text: "then run the tests"}}, OpenAsks: []string{"a5"}, PendingEdit: []string{},
+		Goal: "tests pass", Usage: usage, LastSeq: 57, SpendCapUSD: 2}
+	spec = wire.Spec{ID: "3f2a9c0d1e4b", Engine: "script", Cwd: "/home/me/project", Scenario: "demo", Mode: "review",
+		Allow: []string{"Bash(go test:*)"}, SpendCapUSD: 5, EngineSession: "script-3f2a9c0d1e4b",
+		Goal: &wire.Goal{Text: "tests pass; lint is clean"}, GoalLimit: 5, CompactAt: 90}
+	crash = &wire.Error{Message: "runner for session 3f2a9c0d1e4b was killed by signal killed", Code: wire.CodeRunnerCrashed, StatusCode: 502,
+		Detail: &wire.Crash{ExitCode: -1, Signal: "killed", Stderr: []string{"runner wrapper: starting pid 4242"}}}
+	session = api.Session{ID: "3f2a9c0d1e4b", Spec: spec, Live: true, Status: &status, UpdatedAt: ts, LastCrash: crash}
+	goalChk = wire.GoalCheckData{Goal: "tests pass; lint is clean", Clauses: []wire.GoalClause{{Clause: "tests pass", Met: true, Evidence: "go test ./... passed"},
+		{Clause: "lint is clean", Met: false, Evidence: "staticcheck reports 2 issues"}}, Met: 1, Total: 2, Summary: "unmet · 1/2", Attempt: 1, Limit: 5, By: "judge"}
+	queued = wire.Queued{ID: "m7", Text: "then run the tests"}
+)
+
+// events is one event of every type, in the order a session could log them.
+func events() []wire.Event {
+	return []wire.Event{
+		event(1, wire.EvSessionStarted, wire.SessionStartedData{Engine: "script", Cwd: "/home/me/project", Mode: "review", Model: "script-1", EngineSession: "script-3f2a9c0d1e4b"}),
+		event(2, wire.EvSessionResumed, wire.SessionStartedData{Engine: "script", Cwd: "/home/me/project", Mode: "review", Parent: "9b0d4f11a2c3", Unattended: true}),
+		event(3, wire.EvUserMessage, wire.UserMessageData{ID: "m4", Text: "add a README", Kind: "send", Queued: true}),
+		event(4, wire.EvQueueChanged, wire.QueueChangedData{Change: wire.QueueAdded, MessageID: "m4", Queued: []wire.Queued{{ID: "m4", Text: "add a README"}}}),
+		event(5, wire.EvTurnStarted, wire.TurnStartedData{Turn: 2, MessageID: "m4", Text: "add a README"}),
+		event(6, wire.EvAssistantDelta, wire.TextData{Text: "Writing "}),
+		event(7, wire.EvAssistantText, wire.TextData{Text: "Writing the README now."}),
+		event(8, wire.EvToolStarted, wire.ToolStartedData{ToolID: "tool-1", Tool: "Bash", Kind: "shell", Summary: "ls -la", Command: "ls -la"}),
+		event(9, wire.EvAskOpened, wire.AskOpenedData{AskID: "a5", ToolID: "tool-1", Tool: "Bash", Category: "shell", Reason: "runs a command the policy does not allow",
+			Command: "ls -la && curl example.invalid", Parts: mustJSON([]gate.Part{{Command: "ls -la", Decision: gate.Allow, Category: gate.CategoryShell, Reason: "reads only"},
+				{Command: "curl example.invalid", Decision: gate.Ask, Category: gate.CategoryNetwork, Reason: "reaches the network"}})}),
+		event(10, wire.EvAskAnswered, wire.AskAnsweredData{AskID: "a5", Decision: wire.DecisionAllow, Note: "fine", By: "user"}),
+		event(11, wire.EvToolFinished, wire.ToolFinishedData{ToolID: "tool-1", Tool: "Bash", Outcome: "ok", DurationMS: 12, ExitCode: ptr(0), Output: "total 8"}),
+		event(12, wire.EvSteerDelivered, wire.SteerData{Text: "use British spelling", ToolID: "tool-1"}),
+		event(13, wire.EvHunkStaged, wire.HunkStagedData{EditID: "e2", ToolID: "tool-2", Path: "hello.txt", Edit: edit}),
+		event(14, wire.EvHunkDecided, wire.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: wire.DecisionAccept, By: "user"}),
+		event(15, wire.EvEditApplied, wire.EditAppliedData{EditID: "e2", Path: "hello.txt", By: "engine", Hunks: []string{"h1"}, Added: 1, Removed: 1}),
+		event(16, wire.EvUsage, usage),
+		event(17, wire.EvContext, wire.ContextData{UsedTokens: 4755, WindowTokens: 200000, Percent: 2.38}),
+		event(18, wire.EvRetry, wire.RetryData{Attempt: 1, MaxRetries: 3, DelayMS: 500, Error: "529 overloaded"}),
+		event(19, wire.EvSteerRequeued, wire.SteerData{Text: "and the tests"}),
+		event(20, wire.EvTurnEnded, wire.TurnEndedData{Turn: 2, Outcome: "done", DurationMS: 1834, Usage: usage, Files: 1, Added: 1, Removed: 1, Summary: "1 file · +1 −1"}),
+		event(21, wire.EvGoalSet, wire.GoalSetData{Goal: "tests pass; lint is clean", Clauses: []string{"tests pass", "lint is clean"}}),
+		event(22, wire.EvGoalCheck, goalChk),
+		event(23, wire.EvGoalCleared, nil),
+		event(24, wire.EvModeChanged, wire.ModeChangedData{Mode: "auto"}),
+		event(25, wire.EvSpendCapSet, wire.SpendCapSetData{SpendCapUSD: 2.5}),
+		event(26, wire.EvCompacted, wire.CompactedData{BeforePercent: 96.5}),
+		event(27, wire.EvFailure, wire.FailureData{Code: wire.FailSignInExpired, Message: "the model endpoint rejected the credentials",
+			Action: "sign in again: claude /login", Stderr: []string{"401 Unauthorized"}}),
+		event(28, wire.EvStopped, wire.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1, ClearedQueue: 2}),
+		event(29, wire.EvRotated, wire.RotatedData{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1", Reason: "fork"}),
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// commands is every command with a sample of its result.
+func commands() []struct {
+	cmd    wire.Command
+	result any
+} {
+	return []struct {
+		cmd    wire.Command
+		result any
+	}{
+		{wire.Command{Cmd: wire.CmdSend, Text: "add a README"}, queued},
+		{wire.Command{Cmd: wire.CmdSteer, Text: "use British spelling"}, wire.SteerResult{Delivery: "queued", MessageID: "m8"}},
+		{wire.Command{Cmd: wire.CmdStop}, wire.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1}},
+		{wire.Command{Cmd: wire.CmdAnswer, AskID: "a5", Decision: wire.DecisionDeny, Note: "not the network"}, wire.AnswerResult{AskID: "a5", Decision: wire.DecisionDeny}},
+		{wire.Command{Cmd: wire.CmdStatus}, status},
+		{wire.Command{Cmd: wire.CmdDecideHunk, EditID: "e2", HunkID: "h1", Decision: wire.DecisionReject, Note: "keep it short"},
+			wire.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: wire.DecisionReject, Note: "keep it short", By: "user"}},
+		{wire.Command{Cmd: wire.CmdSetMode, Mode: "auto"}, wire.ModeChangedData{Mode: "auto"}},
+		{wire.Command{Cmd: wire.CmdSetGoal, Goal: "tests pass; lint is clean"}, wire.GoalSetData{Goal: "tests pass; lint is clean", Clauses: []string{"tests pass", "lint is clean"}}},
+		{wire.Command{Cmd: wire.CmdGetGoal}, wire.GoalState{Goal: "tests pass", Clauses: []string{"tests pass"}, Attempts: 1, Limit: 20}},
+		{wire.Command{Cmd: wire.CmdClearGoal}, wire.ClearGoalResult{Cleared: true}},
+		{wire.Command{Cmd: wire.CmdMarkGoalDone}, wire.GoalCheckData{Goal: "tests pass", Clauses: []wire.GoalClause{{Clause: "tests pass", Met: true, Evidence: "a person's word"}},
+			Met: 1, Total: 1, Holds: true, Summary: "holds · 1/1", By: "user"}},
+		{wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: ptr(2.5)}, wire.SpendCapSetData{SpendCapUSD: 2.5}},
+		{wire.Command{Cmd: wire.CmdForkSession}, wire.ForkResult{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1"}},
+		{wire.Command{Cmd: wire.CmdCancelQueued, MessageID: "m7"}, queued},
+	}
+}
+
+// Samples returns every golden sample.
+func Samples() []Sample {
+	var out []Sample
+	add := func(name, def string, v any) { out = append(out, Sample{Name: name, Def: def, Value: v}) }
+	for _, ev := range events() {
+		add("event."+string(ev.Type), "SessionEvent", ev)
+	}
+	for _, c := range commands() {
+		add("command."+string(c.cmd.Cmd), "Command", c.cmd)
+		add("result."+string(c.cmd.Cmd), "CommandResults."+string(c.cmd.Cmd), c.result)
+	}
+	for _, code := range schema.Defs()["Code"].Enum {
+		e := wire.Errorf(wire.Code(code), "a %s failure", code)
+		if code == string(wire.CodeRunnerCrashed) {
+			e = crash
+		}
+		add("error."+code, "Reply", wire.ErrReply(e))
+	}
+	// The routes' bodies.
+	created := spec
+	created.ID, created.EngineSession = "", ""
+	add("route.health.reply", "HealthReply", api.HealthReply{OK: true, Proto: wire.ProtocolVersion, LiveSessions: 3})
+	add("route.createSession.request", "Spec", created)
+	add("route.createSession.reply", "SessionReply", api.SessionReply{OK: true, Session: &session})
+	add("route.listSessions.reply", "SessionsReply", api.SessionsReply{OK: true, Sessions: []api.Session{session, {ID: "9b0d4f11a2c3", Spec: wire.Spec{ID: "9b0d4f11a2c3", Engine: "codex"}, UpdatedAt: ts}}})
+	add("route.getSession.reply", "SessionReply", api.SessionReply{OK: true, Session: &api.Session{ID: "9b0d4f11a2c3", Spec: wire.Spec{ID: "9b0d4f11a2c3", Engine: "codex"}, UpdatedAt: ts}})
+	add("route.deleteSession.reply", "Reply", wire.Reply{OK: true})
+	add("route.command.reply", "Reply", wire.OKReply(queued))
+	add("route.wait.reply", "WaitReply", api.WaitReply{OK: true, For: api.WaitTurnEnd, Met: true,
+		Events: []json.RawMessage{mustJSON(events()[19])}, LastSeq: 20, Status: &status})
+	add("route.wait.timedOut", "WaitReply", api.WaitReply{OK: true, For: api.WaitIdle, Events: []json.RawMessage{}, LastSeq: 57, Status: &status,
+		Lifecycle: &api.Lifecycle{Type: api.LifeFailed, TS: ts, Error: crash}})
+	add("route.feed.event", "FeedItem", api.FeedItem{Cursor: "7c1e02aa-1041", Session: "3f2a9c0d1e4b", Event: mustJSON(events()[7])})
+	add("route.feed.backlog", "FeedItem", api.FeedItem{Session: "3f2a9c0d1e4b", Event: mustJSON(events()[0])})
+	for i, l := range []api.Lifecycle{
+		{Type: api.LifeCreated, TS: ts, Spec: &spec}, {Type: api.LifeLive, TS: ts}, {Type: api.LifeReaped, TS: ts, Reason: "idle"},
+		{Type: api.LifeFailed, TS: ts, Error: crash}, {Type: api.LifeDeleted, TS: ts},
+	} {
+		add("route.feed."+string(l.Type), "FeedItem", api.FeedItem{Cursor: "7c1e02aa-" + string(rune('0'+i)), Session: "3f2a9c0d1e4b", Lifecycle: &l})
+	}
+	for _, m := range []api.StreamMark{
+		{Type: api.MarkLive}, {Type: api.MarkReset, Reason: "the cursor is not from this run of the supervisor"},
+		{Type: api.MarkEnded, Error: wire.Errorf(wire.CodeUnavailable, "the supervisor is shutting down")},
+	} {
+		add("route.feed."+string(m.Type), "FeedItem", api.FeedItem{Cursor: "7c1e02aa-1050", Stream: &m})
+	}
+	add("route.terminal.opened", "TermFrame", api.TermFrame{Type: api.FrameOpened, TermID: "main", ClientID: "ws-2f9c0a71b3e4d5c6", Role: api.RoleOwner, Cols: 120, Rows: 40})
+	add("route.terminal.notice", "TermFrame", api.TermFrame{Type: api.FrameError, Code: wire.CodeConflict, Message: "this client is read-only"})
+	add("route.terminal.fatal", "TermFrame", api.TermFrame{Type: api.FrameError, Code: wire.CodeTimeout, Message: "fell 4 MiB behind", Fatal: true})
+	add("route.terminal.exit", "TermFrame", api.TermFrame{Type: api.FrameExit, ExitCode: ptr(-1), Signal: "SIGKILL"})
+	add("route.terminal.resize", "TermFrame", api.TermFrame{Type: api.FrameResize, Cols: 100, Rows: 30})
+	// A few runner messages.
+	add("wire.liveEnsure", "Message", wire.Message{T: wire.TLiveEnsure, ReqID: "1", Spec: &spec, Dir: "/state/sessions/3f2a9c0d1e4b"})
+	add("wire.inject", "Message", wire.Message{T: wire.TInject, ReqID: "2", Command: &wire.Command{Cmd: wire.CmdSend, Text: "hi"}})
+	add("wire.injected", "Message", wire.Message{T: wire.TInjected, ReqID: "2", Outcome: wire.OutcomeInjected, Reply: wire.OKReply(queued)})
+	add("wire.mirror", "Message", wire.Message{T: wire.TMirror, Seq: 7, Event: mustJSON(events()[6])})
+	add("wire.termData", "Message", wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: "main", ClientID: "c1", Data: []byte("ls\r\n")}})
+	return out
+}
