@@ -170,8 +170,8 @@ func Samples() []Sample {
 		Events: []json.RawMessage{mustJSON(events()[19])}, LastSeq: 20, Status: &status})
 	add("route.wait.timedOut", "WaitReply", api.WaitReply{OK: true, For: api.WaitIdle, Events: []json.RawMessage{}, LastSeq: 57, Status: &status,
 		Lifecycle: &api.Lifecycle{Type: api.LifeFailed, TS: ts, Error: crash}})
-	add("route.feed.event", "FeedItem", api.FeedItem{Cursor: "7c1e02aa-1041", Session: "3f2a9c0d1e4b", Event: mustJSON(events()[7])})
 	add("route.feed.backlog", "FeedItem", api.FeedItem{Session: "3f2a9c0d1e4b", Event: mustJSON(events()[0])})
+	add("route.feed.event", "FeedItem", api.FeedItem{Cursor: "7c1e02aa-1041", Session: "3f2a9c0d1e4b", Event: mustJSON(events()[7])})
 	for i, l := range []api.Lifecycle{
 		{Type: api.LifeCreated, TS: ts, Spec: &spec}, {Type: api.LifeLive, TS: ts}, {Type: api.LifeReaped, TS: ts, Reason: "idle"},
 		{Type: api.LifeFailed, TS: ts, Error: crash}, {Type: api.LifeDeleted, TS: ts},

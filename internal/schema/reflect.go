@@ -29,6 +29,7 @@ type reflector struct {
 	composite map[reflect.Type]string
 	rawTypes  map[string]reflect.Type
 	rawRefs   map[string]string
+	neverNull map[string]bool
 	comments  map[string]string
 	errs      []error
 }
@@ -42,6 +43,7 @@ func newReflector(reg *Registry) *reflector {
 		fieldEnums: reg.FieldEnums,
 		rawTypes:   reg.RawTypes,
 		rawRefs:    reg.RawRefs,
+		neverNull:  reg.NeverNull,
 		wireForm:   reg.WireForms,
 		composite:  map[reflect.Type]string{},
 		comments:   Comments,
@@ -197,7 +199,7 @@ func (r *reflector) fields(owner string, t reflect.Type, s *Schema) {
 			s.Required = append(s.Required, name)
 			switch f.Type.Kind() {
 			case reflect.Pointer, reflect.Slice, reflect.Map:
-				if f.Type != bytesType {
+				if f.Type != bytesType && !r.neverNull[key] {
 					p = &Schema{AnyOf: []*Schema{p, {Type: Types{"null"}}}}
 				}
 			}

@@ -34,6 +34,10 @@ type Registry struct {
 	// WireForms map a type that encodes itself to the type of what it
 	// writes.
 	WireForms map[reflect.Type]reflect.Type
+	// NeverNull are the slice and pointer fields, by "Type.json", that
+	// encoding/json could write as null but whose producers never leave
+	// nil.
+	NeverNull map[string]bool
 }
 
 // Event is one event type and its data.
@@ -199,6 +203,13 @@ func Default() *Registry {
 		},
 		WireForms: map[reflect.Type]reflect.Type{
 			typeOf[hunks.Line](): typeOf[hunks.LineJSON](),
+		},
+		NeverNull: map[string]bool{
+			"WaitReply.events":       true, // supervisor.waiter.reply
+			"SessionsReply.sessions": true, // supervisor.Manager.List
+			"Status.queued":          true, // runner.status, and the status of a session without a runner
+			"Status.openAsks":        true,
+			"Status.pendingEdits":    true,
 		},
 	}
 }

@@ -215,7 +215,7 @@ func TestSchemaFollowsEncodingJSON(t *testing.T) {
 	code := 3
 	good := map[string]any{
 		"Spec":          wire.Spec{ID: "s", Engine: "script", Goal: &wire.Goal{Text: "tests pass"}},
-		"Status":        wire.Status{Session: "s", State: wire.StateIdle},
+		"Status":        wire.Status{Session: "s", State: wire.StateIdle, Queued: []wire.Queued{}, OpenAsks: []string{}, PendingEdit: []string{}},
 		"Message":       wire.Message{T: wire.TTermExit, Term: &wire.Term{TermID: "t", ExitCode: &code, Data: []byte{0, 1}}},
 		"Reply":         wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no")),
 		"Command":       wire.Command{Cmd: wire.CmdSend, Text: "hi"},

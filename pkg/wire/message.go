@@ -142,7 +142,7 @@ func (s Spec) NeedsPlugin() bool {
 // Spec is how a session is configured when it is created. It is stored in
 // the session folder's meta.json and sent with live.ensure.
 type Spec struct {
-	ID            string   `json:"id"`
+	ID            string   `json:"id,omitempty"`
 	Engine        string   `json:"engine"`
 	Cwd           string   `json:"cwd,omitempty"`
 	Scenario      string   `json:"scenario,omitempty"`

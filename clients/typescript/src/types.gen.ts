@@ -612,7 +612,7 @@ export interface SessionStartedEvent {
 /** SessionsReply is the body of a successful list. */
 export interface SessionsReply {
   ok: boolean;
-  sessions: Session[] | null;
+  sessions: Session[];
 }
 
 /** Set the goal checked after every turn. */
@@ -635,7 +635,7 @@ export interface SetSpendCapCommand {
 
 /** Spec is how a session is configured when it is created. It is stored in the session folder's meta.json and sent with live.ensure. */
 export interface Spec {
-  id: string;
+  id?: string;
   engine: string;
   cwd?: string;
   scenario?: string;
@@ -684,9 +684,9 @@ export interface Status {
   activity?: string;
   mode?: string;
   turn: number;
-  queued: Queued[] | null;
-  openAsks: string[] | null;
-  pendingEdits: string[] | null;
+  queued: Queued[];
+  openAsks: string[];
+  pendingEdits: string[];
   goal?: string;
   usage: UsageData;
   lastSeq: number;
@@ -940,7 +940,7 @@ export interface WaitReply {
   /** Met is false when the wait's timeout passed first. */
   met: boolean;
   /** Events are the events that decided it: the turnEnded (turnEnd, and idle after a turn); the askOpened and hunkStaged events still open (human). Each is its events.jsonl line. */
-  events: SessionEvent[] | null;
+  events: SessionEvent[];
   /** Lifecycle is set when the session's runner failed or was stopped (sessionFailed, sessionReaped), which decided a turnEnd or idle wait. */
   lifecycle?: Lifecycle;
   /** LastSeq is the session's last seq when the wait ended: pass it as after= to wait for what comes next. */
