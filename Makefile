@@ -31,6 +31,7 @@ test: deps
 deps:
 	./deploy/deps.sh
 	./deploy/engines/install.sh
+	./deploy/npm-ci.sh clients/typescript
 	./deploy/web.sh
 
 # The web console's bundle, embedded by the supervisor (internal/console).

@@ -1,0 +1,207 @@
+// The contract, from TypeScript's side. The Go test that runs these
+// (client_test.go) generates golden.gen.ts from Go's samples, so the
+// compiler has type-checked every one against the generated types before
+// this runs. Here each sample is decoded through the client itself (a
+// fetch or a WebSocket that serves it), and what the client decoded, with
+// requests TypeScript builds itself, is written to CORRAL_CONTRACT_TS for
+// Go to validate and decode.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { golden } from "./golden.gen.js";
+import {
+  CorralClient,
+  CorralError,
+  Terminal,
+  type Command,
+  type CommandOf,
+  type FeedItem,
+  type Reply,
+  type SessionEvent,
+  type Spec,
+  type TermEvent,
+  type TermFrame,
+  type WebSocketLike,
+} from "../src/index.js";
+
+const goDir = process.env["CORRAL_CONTRACT_GO"];
+const tsDir = process.env["CORRAL_CONTRACT_TS"];
+if (!goDir || !tsDir) throw new Error("CORRAL_CONTRACT_GO and CORRAL_CONTRACT_TS are not set: run these tests through go test ./clients/typescript");
+
+interface Sample {
+  name: string;
+  def: string;
+}
+const index = JSON.parse(fs.readFileSync(path.join(goDir, "index.json"), "utf8")) as Sample[];
+const read = (name: string): unknown => JSON.parse(fs.readFileSync(path.join(goDir, name + ".json"), "utf8"));
+const of = (prefix: string) => index.filter((s) => s.name.startsWith(prefix));
+
+// What TypeScript writes back for Go.
+const written: Sample[] = [];
+function write(name: string, def: string, value: unknown): void {
+  fs.writeFileSync(path.join(tsDir!, name + ".json"), JSON.stringify(value) + "\n");
+  written.push({ name, def });
+}
+after(() => fs.writeFileSync(path.join(tsDir!, "index.json"), JSON.stringify(written, null, 2) + "\n"));
+
+/** A client whose fetch answers every request with respond's answer. */
+function serving(respond: (url: string, init?: RequestInit) => Response): CorralClient {
+  return new CorralClient({ baseUrl: "http://supervisor.test", fetch: async (input, init) => respond(String(input), init) });
+}
+const json = (v: unknown, status = 200) => new Response(JSON.stringify(v), { status, headers: { "Content-Type": "application/json" } });
+const ndjson = (lines: unknown[]) => new Response(lines.map((l) => JSON.stringify(l) + "\n").join(""), { headers: { "Content-Type": "application/x-ndjson" } });
+
+test("the golden samples the compiler checked are Go's", () => {
+  for (const s of index) {
+    assert.deepEqual((golden as Record<string, unknown>)[s.name], read(s.name), s.name);
+  }
+});
+
+test("every event decodes through a session's stream", async () => {
+  const samples = of("event.").map((s) => read(s.name) as SessionEvent);
+  const c = serving(() => ndjson(samples));
+  const got: SessionEvent[] = [];
+  for await (const ev of c.events("3f2a9c0d1e4b", { follow: false })) got.push(ev);
+  assert.deepEqual(got, samples);
+  for (const ev of got) write("event." + ev.type, "SessionEvent", ev);
+});
+
+test("every command's result decodes, typed by its command", async () => {
+  for (const s of of("command.")) {
+    const cmd = read(s.name) as Command;
+    const result = read("result." + cmd.cmd);
+    let sent: unknown;
+    const c = serving((_, init) => {
+      sent = JSON.parse(String(init?.body));
+      return json({ ok: true, result });
+    });
+    const got = await c.command("3f2a9c0d1e4b", cmd);
+    assert.deepEqual(sent, cmd);
+    assert.deepEqual(got, result);
+    write("command." + cmd.cmd, "Command", sent);
+    write("result." + cmd.cmd, "CommandResults." + cmd.cmd, got);
+  }
+});
+
+test("every error becomes a CorralError with its code", async () => {
+  for (const s of of("error.")) {
+    const reply = read(s.name) as Reply;
+    const e = reply.error!;
+    const c = serving(() => json(reply, e.statusCode));
+    await assert.rejects(c.session("3f2a9c0d1e4b"), (err: unknown) => {
+      assert.ok(err instanceof CorralError);
+      assert.equal(err.code, e.code);
+      assert.equal(err.statusCode, e.statusCode);
+      assert.deepEqual(err.detail, e.detail);
+      return true;
+    });
+    write(s.name, "Reply", { ok: false, error: { message: e.message, code: e.code, statusCode: e.statusCode, ...(e.detail ? { detail: e.detail } : {}) } });
+  }
+});
+
+test("every route's reply decodes", async () => {
+  const reply = (name: string) => serving(() => json(read(name)));
+  const health = await reply("route.health.reply").health();
+  write("route.health.reply", "HealthReply", health);
+  const created = await reply("route.createSession.reply").createSession(read("route.createSession.request") as Spec);
+  write("route.createSession.reply", "SessionReply", { ok: true, session: created });
+  const list = await reply("route.listSessions.reply").sessions();
+  write("route.listSessions.reply", "SessionsReply", { ok: true, sessions: list });
+  const one = await reply("route.getSession.reply").session("9b0d4f11a2c3");
+  write("route.getSession.reply", "SessionReply", { ok: true, session: one });
+  await reply("route.deleteSession.reply").deleteSession("9b0d4f11a2c3");
+  write("route.deleteSession.reply", "Reply", { ok: true });
+  write("route.command.reply", "Reply", read("route.command.reply"));
+  for (const name of ["route.wait.reply", "route.wait.timedOut"]) {
+    const w = await reply(name).wait("3f2a9c0d1e4b", { for: "turnEnd", timeoutMs: 50 });
+    assert.deepEqual(w, read(name));
+    write(name, "WaitReply", w);
+  }
+});
+
+test("every item of the multiplexed stream decodes, and streamEnded ends it", async () => {
+  const samples = of("route.feed.").map((s) => ({ name: s.name, item: read(s.name) as FeedItem }));
+  let calls = 0;
+  const c = serving(() => {
+    calls++;
+    // The first connection carries every item and ends with streamEnded
+    // (unavailable); the reconnection finds no such session.
+    return calls === 1 ? ndjson(samples.map((s) => s.item)) : json({ ok: false, error: { message: "gone", code: "not_found", statusCode: 404 } }, 404);
+  });
+  const got: FeedItem[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const it of c.feed({ from: "start" })) got.push(it);
+    })(),
+    (e: unknown) => e instanceof CorralError && e.code === "not_found",
+  );
+  const ended = samples.find((s) => s.item.stream?.type === "streamEnded")!;
+  assert.deepEqual(got, samples.filter((s) => s !== ended).map((s) => s.item));
+  let j = 0;
+  for (const s of samples) write(s.name, "FeedItem", s === ended ? s.item : got[j++]);
+});
+
+test("every terminal frame decodes", async () => {
+  const sent: unknown[] = [];
+  const ws: WebSocketLike = {
+    binaryType: "arraybuffer",
+    readyState: 1,
+    send: (d) => sent.push(d),
+    close: () => {},
+    onopen: null,
+    onmessage: null,
+    onerror: null,
+    onclose: null,
+  };
+  const opened = read("route.terminal.opened") as TermFrame;
+  const term = new Terminal(ws, opened);
+  assert.equal(term.role, opened.role);
+  assert.equal(term.cols, opened.cols);
+  const notice = read("route.terminal.notice") as TermFrame;
+  const exit = read("route.terminal.exit") as TermFrame;
+  ws.onmessage?.({ data: new TextEncoder().encode("hi").buffer });
+  ws.onmessage?.({ data: JSON.stringify(notice) });
+  ws.onmessage?.({ data: JSON.stringify(exit) });
+  const evs: TermEvent[] = [];
+  for await (const ev of term) evs.push(ev);
+  assert.equal(new TextDecoder().decode(evs[0]?.output), "hi");
+  assert.equal(evs[1]?.notice?.code, notice.code);
+  assert.deepEqual(evs[2]?.exit, { code: exit.exitCode, signal: exit.signal });
+  term.resize(100, 30);
+  assert.deepEqual(JSON.parse(sent[0] as string), read("route.terminal.resize"));
+  write("route.terminal.resize", "TermFrame", JSON.parse(sent[0] as string));
+  for (const name of ["route.terminal.opened", "route.terminal.notice", "route.terminal.exit", "route.terminal.fatal"]) {
+    write(name, "TermFrame", read(name));
+  }
+});
+
+test("requests TypeScript builds itself", () => {
+  const spec: Omit<Spec, "id"> = {
+    engine: "script",
+    cwd: "/home/me/project",
+    mode: "auto",
+    unattended: true,
+    spendCapUsd: 1.5,
+    goal: { text: "tests pass" },
+    loop: { prompt: "check the build", everyMs: 60_000, count: 3 },
+  };
+  write("ts.spec", "Spec", spec);
+  const commands: { [C in Command["cmd"]]: CommandOf<C> } = {
+    send: { cmd: "send", text: "add a README" },
+    steer: { cmd: "steer", text: "British spelling" },
+    stop: { cmd: "stop" },
+    answer: { cmd: "answer", askId: "a1", decision: "deny", note: "no network" },
+    status: { cmd: "status" },
+    decideHunk: { cmd: "decideHunk", hunkId: "e2/h1", decision: "accept" },
+    setMode: { cmd: "setMode", mode: "readonly" },
+    setGoal: { cmd: "setGoal", goal: "tests pass" },
+    getGoal: { cmd: "getGoal" },
+    clearGoal: { cmd: "clearGoal" },
+    markGoalDone: { cmd: "markGoalDone" },
+    setSpendCap: { cmd: "setSpendCap", spendCapUsd: 0 },
+    forkSession: { cmd: "forkSession" },
+    cancelQueued: { cmd: "cancelQueued", messageId: "m7" },
+  };
+  for (const [name, cmd] of Object.entries(commands)) write("ts.command." + name, "Command", cmd);
+});
