@@ -136,8 +136,13 @@ func (b *bus) close(err error) {
 }
 
 // cursor names item n.
-func (b *bus) cursor(n uint64) string {
-	return b.epoch + "-" + strconv.FormatUint(n, 10)
+func (b *bus) cursor(n uint64) string { return string(b.appendCursor(nil, n)) }
+
+// appendCursor appends item n's cursor to dst.
+func (b *bus) appendCursor(dst []byte, n uint64) []byte {
+	dst = append(dst, b.epoch...)
+	dst = append(dst, '-')
+	return strconv.AppendUint(dst, n, 10)
 }
 
 // parseCursor returns the n a cursor names, and false for a cursor of

@@ -48,11 +48,37 @@ const (
 type FeedEvent struct {
 	Kind FeedKind
 	// Cursor resumes after this item; empty for the backlog.
-	Cursor  string
+	Cursor  []byte
 	Session string
 	// Type is the event's, the lifecycle change's, or the mark's type.
 	Type []byte
 	Line []byte
+}
+
+// AppendJSON appends ev as an api.FeedItem's JSON, without decoding or
+// re-encoding the event it carries.
+func (ev FeedEvent) AppendJSON(b []byte) []byte {
+	b = append(b, '{')
+	if len(ev.Cursor) > 0 {
+		b = append(b, `"cursor":"`...)
+		b = append(b, ev.Cursor...) // hex, a dash and digits: nothing to escape
+		b = append(b, `",`...)
+	}
+	if ev.Session != "" {
+		b = append(b, `"session":"`...)
+		b = append(b, ev.Session...) // a session id: nothing to escape
+		b = append(b, `",`...)
+	}
+	switch ev.Kind {
+	case FeedLifecycle:
+		b = append(b, `"lifecycle":`...)
+	case FeedMark:
+		b = append(b, `"stream":`...)
+	default:
+		b = append(b, `"event":`...)
+	}
+	b = append(b, ev.Line...)
+	return append(b, '}')
 }
 
 // Feed is one subscriber's multiplexed stream of every session's events and
@@ -73,6 +99,7 @@ type Feed struct {
 	current string
 	mark    []byte // a mark to send before anything else
 	markTyp api.StreamMarkType
+	cursor  []byte // the last item's cursor
 }
 
 // maxFeedBatch is how many ring items a Feed takes at once.
@@ -133,7 +160,7 @@ func (f *Feed) setMark(typ api.StreamMarkType, reason string) {
 func (f *Feed) Next(ctx context.Context) (FeedEvent, error) {
 	for {
 		if f.mark != nil {
-			ev := FeedEvent{Kind: FeedMark, Cursor: f.m.bus.cursor(f.pos - 1), Type: []byte(f.markTyp), Line: f.mark}
+			ev := FeedEvent{Kind: FeedMark, Cursor: f.cursorOf(f.pos - 1), Type: []byte(f.markTyp), Line: f.mark}
 			f.mark = nil
 			return ev, nil
 		}
@@ -150,7 +177,7 @@ func (f *Feed) Next(ctx context.Context) (FeedEvent, error) {
 			if !f.wanted(it) {
 				continue
 			}
-			ev := FeedEvent{Kind: FeedSessionEvent, Cursor: f.m.bus.cursor(it.n), Session: it.session, Type: it.typ, Line: it.line}
+			ev := FeedEvent{Kind: FeedSessionEvent, Cursor: f.cursorOf(it.n), Session: it.session, Type: it.typ, Line: it.line}
 			if it.life {
 				ev.Kind = FeedLifecycle
 			}
@@ -175,6 +202,12 @@ func (f *Feed) Next(ctx context.Context) (FeedEvent, error) {
 			return FeedEvent{}, ctx.Err()
 		}
 	}
+}
+
+// cursorOf is item n's cursor, in a buffer the next call reuses.
+func (f *Feed) cursorOf(n uint64) []byte {
+	f.cursor = f.m.bus.appendCursor(f.cursor[:0], n)
+	return f.cursor
 }
 
 // wanted filters a ring item, dropping what the backlog already sent.

@@ -71,36 +71,10 @@ func (s *server) feed(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		item = appendFeedItem(item[:0], ev)
-		return sw.write([]byte(ev.Cursor), ev.Type, item)
+		item = ev.AppendJSON(item[:0])
+		return sw.write(ev.Cursor, ev.Type, item)
 	}, func(sw *streamWriter, err error) {
 		raw, _ := json.Marshal(api.FeedItem{Stream: &api.StreamMark{Type: api.MarkEnded, Error: wire.ToError(err)}})
 		sw.end(raw)
 	})
-}
-
-// appendFeedItem appends ev as an api.FeedItem's JSON, without decoding or
-// re-encoding the event it carries.
-func appendFeedItem(b []byte, ev supervisor.FeedEvent) []byte {
-	b = append(b, '{')
-	if ev.Cursor != "" {
-		b = append(b, `"cursor":"`...)
-		b = append(b, ev.Cursor...) // hex, a dash and digits: nothing to escape
-		b = append(b, `",`...)
-	}
-	if ev.Session != "" {
-		b = append(b, `"session":"`...)
-		b = append(b, ev.Session...) // a session id: nothing to escape
-		b = append(b, `",`...)
-	}
-	switch ev.Kind {
-	case supervisor.FeedLifecycle:
-		b = append(b, `"lifecycle":`...)
-	case supervisor.FeedMark:
-		b = append(b, `"stream":`...)
-	default:
-		b = append(b, `"event":`...)
-	}
-	b = append(b, ev.Line...)
-	return append(b, '}')
 }
