@@ -19,15 +19,23 @@ import (
 // the request to the session's first event on disk (its ts: the runner
 // stamps an event as it writes it) and to the answer. Each create follows
 // the last after an untimed pause in which the supervisor's spare runner
-// is replaced, as between sessions a host creates.
+// is replaced, as between sessions a host creates. Side by side, each
+// round also times a GET /v1/health on the same socket: the floor of a
+// request there.
 func BenchmarkCreateToFirstEvent(b *testing.B) {
 	sup := testsupervisor.Start(b, testsupervisor.Options{})
 	ctx := context.Background()
 	toEvent := make([]time.Duration, 0, b.N)
 	toReply := make([]time.Duration, 0, b.N)
+	health := make([]time.Duration, 0, b.N)
 	for range b.N {
 		time.Sleep(100 * time.Millisecond)
 		t0 := time.Now()
+		if _, err := sup.Client.Health(ctx); err != nil {
+			b.Fatal(err)
+		}
+		health = append(health, time.Since(t0))
+		t0 = time.Now()
 		s, err := sup.Client.CreateSession(ctx, wire.Spec{Engine: "script", Cwd: sup.Work})
 		toReply = append(toReply, time.Since(t0))
 		if err != nil {
@@ -42,6 +50,7 @@ func BenchmarkCreateToFirstEvent(b *testing.B) {
 	b.StopTimer()
 	quantiles(b, toEvent, "event")
 	quantiles(b, toReply, "reply")
+	quantiles(b, health, "health")
 }
 
 func firstEvent(b *testing.B, path string) wire.Event {
