@@ -61,6 +61,7 @@ func goType(def string) (reflect.Type, bool) {
 		"SessionEvent": wire.Event{}, "Command": wire.Command{}, "Reply": wire.Reply{}, "Spec": wire.Spec{},
 		"HealthReply": api.HealthReply{}, "SessionReply": api.SessionReply{}, "SessionsReply": api.SessionsReply{},
 		"WaitReply": api.WaitReply{}, "FeedItem": api.FeedItem{}, "TermFrame": api.TermFrame{}, "Message": wire.Message{},
+		"WorkspaceReply": api.WorkspaceReply{}, "CommitRequest": api.CommitRequest{}, "CommitReply": api.CommitReply{}, "MergeReply": api.MergeReply{},
 	}
 	v, ok := types[def]
 	if !ok {
@@ -149,7 +150,7 @@ func routeDefs(rt schema.Route) []string {
 		if v == nil {
 			continue
 		}
-		if t := reflect.TypeOf(v); t.Kind() == reflect.Struct {
+		if t := reflect.TypeOf(v); t.Kind() == reflect.Struct && t.Name() != "" {
 			out = append(out, defName(t))
 		}
 	}

@@ -53,8 +53,9 @@ var (
 	status = wire.Status{Session: "3f2a9c0d1e4b", Engine: "script", State: wire.StateWaitingForApproval, Activity: "waiting for approval: Bash",
 		Mode: "review", Turn: 2, Queued: []wire.Queued{{ID: "m7", Text: "then run the tests"}}, OpenAsks: []string{"a5"}, PendingEdit: []string{},
 		Goal: "tests pass", Usage: usage, LastSeq: 57, SpendCapUSD: 2}
-	spec = wire.Spec{ID: "3f2a9c0d1e4b", Engine: "script", Cwd: "/home/me/project", Scenario: "demo", Mode: "review",
-		Allow: []string{"Bash(go test:*)"}, SpendCapUSD: 5, EngineSession: "script-3f2a9c0d1e4b",
+	spec = wire.Spec{ID: "3f2a9c0d1e4b", Engine: "script", Cwd: "/state/workspaces/app-9afafddc", Scenario: "demo", Mode: "review",
+		Workspace: &wire.Workspace{Base: "main", Branch: "corral/9afafddc", Repo: "/home/me/app", BaseCommit: "156f8f96a1b2c3d4e5f60718293a4b5c6d7e8f90", Path: "/state/workspaces/app-9afafddc"},
+		Allow:     []string{"Bash(go test:*)"}, SpendCapUSD: 5, EngineSession: "script-3f2a9c0d1e4b",
 		Goal: &wire.Goal{Text: "tests pass; lint is clean"}, GoalLimit: 5, CompactAt: 90}
 	crash = &wire.Error{Message: "runner for session 3f2a9c0d1e4b was killed by signal killed", Code: wire.CodeRunnerCrashed, StatusCode: 502,
 		Detail: &wire.Crash{ExitCode: -1, Signal: "killed", Stderr: []string{"runner wrapper: starting pid 4242"}}}
@@ -158,7 +159,8 @@ func Samples() []Sample {
 	}
 	// The routes' bodies.
 	created := spec
-	created.ID, created.EngineSession = "", ""
+	created.ID, created.EngineSession, created.Cwd = "", "", "/home/me/app"
+	created.Workspace = &wire.Workspace{Base: "main", Branch: "corral/9afafddc"}
 	add("route.health.reply", "HealthReply", api.HealthReply{OK: true, Proto: wire.ProtocolVersion, LiveSessions: 3})
 	add("route.createSession.request", "Spec", created)
 	add("route.createSession.reply", "SessionReply", api.SessionReply{OK: true, Session: &session})
@@ -184,6 +186,13 @@ func Samples() []Sample {
 	} {
 		add("route.feed."+string(m.Type), "FeedItem", api.FeedItem{Cursor: "7c1e02aa-1050", Stream: &m})
 	}
+	ws := api.WorkspaceStatus{Path: "/state/workspaces/app-9afafddc", Branch: "corral/9afafddc", Base: "main",
+		BaseCommit: "156f8f96a1b2c3d4e5f60718293a4b5c6d7e8f90", Head: "083c561ca1b2c3d4e5f60718293a4b5c6d7e8f90", Ahead: 1, Files: []*hunks.Edit{edit}}
+	add("route.workspace.reply", "WorkspaceReply", api.WorkspaceReply{OK: true, Workspace: &ws})
+	add("route.workspaceCommit.request", "CommitRequest", api.CommitRequest{Message: "Add notes"})
+	add("route.workspaceCommit.reply", "CommitReply", api.CommitReply{OK: true, Commit: "083c561ca1b2c3d4e5f60718293a4b5c6d7e8f90"})
+	add("route.workspaceMerge.reply", "MergeReply", api.MergeReply{OK: true, Result: &api.MergeResult{Merged: true, Commit: "9d1e2f3a4b5c6d7e8f90a1b2c3d4e5f607182930", Base: "main"}})
+	add("route.workspaceMerge.conflict", "MergeReply", api.MergeReply{OK: true, Result: &api.MergeResult{Base: "main", Conflicts: []string{"a.txt"}}})
 	add("route.terminal.opened", "TermFrame", api.TermFrame{Type: api.FrameOpened, TermID: "main", ClientID: "ws-2f9c0a71b3e4d5c6", Role: api.RoleOwner, Cols: 120, Rows: 40})
 	add("route.terminal.notice", "TermFrame", api.TermFrame{Type: api.FrameError, Code: wire.CodeConflict, Message: "this client is read-only"})
 	add("route.terminal.fatal", "TermFrame", api.TermFrame{Type: api.FrameError, Code: wire.CodeTimeout, Message: "fell 4 MiB behind", Fatal: true})

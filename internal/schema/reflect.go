@@ -120,6 +120,11 @@ func (r *reflector) of(t reflect.Type) *Schema {
 		if t.Implements(marshalType) {
 			r.errs = append(r.errs, fmt.Errorf("%s encodes itself: give the schema its wire form (Registry.WireForms)", t))
 		}
+		if t.Name() == "" { // an anonymous struct: inline, not a definition
+			s := &Schema{Type: Types{"object"}, Properties: &Properties{}}
+			r.fields("", t, s)
+			return s
+		}
 		return r.define(t, t)
 	case reflect.Interface:
 		return &Schema{}

@@ -32,6 +32,9 @@ func routes() []Route {
 			{Name: "after", In: "query", Schema: intg, Doc: "turnEnd: the first turnEnded past this seq"},
 			{Name: "timeout", In: "query", Schema: str, Doc: "how long to wait: a duration (30s, 5m) or seconds; default 30s, at most 10m"},
 		}},
+		{Method: "GET", Path: id + "/workspace", Summary: "The session's workspace: its worktree, branch, and changes against the base.", Reply: api.WorkspaceReply{}},
+		{Method: "POST", Path: id + "/workspace/commit", Summary: "Commit everything in the workspace.", Body: api.CommitRequest{}, Reply: api.CommitReply{}},
+		{Method: "POST", Path: id + "/workspace/merge", Summary: "Merge the workspace's branch into its base branch, locally, never forced.", Body: struct{}{}, Reply: api.MergeReply{}},
 		{Method: "GET", Path: id + "/terminals/{termId}", Summary: "Attach to a terminal of the session (WebSocket).", Frames: "TermFrame", Params: []Param{
 			{Name: "role", In: "query", Schema: enum(api.RoleOwner, api.RoleReadOnly), Doc: "the role asked for (default read-only)"},
 			{Name: "cols", In: "query", Schema: intg, Doc: "the window's width, 1 to 65535"},

@@ -4,6 +4,12 @@ import { attachTerminal, type TermOptions, type Terminal, type WebSocketConstruc
 import type {
   Command,
   CommandResults,
+  CommitReply,
+  CommitRequest,
+  MergeReply,
+  MergeResult,
+  WorkspaceReply,
+  WorkspaceStatus,
   FeedItem,
   HealthReply,
   Reply,
@@ -185,6 +191,25 @@ export class CorralClient {
       throw r.error ? CorralError.from(r.error) : new CorralError("internal", "a reply with neither ok nor error");
     }
     return r.result as CommandResults[C["cmd"]];
+  }
+
+  /** The session's workspace: its worktree, branch, and changes against the base. */
+  async workspace(id: string, signal?: AbortSignal): Promise<WorkspaceStatus> {
+    const r = await this.call<WorkspaceReply>("GET", `/sessions/${encodeURIComponent(id)}/workspace`, undefined, signal);
+    return r.workspace as WorkspaceStatus;
+  }
+
+  /** Commits everything in the session's workspace; answers the commit's id. */
+  async commitWorkspace(id: string, message: string, signal?: AbortSignal): Promise<string> {
+    const body: CommitRequest = { message };
+    const r = await this.call<CommitReply>("POST", `/sessions/${encodeURIComponent(id)}/workspace/commit`, body, signal);
+    return r.commit;
+  }
+
+  /** Merges the workspace's branch into its base branch (never forced). */
+  async mergeWorkspace(id: string, signal?: AbortSignal): Promise<MergeResult> {
+    const r = await this.call<MergeReply>("POST", `/sessions/${encodeURIComponent(id)}/workspace/merge`, {}, signal);
+    return r.result as MergeResult;
   }
 
   /**

@@ -114,6 +114,17 @@ export interface CommandResults {
   cancelQueued: Queued;
 }
 
+/** CommitReply answers a commit with the new commit's id. */
+export interface CommitReply {
+  ok: boolean;
+  commit: string;
+}
+
+/** CommitRequest is the body of POST /v1/sessions/{id}/workspace/commit. */
+export interface CommitRequest {
+  message: string;
+}
+
 /** CompactedData is the data of compacted. */
 export interface CompactedData {
   beforePercent: number;
@@ -430,6 +441,22 @@ export interface MarkGoalDoneCommand {
   cmd: "markGoalDone";
 }
 
+/** MergeReply is the body of POST /v1/sessions/{id}/workspace/merge: ok, with merged false and the conflicting files when the merge would conflict (then nothing changed). */
+export interface MergeReply {
+  ok: boolean;
+  result: MergeResult | null;
+}
+
+/** MergeResult is what a merge of a workspace into its base did. */
+export interface MergeResult {
+  /** Merged is true when the base branch now holds the workspace's commits; Commit is then the base branch's new tip. */
+  merged: boolean;
+  commit?: string;
+  base: string;
+  /** Conflicts names the files that would conflict; nothing was changed. */
+  conflicts?: string[];
+}
+
 /** Message is one line of the supervisor <-> runner protocol. Only the fields its type documents are set; the rest are omitted on the wire. */
 export interface Message {
   t: Type;
@@ -658,6 +685,8 @@ export interface Spec {
   compactAt?: number;
   /** Loop re-runs a prompt on a schedule; it needs Unattended and a spend cap. */
   loop?: Loop;
+  /** Workspace, when set, runs the session in a git worktree of its own on a new branch of Cwd's repository (internal/workspace); the supervisor then sets Cwd to the worktree. */
+  workspace?: Workspace;
 }
 
 /** SpendCapSetData is the data of spendCapSet, and the result of setSpendCap. */
@@ -947,6 +976,43 @@ export interface WaitReply {
   lastSeq: number;
   /** Status is the session's status when the wait ended (nil when it has none yet). */
   status?: Status;
+}
+
+/** Workspace asks for a session's own git worktree. Base, Branch and Keep come from the creator; the supervisor fills in the rest when it makes the worktree. */
+export interface Workspace {
+  /** Base is the branch or commit the new branch starts from (default HEAD); a branch is also where a merge goes. */
+  base?: string;
+  /** Branch is the new branch's name (default corral/<random>). */
+  branch?: string;
+  /** Keep leaves the worktree and branch in place when the session is deleted. */
+  keep?: boolean;
+  /** Repo is the repository's top folder, BaseCommit the commit the branch started at, Path the worktree (set by the supervisor). */
+  repo?: string;
+  baseCommit?: string;
+  path?: string;
+}
+
+/** WorkspaceReply is the body of GET /v1/sessions/{id}/workspace. */
+export interface WorkspaceReply {
+  ok: boolean;
+  workspace: WorkspaceStatus | null;
+}
+
+/** WorkspaceStatus is a session's workspace as a shell shows it: where it is, how far it has gone from its base, and its whole diff against the base (docs/api.md, Workspaces). */
+export interface WorkspaceStatus {
+  path: string;
+  branch: string;
+  base: string;
+  baseCommit: string;
+  keep: boolean;
+  /** Head is the branch's commit; Ahead counts its commits not in the base commit; Dirty says the worktree has changes not committed. */
+  head: string;
+  ahead: number;
+  dirty: boolean;
+  /** Files is the diff of the worktree as it is (commits and changes not committed) against the base commit, one edit per file. */
+  files: Edit[] | null;
+  /** Truncated is set when more files changed than Files holds. */
+  truncated?: boolean;
 }
 
 /** The data of each event type (undefined: the type has none). */

@@ -104,6 +104,22 @@ export class CorralClient {
         }
         return r.result;
     }
+    /** The session's workspace: its worktree, branch, and changes against the base. */
+    async workspace(id, signal) {
+        const r = await this.call("GET", `/sessions/${encodeURIComponent(id)}/workspace`, undefined, signal);
+        return r.workspace;
+    }
+    /** Commits everything in the session's workspace; answers the commit's id. */
+    async commitWorkspace(id, message, signal) {
+        const body = { message };
+        const r = await this.call("POST", `/sessions/${encodeURIComponent(id)}/workspace/commit`, body, signal);
+        return r.commit;
+    }
+    /** Merges the workspace's branch into its base branch (never forced). */
+    async mergeWorkspace(id, signal) {
+        const r = await this.call("POST", `/sessions/${encodeURIComponent(id)}/workspace/merge`, {}, signal);
+        return r.result;
+    }
     /**
      * Waits until the session's turn ends, it needs a person, or it is idle,
      * asking again after each long poll until then or until timeoutMs

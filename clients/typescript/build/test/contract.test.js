@@ -90,6 +90,20 @@ test("every route's reply decodes", async () => {
     await reply("route.deleteSession.reply").deleteSession("9b0d4f11a2c3");
     write("route.deleteSession.reply", "Reply", { ok: true });
     write("route.command.reply", "Reply", read("route.command.reply"));
+    const ws = await reply("route.workspace.reply").workspace("3f2a9c0d1e4b");
+    write("route.workspace.reply", "WorkspaceReply", { ok: true, workspace: ws });
+    let committed;
+    const commit = await serving((_, init) => {
+        committed = JSON.parse(String(init?.body));
+        return json(read("route.workspaceCommit.reply"));
+    }).commitWorkspace("3f2a9c0d1e4b", read("route.workspaceCommit.request").message);
+    assert.deepEqual(committed, read("route.workspaceCommit.request"));
+    write("route.workspaceCommit.request", "CommitRequest", committed);
+    write("route.workspaceCommit.reply", "CommitReply", { ok: true, commit });
+    for (const name of ["route.workspaceMerge.reply", "route.workspaceMerge.conflict"]) {
+        const merged = await reply(name).mergeWorkspace("3f2a9c0d1e4b");
+        write(name, "MergeReply", { ok: true, result: merged });
+    }
     for (const name of ["route.wait.reply", "route.wait.timedOut"]) {
         const w = await reply(name).wait("3f2a9c0d1e4b", { for: "turnEnd", timeoutMs: 50 });
         assert.deepEqual(w, read(name));
