@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/corral-dev/corral/internal/schema"
+	"github.com/corral-dev/corral/internal/testenv"
 )
 
 func main() {
@@ -21,7 +22,7 @@ func main() {
 }
 
 func run(args []string) error {
-	root, err := moduleRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		return err
 	}
@@ -56,22 +57,4 @@ func run(args []string) error {
 	cmd := exec.Command("go", "run", "./internal/schema/gen", "artefacts")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stdout, os.Stderr
 	return cmd.Run()
-}
-
-// moduleRoot is the folder of go.mod above the working directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
