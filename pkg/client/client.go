@@ -14,8 +14,11 @@
 // Event streams ([Client.Events]) deliver a session's events in seq order.
 // A followed stream reconnects on its own when its connection is lost or
 // the supervisor restarts, and resumes after the last event it returned, so
-// a caller sees each event exactly once. The request and reply bodies are
-// the types of pkg/api and pkg/wire.
+// a caller sees each event exactly once. [Client.Feed] follows every
+// session (and their lifecycle) on one stream, resuming from its cursor the
+// same way, and [Client.Wait] returns when a session's turn ends, it needs
+// a person, or it is idle. The request and reply bodies are the types of
+// pkg/api and pkg/wire; api/schema.json describes them all.
 package client
 
 import (
