@@ -113,7 +113,7 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	for _, ev := range seen {
 		types = append(types, ev.Type)
 	}
-	for _, want := range []wire.EventType{wire.EvAskOpened, wire.EvAskAnswered, wire.EvHunkStaged, wire.EvHunkDecided, wire.EvEditApplied, wire.EvTurnEnded} {
+	for _, want := range []wire.EventType{wire.EvQueueChanged, wire.EvAskOpened, wire.EvAskAnswered, wire.EvHunkStaged, wire.EvHunkDecided, wire.EvEditApplied, wire.EvTurnEnded} {
 		if !slices.Contains(types, want) {
 			t.Fatalf("%s missing from %v", want, types)
 		}

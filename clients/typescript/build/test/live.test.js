@@ -80,7 +80,7 @@ test("the scenario: create, send, answer, review, wait, stream, feed, terminal, 
     const seen = await until(events, (e) => e.type === "turnEnded");
     seen.forEach((e, i) => assert.equal(e.seq, i + 1, "seqs run from 1 without a gap"));
     const types = seen.map((e) => e.type);
-    for (const t of ["askOpened", "askAnswered", "hunkStaged", "hunkDecided", "editApplied", "turnEnded"]) {
+    for (const t of ["queueChanged", "askOpened", "askAnswered", "hunkStaged", "hunkDecided", "editApplied", "turnEnded"]) {
         assert.ok(types.includes(t), `${t} in ${types}`);
     }
     const status = await c.command(s.id, { cmd: "status" });
