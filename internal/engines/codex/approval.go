@@ -9,35 +9,44 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
 // feedbackWait bounds the steer that carries a refusal's reasons.
 const feedbackWait = 10 * time.Second
 
-// serveRequest answers one server request. Every request gets an answer:
+// serveRequest answers one server request, on a goroutine of its own (a
+// Permit can take as long as a human does). Every request gets an answer:
 // the approvals through the gate, the rest with a refusal, so the server
 // never waits on Corral forever.
-func (e *Engine) serveRequest(srv *serverProc, m message) {
-	var err error
-	switch m.Method {
+func (e *Engine) serveRequest(ctx context.Context, srv *serverProc, method string, params json.RawMessage) (any, error) {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Corral is stopping this server"}
+	}
+	id := string(jsonrpc.RequestID(ctx))
+	switch method {
 	case rCommandApproval:
-		err = e.answerCommand(srv, m)
+		return e.answerCommand(srv, id, params)
 	case rFileChangeApproval:
-		err = e.answerFileChange(srv, m)
+		return e.answerFileChange(srv, id, params)
 	case rPermissions:
 		// More permissions would let later commands skip approval.
-		err = srv.conn.respond(m.ID, permissionsGrant{Scope: "turn"})
+		return permissionsGrant{Scope: "turn"}, nil
 	case rElicitation:
-		err = srv.conn.respond(m.ID, elicitationAnswer{Action: "decline"})
+		return elicitationAnswer{Action: "decline"}, nil
 	case rUserInput:
-		err = srv.conn.respondError(m.ID, codeMethodNotFound, "Corral cannot put questions to the user in the middle of a turn; continue with your best judgement and ask in your reply")
-	default:
-		err = srv.conn.respondError(m.ID, codeMethodNotFound, fmt.Sprintf("Corral does not handle %s", m.Method))
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Corral cannot put questions to the user in the middle of a turn; continue with your best judgement and ask in your reply"}
 	}
-	if err != nil {
-		e.log.Warn("codex: could not answer a server request", zap.String("method", m.Method), zap.Error(err))
-	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("Corral does not handle %s", method)}
+}
+
+// unreadable refuses an approval request Corral could not decode.
+func unreadable(err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Corral could not read the approval request: " + err.Error()}
 }
 
 func decide(accept bool) approvalDecision {
@@ -49,16 +58,16 @@ func decide(accept bool) approvalDecision {
 
 // answerCommand puts an escalated command (or a command's network access)
 // through the gate.
-func (e *Engine) answerCommand(srv *serverProc, m message) error {
+func (e *Engine) answerCommand(srv *serverProc, requestID string, params json.RawMessage) (any, error) {
 	var p commandApprovalParams
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		return srv.conn.respondError(m.ID, codeInvalidParams, "Corral could not read the approval request: "+err.Error())
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, unreadable(err)
 	}
 	ts := e.turnFor(p.ThreadID)
 	if ts == nil || ts.judge || ts.ended() {
-		return srv.conn.respond(m.ID, decide(false))
+		return decide(false), nil
 	}
-	ctx, done := ts.requestContext(string(m.ID))
+	ctx, done := ts.requestContext(requestID)
 	defer done()
 
 	command := ""
@@ -70,7 +79,7 @@ func (e *Engine) answerCommand(srv *serverProc, m message) error {
 		Tool:    "exec_command",
 		Kind:    engine.KindShell,
 		Command: shellScript(command),
-		Input:   m.Params,
+		Input:   params,
 	}
 	if p.ApprovalID != nil && *p.ApprovalID != "" {
 		call.ID = *p.ApprovalID
@@ -86,7 +95,7 @@ func (e *Engine) answerCommand(srv *serverProc, m message) error {
 	}
 	v := e.opts.Host.Permit(ctx, call)
 	if v.Allow {
-		return srv.conn.respond(m.ID, decide(true))
+		return decide(true), nil
 	}
 	msg := v.Message
 	if msg == "" {
@@ -98,7 +107,7 @@ func (e *Engine) answerCommand(srv *serverProc, m message) error {
 	if ctx.Err() == nil {
 		e.feedback(srv, ts, p.TurnID, fmt.Sprintf("Corral declined your %s call (%s): %s", call.Tool, call.ID, msg))
 	}
-	return srv.conn.respond(m.ID, decide(false))
+	return decide(false), nil
 }
 
 func networkURL(nc networkContext) string {
@@ -123,22 +132,22 @@ type fileVerdict struct {
 // declined; the files that were allowed are written by Corral itself, the
 // runner has already written the accepted hunks of partly applied files,
 // and the model is told all of it.
-func (e *Engine) answerFileChange(srv *serverProc, m message) error {
+func (e *Engine) answerFileChange(srv *serverProc, requestID string, params json.RawMessage) (any, error) {
 	var p fileChangeApprovalParams
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		return srv.conn.respondError(m.ID, codeInvalidParams, "Corral could not read the approval request: "+err.Error())
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, unreadable(err)
 	}
 	ts := e.turnFor(p.ThreadID)
 	if ts == nil || ts.judge || ts.ended() {
-		return srv.conn.respond(m.ID, decide(false))
+		return decide(false), nil
 	}
-	ctx, done := ts.requestContext(string(m.ID))
+	ctx, done := ts.requestContext(requestID)
 	defer done()
 
-	refuse := func(reason string) error {
+	refuse := func(reason string) (any, error) {
 		ts.noteDenial(p.ItemID, reason)
 		e.feedback(srv, ts, p.TurnID, fmt.Sprintf("Corral declined your patch (%s): %s", p.ItemID, reason))
-		return srv.conn.respond(m.ID, decide(false))
+		return decide(false), nil
 	}
 	changes, ok := ts.fileChanges(p.ItemID)
 	if !ok {
@@ -152,7 +161,7 @@ func (e *Engine) answerFileChange(srv *serverProc, m message) error {
 	for i, edit := range edits {
 		if ctx.Err() != nil {
 			// The turn was stopped: decline what remains unreviewed.
-			return srv.conn.respond(m.ID, decide(false))
+			return decide(false), nil
 		}
 		id := p.ItemID
 		if len(edits) > 1 {
@@ -174,7 +183,7 @@ func (e *Engine) answerFileChange(srv *serverProc, m message) error {
 		allowed = allowed && r.verdict.Allow
 	}
 	if allowed {
-		return srv.conn.respond(m.ID, decide(true))
+		return decide(true), nil
 	}
 	if ctx.Err() == nil {
 		for i := range results {
@@ -188,7 +197,7 @@ func (e *Engine) answerFileChange(srv *serverProc, m message) error {
 	if ctx.Err() == nil {
 		e.feedback(srv, ts, p.TurnID, fmt.Sprintf("Corral declined your patch (%s) as a whole. %s", p.ItemID, msg))
 	}
-	return srv.conn.respond(m.ID, decide(false))
+	return decide(false), nil
 }
 
 // changeFor finds the protocol change that produced the edit of path, for
@@ -244,7 +253,7 @@ func (e *Engine) feedback(srv *serverProc, ts *turnState, turnID, text string) {
 	}
 	ctx, cancel := context.WithTimeout(ts.ctx, feedbackWait)
 	defer cancel()
-	if err := srv.conn.call(ctx, mTurnSteer, turnSteerParams{ThreadID: ts.threadID, ExpectedTurnID: turnID, Input: textInput(text)}, nil); err != nil {
+	if err := srv.conn.Call(ctx, mTurnSteer, turnSteerParams{ThreadID: ts.threadID, ExpectedTurnID: turnID, Input: textInput(text)}, nil); err != nil {
 		e.log.Warn("codex: could not give the model the reason for a refusal", zap.Error(err))
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/pkg/engine"
 )
@@ -33,7 +34,7 @@ type Engine struct {
 	launch  launchFunc
 	locate  func(config map[string]string) (string, error)
 	version func(ctx context.Context, bin string, env []string) (string, error)
-	trace   tracer
+	trace   func(dir jsonrpc.Direction, body []byte)
 	// extraConfig is appended to config.toml (tests: a key the CLI
 	// rejects).
 	extraConfig []byte
@@ -49,8 +50,6 @@ type Engine struct {
 	// turnMu serialises Turn, Fork, Judge and Compact: one thread runs
 	// one turn at a time.
 	turnMu sync.Mutex
-	// requests counts server requests being answered, for Close.
-	requests sync.WaitGroup
 
 	mu       sync.Mutex
 	started  bool
@@ -159,25 +158,25 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 
 // connect starts a server and completes the initialize handshake.
 func (e *Engine) connect(ctx context.Context) (*serverProc, error) {
-	srv, err := e.launch(e.spec, serverHooks{handle: e.handle, badLine: e.badLine, gone: e.serverGone})
+	srv, err := e.launch(e.spec, serverHooks{notify: e.notify, request: e.serveRequest, badLine: e.badLine, gone: e.serverGone})
 	if err != nil {
 		return nil, engineFailure("codex", err, nil)
 	}
 	ictx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
 	var init initializeResult
-	err = srv.conn.call(ictx, mInitialize, initializeParams{
+	err = srv.conn.Call(ictx, mInitialize, initializeParams{
 		ClientInfo: clientInfo{Name: "corral", Title: "Corral", Version: "1"},
 		Capabilities: initializeCapabilities{
 			OptOutNotificationMethods: notificationsOptedOut,
 		},
 	}, &init)
 	if err == nil {
-		err = srv.conn.notify(mInitialized, nil)
+		err = srv.conn.Notify(mInitialized, nil)
 	}
 	if err != nil {
 		srv.stop()
-		return nil, engineFailure("codex: app-server did not initialize", err, srv.stderr.Lines())
+		return nil, engineFailure("codex: app-server did not initialize", err, srv.stderr())
 	}
 	return srv, nil
 }
@@ -206,11 +205,11 @@ func (e *Engine) openThread(ctx context.Context, srv *serverProc, resume string)
 	ctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
 	var res threadResult
-	err := srv.conn.call(ctx, method, params, &res)
+	err := srv.conn.Call(ctx, method, params, &res)
 	// Warnings about the configuration arrive right after initialize,
 	// before this response.
 	if f := e.configRejected(); f != nil {
-		f.Stderr = srv.stderr.Lines()
+		f.Stderr = srv.stderr()
 		return threadResult{}, f
 	}
 	if err != nil {
@@ -218,10 +217,10 @@ func (e *Engine) openThread(ctx context.Context, srv *serverProc, resume string)
 		if resume != "" {
 			what = "resume thread " + resume
 		}
-		return threadResult{}, engineFailure("codex: "+what, err, srv.stderr.Lines())
+		return threadResult{}, engineFailure("codex: "+what, err, srv.stderr())
 	}
 	if err := e.checkPolicy(res); err != nil {
-		return threadResult{}, engineFailure("codex", err, srv.stderr.Lines())
+		return threadResult{}, engineFailure("codex", err, srv.stderr())
 	}
 	return res, nil
 }
@@ -312,9 +311,10 @@ func (e *Engine) Close() error {
 		ts.cancel()
 	}
 	if srv != nil {
+		// The server's connection waits for the requests it was
+		// answering before it is gone.
 		srv.stop()
 	}
-	e.requests.Wait()
 	return nil
 }
 

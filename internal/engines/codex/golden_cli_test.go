@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/internal/fakemodel"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
@@ -31,11 +32,11 @@ type recorder struct {
 }
 
 type tracedLine struct {
-	dir  direction
+	dir  jsonrpc.Direction
 	line []byte
 }
 
-func (r *recorder) trace(dir direction, line []byte) {
+func (r *recorder) trace(dir jsonrpc.Direction, line []byte) {
 	r.mu.Lock()
 	r.lines = append(r.lines, tracedLine{dir, append([]byte(nil), line...)})
 	r.mu.Unlock()
@@ -117,12 +118,12 @@ func normaliseTranscript(lines []tracedLine, paths map[string]string) string {
 	var sent []string
 	kinds := map[string]map[string]bool{}
 	for _, l := range lines {
-		m, err := parseMessage(l.line)
+		m, err := jsonrpc.ParseMessage(l.line)
 		if err != nil {
 			continue
 		}
-		if l.dir == toServer {
-			if m.Kind == kindRequest {
+		if l.dir == jsonrpc.Sent {
+			if m.Kind == jsonrpc.KindRequest {
 				methodOf[string(m.ID)] = m.Method
 			}
 			sent = append(sent, "> "+norm(string(l.line)))
@@ -165,14 +166,14 @@ func normaliseTranscript(lines []tracedLine, paths map[string]string) string {
 
 // receivedKind names a received message: its method (with the item type
 // for item notifications), or the method its response answers.
-func receivedKind(m message, methodOf map[string]string) (string, json.RawMessage) {
+func receivedKind(m jsonrpc.Message, methodOf map[string]string) (string, json.RawMessage) {
 	switch m.Kind {
-	case kindResponse:
+	case jsonrpc.KindReply:
 		if m.Error != nil {
 			return "error response to " + methodOf[string(m.ID)], nil
 		}
 		return "response to " + methodOf[string(m.ID)], m.Result
-	case kindRequest:
+	case jsonrpc.KindRequest:
 		return "request " + m.Method, m.Params
 	}
 	label := m.Method
@@ -283,7 +284,7 @@ func compareTranscripts(want, got string) string {
 
 func sentMethod(lines ...string) string {
 	for _, l := range lines {
-		if m, err := parseMessage([]byte(l)); err == nil {
+		if m, err := jsonrpc.ParseMessage([]byte(l)); err == nil {
 			if m.Method != "" {
 				return m.Method
 			}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -16,33 +17,21 @@ func (e *Engine) badLine(line []byte, err error) {
 	e.log.Warn("codex app-server sent an unreadable line", zap.Error(err), zap.String("line", clip(line, 200)))
 }
 
-// handle receives every notification and server request, in order, on the
-// server's reading goroutine. Requests are answered on their own
-// goroutines: a Permit can take as long as a human does.
-func (e *Engine) handle(srv *serverProc, m message) {
-	if m.Kind == kindRequest {
-		e.mu.Lock()
-		closed := e.closed
-		if !closed {
-			// Under mu, so that Close's Wait never races an Add.
-			e.requests.Add(1)
-		}
-		e.mu.Unlock()
-		if closed {
-			return // the server is being stopped
-		}
-		go func() {
-			defer e.requests.Done()
-			e.serveRequest(srv, m)
-		}()
-		return
-	}
-	if err := e.onNotification(m); err != nil {
-		e.log.Warn("codex notification not understood", zap.String("method", m.Method), zap.Error(err))
+// notify receives every notification, in order, on the server's reading
+// goroutine.
+func (e *Engine) notify(method string, params json.RawMessage) {
+	if err := e.onNotification(notification{Method: method, Params: params}); err != nil {
+		e.log.Warn("codex notification not understood", zap.String("method", method), zap.Error(err))
 	}
 }
 
-func (e *Engine) onNotification(m message) error {
+// notification is one notification from the server.
+type notification struct {
+	Method string
+	Params json.RawMessage
+}
+
+func (e *Engine) onNotification(m notification) error {
 	switch m.Method {
 	case nConfigWarning:
 		var w configWarning
@@ -130,7 +119,7 @@ func (e *Engine) onNotification(m message) error {
 		if err := json.Unmarshal(m.Params, &n); err != nil {
 			return err
 		}
-		id, err := canonicalID(n.RequestID)
+		id, err := jsonrpc.CanonicalID(n.RequestID)
 		if err != nil || id == nil {
 			return fmt.Errorf("resolved request id %s", n.RequestID)
 		}

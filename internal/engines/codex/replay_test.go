@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/corral-dev/corral/internal/enginetest"
-	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -28,16 +28,16 @@ import (
 // Requests the recording never answered get a JSON-RPC error.
 type replay struct {
 	t      testing.TB
-	script []message
+	script []jsonrpc.Message
 	// methods maps the recorded client request ids to their method and
 	// params, to know what each recorded response answers.
-	methods map[string]message
+	methods map[string]jsonrpc.Message
 	// skip drops recorded exchanges the engine does not make (the
 	// recorder's probes).
-	skip func(req message) bool
+	skip func(req jsonrpc.Message) bool
 
 	mu      sync.Mutex
-	fromEng []message // everything the engine sent, in order
+	fromEng []jsonrpc.Message // everything the engine sent, in order
 	done    chan struct{}
 }
 
@@ -46,13 +46,13 @@ type replay struct {
 // Corral's.
 func loadReplay(t testing.TB, name, cwd, home string, renameProvider bool) *replay {
 	t.Helper()
-	read := func(file string) []message {
+	read := func(file string) []jsonrpc.Message {
 		f, err := os.Open(filepath.Join("testdata", "transcripts", name, file))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		var out []message
+		var out []jsonrpc.Message
 		sc := bufio.NewScanner(f)
 		sc.Buffer(nil, maxLineBytes)
 		for sc.Scan() {
@@ -60,7 +60,7 @@ func loadReplay(t testing.TB, name, cwd, home string, renameProvider bool) *repl
 			if renameProvider {
 				line = strings.ReplaceAll(line, `"modelProvider":"mock"`, `"modelProvider":"corral"`)
 			}
-			m, err := parseMessage([]byte(line))
+			m, err := jsonrpc.ParseMessage([]byte(line))
 			if err != nil {
 				t.Fatalf("%s/%s: %v", name, file, err)
 			}
@@ -71,9 +71,9 @@ func loadReplay(t testing.TB, name, cwd, home string, renameProvider bool) *repl
 		}
 		return out
 	}
-	r := &replay{t: t, script: read("from-server.ndjson"), methods: map[string]message{}, skip: func(message) bool { return false }, done: make(chan struct{})}
+	r := &replay{t: t, script: read("from-server.ndjson"), methods: map[string]jsonrpc.Message{}, skip: func(jsonrpc.Message) bool { return false }, done: make(chan struct{})}
 	for _, m := range read("to-server.ndjson") {
-		if m.Kind == kindRequest {
+		if m.Kind == jsonrpc.KindRequest {
 			r.methods[string(m.ID)] = m
 		}
 	}
@@ -85,9 +85,10 @@ func (r *replay) launcher() launchFunc {
 	return func(spec spawnSpec, hooks serverHooks) (*serverProc, error) {
 		engRead, replayWrite := io.Pipe()
 		replayRead, engWrite := io.Pipe()
-		s := &serverProc{stderr: proc.NewTail(stderrLines), gone: make(chan struct{})}
-		s.stderr.Write([]byte("replayed server\n"))
-		s.conn = newConn(engWrite, spec.trace)
+		gone := make(chan struct{})
+		s := &serverProc{stderr: func() []string { return []string{"replayed server"} }, gone: gone}
+		s.conn = jsonrpc.NewConn(engRead, engWrite, connOptions(s, spec, hooks))
+		s.closeInput = func() { engWrite.Close() }
 		s.kill = func() {
 			engWrite.Close()
 			replayWrite.Close()
@@ -95,9 +96,12 @@ func (r *replay) launcher() launchFunc {
 		}
 		go r.run(replayRead, replayWrite)
 		go func() {
-			err := s.conn.serve(engRead, func(m message) { hooks.handle(s, m) }, hooks.badLine)
-			s.exit = describeExit(nil, err)
-			close(s.gone)
+			err := s.conn.Serve()
+			s.exit = "exited"
+			if err != nil {
+				s.exit += " (" + err.Error() + ")"
+			}
+			close(gone)
 			hooks.gone(s)
 		}()
 		return s, nil
@@ -109,13 +113,13 @@ func (r *replay) run(in *io.PipeReader, out *io.PipeWriter) {
 	defer close(r.done)
 	defer in.Close()
 	defer out.Close()
-	msgs := make(chan message)
+	msgs := make(chan jsonrpc.Message)
 	go func() {
 		defer close(msgs)
 		sc := bufio.NewScanner(in)
 		sc.Buffer(nil, maxLineBytes)
 		for sc.Scan() {
-			m, err := parseMessage(sc.Bytes())
+			m, err := jsonrpc.ParseMessage(sc.Bytes())
 			if err != nil {
 				r.t.Errorf("the engine sent an unreadable line %q: %v", sc.Text(), err)
 				continue
@@ -139,29 +143,29 @@ func (r *replay) run(in *io.PipeReader, out *io.PipeWriter) {
 		_, err = out.Write(append(line, '\n'))
 		return err == nil
 	}
-	refuse := func(m message) bool {
-		return write(map[string]any{"id": m.ID, "error": rpcError{Code: -32600, Message: "not in the recording: " + m.Method}})
+	refuse := func(m jsonrpc.Message) bool {
+		return write(map[string]any{"id": m.ID, "error": jsonrpc.Error{Code: -32600, Message: "not in the recording: " + m.Method}})
 	}
 	// await reads the engine's messages until want accepts one.
-	await := func(want func(message) bool) (message, bool) {
+	await := func(want func(jsonrpc.Message) bool) (jsonrpc.Message, bool) {
 		for m := range msgs {
 			if want(m) {
 				return m, true
 			}
-			if m.Kind == kindRequest && !refuse(m) {
-				return message{}, false
+			if m.Kind == jsonrpc.KindRequest && !refuse(m) {
+				return jsonrpc.Message{}, false
 			}
 		}
-		return message{}, false
+		return jsonrpc.Message{}, false
 	}
 	for _, m := range r.script {
 		switch m.Kind {
-		case kindResponse:
+		case jsonrpc.KindReply:
 			req, ok := r.methods[string(m.ID)]
 			if !ok || r.skip(req) {
 				continue
 			}
-			got, ok := await(func(x message) bool { return x.Kind == kindRequest && x.Method == req.Method })
+			got, ok := await(func(x jsonrpc.Message) bool { return x.Kind == jsonrpc.KindRequest && x.Method == req.Method })
 			if !ok {
 				return
 			}
@@ -174,22 +178,22 @@ func (r *replay) run(in *io.PipeReader, out *io.PipeWriter) {
 			if !write(resp) {
 				return
 			}
-		case kindNotification:
+		case jsonrpc.KindNotification:
 			if !write(map[string]any{"method": m.Method, "params": m.Params}) {
 				return
 			}
-		case kindRequest:
+		case jsonrpc.KindRequest:
 			if !write(map[string]any{"id": m.ID, "method": m.Method, "params": m.Params}) {
 				return
 			}
 			id := string(m.ID)
-			if _, ok := await(func(x message) bool { return x.Kind == kindResponse && string(x.ID) == id }); !ok {
+			if _, ok := await(func(x jsonrpc.Message) bool { return x.Kind == jsonrpc.KindReply && string(x.ID) == id }); !ok {
 				return
 			}
 		}
 	}
 	// The recording is over: refuse whatever comes until stdin closes.
-	await(func(message) bool { return false })
+	await(func(jsonrpc.Message) bool { return false })
 }
 
 // sent returns what the engine sent, as "method" for requests and
@@ -200,7 +204,7 @@ func (r *replay) sent() []string {
 	var out []string
 	for _, m := range r.fromEng {
 		switch m.Kind {
-		case kindResponse:
+		case jsonrpc.KindReply:
 			out = append(out, fmt.Sprintf("reply %s %s", m.ID, m.Result))
 		default:
 			out = append(out, m.Method)

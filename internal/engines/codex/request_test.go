@@ -2,13 +2,13 @@ package codex
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"testing"
 
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/enginetest"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
@@ -33,26 +33,34 @@ func TestEveryServerRequestIsAnswered(t *testing.T) {
 			e := New().(*Engine)
 			e.opts = engine.StartOptions{Host: host}
 			e.log = zap.NewNop()
-			r, w := io.Pipe()
-			srv := &serverProc{conn: newConn(w, nil)}
-			go e.serveRequest(srv, message{Kind: kindRequest, ID: json.RawMessage("7"), Method: tc.method, Params: json.RawMessage(tc.params)})
-			sc := bufio.NewScanner(r)
+			// The server's side of the connection writes the request
+			// and reads the answer.
+			engRead, serverWrite := io.Pipe()
+			serverRead, engWrite := io.Pipe()
+			srv := &serverProc{}
+			srv.conn = jsonrpc.NewConn(engRead, engWrite, connOptions(srv, spawnSpec{}, serverHooks{request: e.serveRequest}))
+			served := make(chan error, 1)
+			go func() { served <- srv.conn.Serve() }()
+			go io.WriteString(serverWrite, `{"id":7,"method":"`+tc.method+`","params":`+tc.params+"}\n")
+			sc := bufio.NewScanner(serverRead)
 			if !sc.Scan() {
 				t.Fatal("no answer")
 			}
 			got := sc.Text()
 			if tc.want == "" {
-				m, err := parseMessage([]byte(got))
-				if err != nil || m.Error == nil || m.Error.Code != codeInvalidParams {
+				m, err := jsonrpc.ParseMessage([]byte(got))
+				if err != nil || m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams {
 					t.Fatalf("answer %s, want an invalid-params error", got)
 				}
 			} else if got != tc.want {
 				t.Fatalf("answer %s\nwant   %s", got, tc.want)
 			}
+			serverWrite.Close()
+			serverRead.Close()
+			<-served
 			if len(host.Calls()) != 0 {
 				t.Errorf("Permit was asked: %+v", host.Calls())
 			}
-			r.Close()
 		})
 	}
 }

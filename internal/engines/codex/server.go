@@ -2,7 +2,7 @@ package codex
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/proc"
 )
 
@@ -65,12 +66,15 @@ func checkVersion(ctx context.Context, bin string, env []string) (string, error)
 // serverProc is one running "codex app-server" process, or in tests a
 // stand-in speaking the protocol over pipes.
 type serverProc struct {
-	conn   *conn
-	stderr *proc.Tail
-	// gone is closed once the server's stdout has ended and the process
+	conn *jsonrpc.Conn
+	// stderr returns the server's last stderr lines.
+	stderr func() []string
+	// gone is closed once the server's output has ended and the process
 	// has been waited for; exit is set before.
-	gone chan struct{}
+	gone <-chan struct{}
 	exit string
+	// closeInput closes the server's stdin, which asks it to exit.
+	closeInput func()
 	// kill ends the server and waits until it is gone.
 	kill func()
 	// pid is the process id (0 for a stand-in).
@@ -84,17 +88,36 @@ type spawnSpec struct {
 	bin   string
 	dir   string
 	env   []string
-	trace tracer
+	trace func(dir jsonrpc.Direction, body []byte)
 	// stderr, when set, also receives the server's stderr (logging).
 	stderr io.Writer
 }
 
-// serverHooks are the engine's callbacks for a server. handle and badLine
-// run on the reading goroutine; gone runs once after the server is gone.
+// serverHooks are the engine's callbacks for a server. notify and badLine
+// run on the reading goroutine, request on a goroutine of its own; gone
+// runs once after the server is gone.
 type serverHooks struct {
-	handle  func(*serverProc, message)
+	notify  func(method string, params json.RawMessage)
+	request func(ctx context.Context, srv *serverProc, method string, params json.RawMessage) (any, error)
 	badLine func([]byte, error)
 	gone    func(*serverProc)
+}
+
+// connOptions are the connection settings of the app-server protocol:
+// newline-delimited JSON-RPC without the "jsonrpc" member, where a line
+// Corral cannot read is logged and skipped.
+func connOptions(s *serverProc, spec spawnSpec, hooks serverHooks) jsonrpc.Options {
+	return jsonrpc.Options{
+		Framing:     jsonrpc.Lines,
+		MaxBody:     maxLineBytes,
+		OmitVersion: true,
+		BadMessage:  hooks.badLine,
+		Notify:      hooks.notify,
+		Request: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			return hooks.request(ctx, s, method, params)
+		},
+		Trace: spec.trace,
+	}
 }
 
 // launchFunc starts a server.
@@ -105,72 +128,43 @@ func spawn(spec spawnSpec, hooks serverHooks) (*serverProc, error) {
 	cmd := exec.Command(spec.bin, "app-server")
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
-	proc.Configure(cmd)
-	// A command Codex left running in the background must not keep Wait
-	// from returning through an inherited stderr.
-	cmd.WaitDelay = 2 * time.Second
-	s := &serverProc{stderr: proc.NewTail(stderrLines), gone: make(chan struct{})}
-	if spec.stderr != nil {
-		cmd.Stderr = io.MultiWriter(s.stderr, spec.stderr)
-	} else {
-		cmd.Stderr = s.stderr
-	}
-	stdin, err := cmd.StdinPipe()
+	s := &serverProc{}
+	child, err := jsonrpc.StartChild(cmd, jsonrpc.ChildOptions{
+		Conn:        connOptions(s, spec, hooks),
+		StderrLines: stderrLines,
+		Stderr:      spec.stderr,
+		ExitGrace:   exitGrace,
+		StopGrace:   termGrace,
+		Gone: func(c *jsonrpc.Child) {
+			s.exit = describeExit(c.Err())
+			hooks.gone(s)
+		},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("codex app-server stdin: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdin.Close()
-		return nil, fmt.Errorf("codex app-server stdout: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		stdin.Close()
-		stdout.Close()
 		return nil, fmt.Errorf("start %s app-server: %w", spec.bin, err)
 	}
-	s.conn = newConn(stdin, spec.trace)
-	s.pid = cmd.Process.Pid
-	s.kill = func() { proc.StopGroup(cmd, s.gone, termGrace) }
-	go func() {
-		readErr := s.conn.serve(stdout, func(m message) { hooks.handle(s, m) }, hooks.badLine)
-		if !errors.Is(readErr, errConnClosed) {
-			// The stream is unusable (an oversized line): stop the
-			// process rather than leave it writing into a closed pipe.
-			proc.KillGroup(cmd.Process.Pid)
-		}
-		waited := make(chan error, 1)
-		go func() { waited <- cmd.Wait() }()
-		var waitErr error
-		select {
-		case waitErr = <-waited:
-		case <-time.After(exitGrace):
-			// Its stdout is closed yet it runs on: end it.
-			proc.KillGroup(cmd.Process.Pid)
-			waitErr = <-waited
-		}
-		// Whatever the server left in its group dies with it.
-		proc.KillGroup(cmd.Process.Pid)
-		s.exit = describeExit(waitErr, readErr)
-		close(s.gone)
-		hooks.gone(s)
-	}()
+	s.conn, s.stderr, s.gone, s.pid = child.Conn(), child.Stderr, child.Done(), child.Pid()
+	s.closeInput = child.CloseInput
+	s.kill = func() { child.Stop(0) }
 	return s, nil
 }
 
-func describeExit(waitErr, readErr error) string {
-	code, sig := proc.ExitStatus(waitErr)
+// describeExit says how the server ended, for logs and failures.
+func describeExit(ee *jsonrpc.ExitError) string {
+	if ee == nil {
+		return "exited"
+	}
 	var d string
 	switch {
-	case sig != "":
-		d = "was killed by " + sig
-	case waitErr == nil:
+	case ee.Signal != "":
+		d = "was killed by " + ee.Signal
+	case ee.Code == 0:
 		d = "exited"
 	default:
-		d = fmt.Sprintf("exited with code %d", code)
+		d = fmt.Sprintf("exited with code %d", ee.Code)
 	}
-	if readErr != nil && !errors.Is(readErr, errConnClosed) {
-		d += " (" + readErr.Error() + ")"
+	if ee.ReadErr != nil {
+		d += " (" + ee.ReadErr.Error() + ")"
 	}
 	return d
 }
@@ -189,7 +183,7 @@ func (s *serverProc) alive() bool {
 // terminated and, if need be, killed. It returns once the server is gone.
 func (s *serverProc) stop() {
 	s.stopOnce.Do(func() {
-		_ = s.conn.closeWrite()
+		s.closeInput()
 		t := time.NewTimer(exitGrace)
 		defer t.Stop()
 		select {

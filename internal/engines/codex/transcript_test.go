@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/internal/enginetest"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -95,7 +96,7 @@ func TestReplayInterruptClosesOpenTools(t *testing.T) {
 	rr := newReplayRig(t, "interrupt", nil)
 	// The recorder interrupted its second turn twice; the second got "no
 	// active turn". The engine sends one.
-	rr.r.skip = func(req message) bool { return string(req.ID) == "6" }
+	rr.r.skip = func(req jsonrpc.Message) bool { return string(req.ID) == "6" }
 	rr.start("")
 
 	stop := func(what string, ready wire.EventType) engine.TurnResult {
@@ -132,7 +133,7 @@ func TestReplayInterruptClosesOpenTools(t *testing.T) {
 func TestReplaySteer(t *testing.T) {
 	t.Parallel()
 	rr := newReplayRig(t, "steer", nil)
-	rr.r.skip = func(req message) bool {
+	rr.r.skip = func(req jsonrpc.Message) bool {
 		// The recorder's probes: steers with wrong ids, a turn/start
 		// during a turn, and a final thread/read.
 		p := string(req.Params)
@@ -189,7 +190,7 @@ func TestReplaySteer(t *testing.T) {
 func TestReplayResumeCountsOnlyNewUsage(t *testing.T) {
 	t.Parallel()
 	rr := newReplayRig(t, "resume", nil)
-	rr.r.skip = func(req message) bool { return req.Method == "thread/list" }
+	rr.r.skip = func(req jsonrpc.Message) bool { return req.Method == "thread/list" }
 	const thread = "01a229ad-a886-7833-9142-34d8842e249f"
 	if id := rr.start(thread); id != thread {
 		t.Fatalf("resumed %s", id)

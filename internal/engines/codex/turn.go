@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -30,7 +31,7 @@ func (e *Engine) Turn(ctx context.Context, in engine.TurnInput) (engine.TurnResu
 	defer e.unregister(ts)
 	return e.runTurn(ctx, srv, ts, func(ctx context.Context) error {
 		var res turnResult
-		if err := srv.conn.call(ctx, mTurnStart, turnStartParams{ThreadID: thread, Input: textInput(in.Text)}, &res); err != nil {
+		if err := srv.conn.Call(ctx, mTurnStart, turnStartParams{ThreadID: thread, Input: textInput(in.Text)}, &res); err != nil {
 			return err
 		}
 		ts.adopt(res.Turn.ID)
@@ -48,7 +49,7 @@ func (e *Engine) runTurn(ctx context.Context, srv *serverProc, ts *turnState, st
 		if ctx.Err() != nil {
 			return engine.TurnResult{}, ctx.Err()
 		}
-		return engine.TurnResult{}, engineFailure("codex: start the turn", err, srv.stderr.Lines())
+		return engine.TurnResult{}, engineFailure("codex: start the turn", err, srv.stderr())
 	}
 	select {
 	case <-ts.done:
@@ -106,7 +107,7 @@ func (e *Engine) crashFailure(srv *serverProc) error {
 	if closed {
 		return engineFailure("codex: the engine was closed during the turn", nil, nil)
 	}
-	return engineFailure(fmt.Sprintf("codex: the Codex CLI %s during the turn; the next message resumes the conversation in a new process", srv.exit), nil, srv.stderr.Lines())
+	return engineFailure(fmt.Sprintf("codex: the Codex CLI %s during the turn; the next message resumes the conversation in a new process", srv.exit), nil, srv.stderr())
 }
 
 // Interrupt stops the running turn with turn/interrupt. The turn then ends
@@ -131,8 +132,8 @@ func (e *Engine) interruptTurn(srv *serverProc, ts *turnState) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopWait)
 	defer cancel()
-	err := srv.conn.call(ctx, mTurnInterrupt, turnRef{ThreadID: ts.threadID, TurnID: id}, nil)
-	var rerr *rpcError
+	err := srv.conn.Call(ctx, mTurnInterrupt, turnRef{ThreadID: ts.threadID, TurnID: id}, nil)
+	var rerr *jsonrpc.Error
 	switch {
 	case err == nil:
 		return nil
@@ -163,8 +164,8 @@ func (e *Engine) Steer(ctx context.Context, text string) error {
 		}
 		return engine.ErrNoTurn
 	}
-	err := srv.conn.call(ctx, mTurnSteer, turnSteerParams{ThreadID: ts.threadID, ExpectedTurnID: id, Input: textInput(text)}, nil)
-	var rerr *rpcError
+	err := srv.conn.Call(ctx, mTurnSteer, turnSteerParams{ThreadID: ts.threadID, ExpectedTurnID: id, Input: textInput(text)}, nil)
+	var rerr *jsonrpc.Error
 	switch {
 	case err == nil:
 		return nil
@@ -188,7 +189,7 @@ func (e *Engine) Fork(ctx context.Context) (string, error) {
 	params := e.threadParams()
 	params.ThreadID, params.ExcludeTurns = thread, true
 	var res threadResult
-	if err := srv.conn.call(ctx, mThreadFork, params, &res); err != nil {
+	if err := srv.conn.Call(ctx, mThreadFork, params, &res); err != nil {
 		return "", engineFailure("codex: fork the thread", err, nil)
 	}
 	if err := e.checkPolicy(res); err != nil {
@@ -220,7 +221,7 @@ func (e *Engine) Judge(ctx context.Context, prompt string) (string, wire.UsageDa
 	params.ThreadID, params.ExcludeTurns, params.Ephemeral = thread, true, true
 	params.DeveloperInstructions = judgeInstructions
 	var res threadResult
-	if err := srv.conn.call(ctx, mThreadFork, params, &res); err != nil {
+	if err := srv.conn.Call(ctx, mThreadFork, params, &res); err != nil {
 		return "", wire.UsageData{}, engineFailure("codex: fork the thread for a side question", err, nil)
 	}
 	fork := res.Thread.ID
@@ -229,7 +230,7 @@ func (e *Engine) Judge(ctx context.Context, prompt string) (string, wire.UsageDa
 		uctx, cancel := context.WithTimeout(context.Background(), stopWait)
 		defer cancel()
 		if srv.alive() {
-			_ = srv.conn.call(uctx, mThreadUnsubscribe, threadRef{ThreadID: fork}, nil)
+			_ = srv.conn.Call(uctx, mThreadUnsubscribe, threadRef{ThreadID: fork}, nil)
 		}
 		e.mu.Lock()
 		delete(e.totals, fork)
@@ -246,7 +247,7 @@ func (e *Engine) Judge(ctx context.Context, prompt string) (string, wire.UsageDa
 	defer e.unregister(ts)
 	out, err := e.runTurn(ctx, srv, ts, func(ctx context.Context) error {
 		var tr turnResult
-		if err := srv.conn.call(ctx, mTurnStart, turnStartParams{ThreadID: fork, Input: textInput(prompt)}, &tr); err != nil {
+		if err := srv.conn.Call(ctx, mTurnStart, turnStartParams{ThreadID: fork, Input: textInput(prompt)}, &tr); err != nil {
 			return err
 		}
 		ts.adopt(tr.Turn.ID)
@@ -272,7 +273,7 @@ func (e *Engine) Compact(ctx context.Context) error {
 	e.register(ts)
 	defer e.unregister(ts)
 	out, err := e.runTurn(ctx, srv, ts, func(ctx context.Context) error {
-		return srv.conn.call(ctx, mThreadCompact, threadRef{ThreadID: thread}, nil)
+		return srv.conn.Call(ctx, mThreadCompact, threadRef{ThreadID: thread}, nil)
 	})
 	if err == nil && out.Stopped {
 		return engineFailure("codex: compaction was interrupted", nil, nil)

@@ -8,11 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/corral-dev/corral/internal/engines/copilot/jsonrpc"
-	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -30,19 +28,10 @@ const stderrLines = 40
 
 // cli is one running Copilot CLI process and its connection.
 type cli struct {
-	cmd     *exec.Cmd
+	child   *jsonrpc.Child
 	conn    *jsonrpc.Conn
-	stdout  *os.File // our read end
-	stdin   *os.File // our write end
-	stderr  *proc.Tail
+	gone    <-chan struct{} // closed once the connection and process are both finished
 	version string
-
-	exited  chan struct{} // closed once the process has been waited for
-	waitErr error         // valid after exited
-	gone    chan struct{} // closed once the connection and process are both finished
-
-	mu       sync.Mutex
-	serveErr error // why the connection ended, valid after gone
 }
 
 // handlers are the engine's side of a CLI's connection.
@@ -53,6 +42,25 @@ type handlers struct {
 	gone func(c *cli)
 }
 
+// childOptions are the connection and shutdown settings of a CLI process.
+func childOptions(c *cli, h handlers) jsonrpc.ChildOptions {
+	return jsonrpc.ChildOptions{
+		Conn: jsonrpc.Options{
+			Framing: jsonrpc.ContentLength,
+			Notify:  func(method string, params json.RawMessage) { h.notify(c, method, params) },
+			Trace:   h.trace,
+		},
+		StderrLines: stderrLines,
+		DrainGrace:  drainGrace,
+		StopGrace:   stopGrace,
+		Gone: func(*jsonrpc.Child) {
+			if h.gone != nil {
+				h.gone(c)
+			}
+		},
+	}
+}
+
 // startCLI spawns the CLI in its own process group and connects to it,
 // checking its protocol version. ctx bounds the handshake only.
 func startCLI(ctx context.Context, s settings, h handlers) (*cli, error) {
@@ -61,55 +69,15 @@ func startCLI(ctx context.Context, s settings, h handlers) (*cli, error) {
 			return nil, fmt.Errorf("copilot: state folder: %w", err)
 		}
 	}
-	// Our own pipes, not exec's: the connection reads stdout directly and
-	// closes it itself if a grandchild keeps the write end open after the
-	// CLI is gone.
-	childIn, stdin, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("copilot: stdin pipe: %w", err)
-	}
-	stdout, childOut, err := os.Pipe()
-	if err != nil {
-		childIn.Close()
-		stdin.Close()
-		return nil, fmt.Errorf("copilot: stdout pipe: %w", err)
-	}
-	c := &cli{
-		stdout: stdout,
-		stdin:  stdin,
-		stderr: proc.NewTail(stderrLines),
-		exited: make(chan struct{}),
-		gone:   make(chan struct{}),
-	}
 	cmd := exec.Command(s.bin, s.args()...)
 	cmd.Dir = s.cwd
 	cmd.Env = s.env
-	cmd.Stdin = childIn
-	cmd.Stdout = childOut
-	cmd.Stderr = c.stderr
-	// A grandchild holding stderr must not keep Wait from returning.
-	cmd.WaitDelay = drainGrace
-	proc.Configure(cmd)
-	c.cmd = cmd
-	err = cmd.Start()
-	childIn.Close()
-	childOut.Close()
+	c := &cli{}
+	child, err := jsonrpc.StartChild(cmd, childOptions(c, h))
 	if err != nil {
-		stdin.Close()
-		stdout.Close()
 		return nil, fmt.Errorf("copilot: start %s: %w", s.bin, err)
 	}
-
-	c.conn = jsonrpc.NewConn(stdout, stdin, jsonrpc.Options{
-		Notify: func(method string, params json.RawMessage) { h.notify(c, method, params) },
-		Trace:  h.trace,
-	})
-	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.exited)
-	}()
-	go c.supervise(h.gone)
-
+	c.attach(child)
 	if err := c.handshake(ctx); err != nil {
 		died := errors.Is(err, jsonrpc.ErrClosed)
 		if !died {
@@ -121,39 +89,9 @@ func startCLI(ctx context.Context, s settings, h handlers) (*cli, error) {
 	return c, nil
 }
 
-// supervise serves the connection until it ends, makes sure the process
-// ends too, and reports both gone.
-func (c *cli) supervise(gone func(*cli)) {
-	serveDone := make(chan error, 1)
-	go func() { serveDone <- c.conn.Serve() }()
-	var serveErr error
-	select {
-	case serveErr = <-serveDone:
-		if serveErr != nil {
-			// A broken stream cannot be resynchronised; the CLI is no use.
-			c.kill()
-		}
-		<-c.exited
-	case <-c.exited:
-		select {
-		case serveErr = <-serveDone:
-		case <-time.After(drainGrace):
-			// Something the CLI started still holds its stdout.
-			c.stdout.Close()
-			serveErr = <-serveDone
-		}
-	}
-	// Nothing the CLI left behind in its group outlives it.
-	c.kill()
-	c.stdin.Close()
-	c.stdout.Close()
-	c.mu.Lock()
-	c.serveErr = serveErr
-	c.mu.Unlock()
-	if gone != nil {
-		gone(c)
-	}
-	close(c.gone)
+// attach binds c to its running child.
+func (c *cli) attach(child *jsonrpc.Child) {
+	c.child, c.conn, c.gone = child, child.Conn(), child.Done()
 }
 
 // handshake sends connect and checks the protocol version. A CLI too old
@@ -201,23 +139,13 @@ func checkProtocol(version string, got *int) error {
 }
 
 // alive reports whether the CLI's connection still works.
-func (c *cli) alive() bool {
-	select {
-	case <-c.gone:
-		return false
-	case <-c.conn.Done():
-		return false
-	default:
-		return true
-	}
-}
+func (c *cli) alive() bool { return c.child.Alive() }
+
+// pid is the CLI's process id.
+func (c *cli) pid() int { return c.child.Pid() }
 
 // kill SIGKILLs the CLI's process group.
-func (c *cli) kill() {
-	if c.cmd.Process != nil {
-		proc.KillGroup(c.cmd.Process.Pid)
-	}
-}
+func (c *cli) kill() { c.child.Kill() }
 
 // shutdown asks the CLI to save its state and exit, then stops its process
 // group, forcing it if it does not go.
@@ -225,35 +153,28 @@ func (c *cli) shutdown() {
 	if c.alive() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		// The CLI exits right after answering, or never answers; either way
-		// the wait below settles it.
+		// the stop below settles it.
 		_ = c.conn.Call(ctx, methodRuntimeShutdown, struct{}{}, nil)
 		cancel()
 		c.conn.Close()
-		c.stdin.Close() // end of input asks for a graceful exit too
-		select {
-		case <-c.exited:
-		case <-time.After(shutdownGrace):
-		}
 	}
-	proc.StopGroup(c.cmd, c.exited, stopGrace)
-	<-c.gone
+	// End of input asks for a graceful exit too.
+	c.child.Stop(shutdownGrace)
 }
 
 // exitDescription says how the process ended, once it has.
 func (c *cli) exitDescription() string {
-	select {
-	case <-c.exited:
-	default:
+	ee := c.child.Err()
+	if ee == nil {
 		return "the CLI's output ended"
 	}
-	code, sig := proc.ExitStatus(c.waitErr)
 	switch {
-	case sig != "":
-		return "the CLI ended by signal (" + sig + ")"
-	case c.waitErr == nil:
+	case ee.Signal != "":
+		return "the CLI ended by signal (" + ee.Signal + ")"
+	case ee.Code == 0:
 		return "the CLI exited"
 	default:
-		return fmt.Sprintf("the CLI exited with status %d", code)
+		return fmt.Sprintf("the CLI exited with status %d", ee.Code)
 	}
 }
 
@@ -263,31 +184,33 @@ func (c *cli) failure(context string, err error, died bool) *engine.Failure {
 	var f *engine.Failure
 	if errors.As(err, &f) {
 		if len(f.Stderr) == 0 {
-			f.Stderr = c.stderr.Lines()
+			f.Stderr = c.child.Stderr()
 		}
 		return f
 	}
 	msg := context
 	if died {
 		msg += ": " + c.exitDescription()
-		if lines := c.stderr.Lines(); len(lines) > 0 {
+		if lines := c.child.Stderr(); len(lines) > 0 {
 			msg += ": " + strings.TrimSpace(lines[len(lines)-1])
 		}
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: msg, Stderr: c.stderr.Lines(), Err: err}
+	return &engine.Failure{Code: wire.FailEngineError, Message: msg, Stderr: c.child.Stderr(), Err: err}
 }
 
 // crashFailure describes the CLI going away on its own.
 func (c *cli) crashFailure() *engine.Failure {
-	c.mu.Lock()
-	serveErr := c.serveErr
-	c.mu.Unlock()
-	msg := "copilot: " + c.exitDescription() + " during the turn"
-	if serveErr != nil && !errors.Is(serveErr, os.ErrClosed) {
-		msg = "copilot: the CLI's output broke off during the turn (" + serveErr.Error() + "); " + c.exitDescription()
+	var readErr error
+	if ee := c.child.Err(); ee != nil {
+		readErr = ee.ReadErr
 	}
-	if lines := c.stderr.Lines(); len(lines) > 0 {
+	msg := "copilot: " + c.exitDescription() + " during the turn"
+	if readErr != nil {
+		msg = "copilot: the CLI's output broke off during the turn (" + readErr.Error() + "); " + c.exitDescription()
+	}
+	lines := c.child.Stderr()
+	if len(lines) > 0 {
 		msg += ": " + strings.TrimSpace(lines[len(lines)-1])
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: msg, Stderr: c.stderr.Lines(), Err: serveErr}
+	return &engine.Failure{Code: wire.FailEngineError, Message: msg, Stderr: lines, Err: readErr}
 }

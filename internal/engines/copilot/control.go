@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/corral-dev/corral/internal/engines/copilot/jsonrpc"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 

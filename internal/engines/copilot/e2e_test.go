@@ -459,7 +459,7 @@ func (r *rig) cliPID() int {
 	if r.eng.cli == nil {
 		r.t.Fatal("no CLI is running")
 	}
-	return r.eng.cli.cmd.Process.Pid
+	return r.eng.cli.pid()
 }
 
 // pendingPermissions asks the CLI how many permission requests it holds.

@@ -16,7 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/corral-dev/corral/internal/engines/copilot/jsonrpc"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -124,7 +124,7 @@ func (e *Engine) launch(ctx context.Context, resume bool) (*cli, error) {
 	e.mu.Unlock()
 	e.log.Info("copilot CLI started",
 		zap.String("path", e.set.bin), zap.String("found", e.set.binSource),
-		zap.String("version", c.version), zap.Int("pid", c.cmd.Process.Pid))
+		zap.String("version", c.version), zap.Int("pid", c.pid()))
 
 	params := sessionParams{
 		SessionID:         id,
@@ -337,7 +337,7 @@ func (e *Engine) onGone(c *cli) {
 	closed := e.closed
 	e.mu.Unlock()
 	if !closed {
-		e.log.Warn("copilot CLI went away", zap.String("how", c.exitDescription()), zap.Strings("stderr", c.stderr.Lines()))
+		e.log.Warn("copilot CLI went away", zap.String("how", c.exitDescription()), zap.Strings("stderr", c.child.Stderr()))
 	}
 	if finish {
 		close(t.done)

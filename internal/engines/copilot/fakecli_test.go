@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/corral-dev/corral/internal/engines/copilot/jsonrpc"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 )
 
 // fakeCLIEnv makes the test binary act as a misbehaving Copilot CLI (see
@@ -44,6 +44,7 @@ func runFakeCLI(mode string) int {
 	v3, v2 := 3, 2
 	var conn *jsonrpc.Conn
 	conn = jsonrpc.NewConn(os.Stdin, os.Stdout, jsonrpc.Options{
+		Framing: jsonrpc.ContentLength,
 		Request: func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			switch {
 			case method == methodConnect && mode == "protocol-2":

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/engines/copilot/jsonrpc"
 	"github.com/corral-dev/corral/internal/fakemodel"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from a run against the real CLI")

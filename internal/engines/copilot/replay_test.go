@@ -335,7 +335,7 @@ func TestReplayCrashFailsTheTurnWithTheStderrTail(t *testing.T) {
 				r.host.WaitFor(time.Minute, "streamed text", func(ev []enginetest.Event) bool {
 					return len(ev) > 0 && ev[len(ev)-1].Type == wire.EvAssistantDelta
 				})
-				r.cli.stderr.Write([]byte("FATAL: out of memory\n"))
+				r.stderr.Write([]byte("FATAL: out of memory\n"))
 				r.cli.kill()
 			}()
 		}

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/corral-dev/corral/internal/engines/copilot/jsonrpc"
 	"github.com/corral-dev/corral/internal/enginetest"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
 )
@@ -40,8 +40,8 @@ type rpcMessage struct {
 // replayer plays the CLI's side of a transcript.
 type replayer struct {
 	t      *testing.T
-	in     *jsonrpc.Reader // what the engine sends
-	out    *jsonrpc.Writer // to the engine
+	in     *jsonrpc.HeaderReader // what the engine sends
+	out    *jsonrpc.HeaderWriter // to the engine
 	script []scriptLine
 	// before runs before the replayer waits for the engine to send a
 	// request of method, so a test can make the engine send it (a stop,
@@ -184,10 +184,11 @@ func (p *replayer) sent(method string) []rpcMessage {
 // behind it is the test binary idling, so the engine's process handling
 // runs for real.
 type replay struct {
-	eng  *Engine
-	cli  *cli
-	host *enginetest.Host
-	p    *replayer
+	eng    *Engine
+	cli    *cli
+	stderr *proc.Tail // the CLI's stderr as the engine sees it
+	host   *enginetest.Host
+	p      *replayer
 }
 
 func newReplay(t *testing.T, transcript string, decide func(context.Context, engine.ToolCall) engine.Verdict) *replay {
@@ -234,29 +235,17 @@ func newReplay(t *testing.T, transcript string, decide func(context.Context, eng
 		perms:     map[string]*pendingPermission{},
 		set:       settings{cwd: "/src/project"},
 	}
-	c := &cli{
-		cmd:    cmd,
-		stdout: toEngineR,
-		stdin:  fromEngineW,
-		stderr: proc.NewTail(stderrLines),
-		exited: make(chan struct{}),
-		gone:   make(chan struct{}),
-	}
-	c.conn = jsonrpc.NewConn(toEngineR, fromEngineW, jsonrpc.Options{
-		Notify: func(method string, params json.RawMessage) { e.onNotify(c, method, params) },
-	})
+	c := &cli{}
+	stderr := proc.NewTail(stderrLines)
+	opts := childOptions(c, handlers{notify: e.onNotify, gone: e.onGone})
+	c.attach(jsonrpc.AdoptChild(cmd, toEngineR, fromEngineW, stderr, opts))
 	e.cli = c
-	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.exited)
-	}()
-	go c.supervise(e.onGone)
 
 	p := &replayer{
-		t: t, in: jsonrpc.NewReader(fromEngineR, 0), out: jsonrpc.NewWriter(toEngineW),
+		t: t, in: jsonrpc.NewHeaderReader(fromEngineR, 0), out: jsonrpc.NewHeaderWriter(toEngineW),
 		script: script, ids: map[string]json.RawMessage{}, done: make(chan struct{}),
 	}
-	r := &replay{eng: e, cli: c, host: host, p: p}
+	r := &replay{eng: e, cli: c, stderr: stderr, host: host, p: p}
 	t.Cleanup(func() {
 		toEngineW.Close() // the engine's connection ends
 		c.kill()

@@ -317,7 +317,7 @@ func TestCloseLeavesNothingRunning(t *testing.T) {
 		t.Fatalf("Turn = %v, want the CLI's error", err)
 	}
 	e.mu.Lock()
-	pid := e.cli.cmd.Process.Pid
+	pid := e.cli.pid()
 	e.mu.Unlock()
 	if err := e.Close(); err != nil {
 		t.Fatal(err)

@@ -1,31 +1,31 @@
-package codex
+package jsonrpc
 
 import (
 	"encoding/json"
-	"strings"
+	"errors"
 	"testing"
 )
 
 func TestParseMessageClassifies(t *testing.T) {
 	cases := []struct {
 		name, line string
-		kind       messageKind
+		kind       Kind
 		id, method string
 		isErr      bool
 	}{
-		{"server request with id 0", `{"method":"item/commandExecution/requestApproval","id":0,"params":{}}`, kindRequest, "0", "item/commandExecution/requestApproval", false},
-		{"notification without jsonrpc", `{"method":"turn/started","params":{"threadId":"t"},"emittedAtMs":1}`, kindNotification, "", "turn/started", false},
-		{"response", `{"id":3,"result":{}}`, kindResponse, "3", "", false},
-		{"error response", `{"error":{"code":-32600,"message":"no active turn to steer"},"id":2}`, kindResponse, "2", "", true},
-		{"string id", `{"id":"abc","result":null}`, kindResponse, `"abc"`, "", false},
-		{"float id is canonical", `{"id":7.0,"result":1}`, kindResponse, "7", "", false},
-		{"jsonrpc member accepted", `{"jsonrpc":"2.0","id":1,"method":"x"}`, kindRequest, "1", "x", false},
-		{"error response with null id", `{"id":null,"error":{"code":-32700,"message":"parse error"}}`, kindResponse, "", "", true},
-		{"surrounding space", "  {\"method\":\"a\"}\r\n", kindNotification, "", "a", false},
+		{"server request with id 0", `{"method":"item/commandExecution/requestApproval","id":0,"params":{}}`, KindRequest, "0", "item/commandExecution/requestApproval", false},
+		{"notification without jsonrpc", `{"method":"turn/started","params":{"threadId":"t"},"emittedAtMs":1}`, KindNotification, "", "turn/started", false},
+		{"reply", `{"id":3,"result":{}}`, KindReply, "3", "", false},
+		{"error reply", `{"error":{"code":-32600,"message":"no active turn to steer"},"id":2}`, KindReply, "2", "", true},
+		{"string id", `{"id":"abc","result":null}`, KindReply, `"abc"`, "", false},
+		{"float id is canonical", `{"id":7.0,"result":1}`, KindReply, "7", "", false},
+		{"jsonrpc member accepted", `{"jsonrpc":"2.0","id":1,"method":"x"}`, KindRequest, "1", "x", false},
+		{"error reply with null id", `{"id":null,"error":{"code":-32700,"message":"parse error"}}`, KindReply, "", "", true},
+		{"surrounding space", "  {\"method\":\"a\"}\r\n", KindNotification, "", "a", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := parseMessage([]byte(tc.line))
+			m, err := ParseMessage([]byte(tc.line))
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
@@ -54,17 +54,23 @@ func TestParseMessageRefusesWhatCannotBeRouted(t *testing.T) {
 		"null id success":          `{"id":null,"result":{}}`,
 		"truncated":                `{"id":1,"result":{"a":`,
 		"method not a string":      `{"method":5}`,
+		"data after the object":    `{"method":"a"} {}`,
+		"jsonrpc not a string":     `{"jsonrpc":2,"method":"a"}`,
 	}
 	for name, line := range cases {
 		t.Run(name, func(t *testing.T) {
-			if m, err := parseMessage([]byte(line)); err == nil {
+			m, err := ParseMessage([]byte(line))
+			if err == nil {
 				t.Fatalf("parsed %q as %+v, want an error", line, m)
+			}
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("error %v does not match ErrProtocol", err)
 			}
 		})
 	}
 }
 
-// FuzzParseMessage checks that no line panics the parser and that what it
+// FuzzParseMessage checks that no body panics the parser and that what it
 // accepts is consistent: a routable kind, and an encoding that parses back
 // to the same message.
 func FuzzParseMessage(f *testing.F) {
@@ -74,50 +80,57 @@ func FuzzParseMessage(f *testing.F) {
 		`{"method":"item/fileChange/requestApproval","id":1,"params":{"itemId":"call_6"}}`,
 		`{"error":{"code":-32600,"message":"Not initialized"},"id":0}`,
 		`{"id":"x","result":null}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk"}}}`,
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		m, err := parseMessage(line)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := ParseMessage(body)
 		if err != nil {
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("error %v does not match ErrProtocol", err)
+			}
 			return
 		}
 		switch m.Kind {
-		case kindRequest:
+		case KindRequest:
 			if m.Method == "" || m.ID == nil {
 				t.Fatalf("request without method or id: %+v", m)
 			}
-		case kindNotification:
+		case KindNotification:
 			if m.Method == "" || m.ID != nil {
 				t.Fatalf("bad notification: %+v", m)
 			}
-		case kindResponse:
+		case KindReply:
 			if (m.Result == nil) == (m.Error == nil) {
-				t.Fatalf("response needs exactly one of result and error: %+v", m)
+				t.Fatalf("reply needs exactly one of result and error: %+v", m)
 			}
 			if m.ID == nil && m.Error == nil {
-				t.Fatalf("success response without an id: %+v", m)
+				t.Fatalf("success reply without an id: %+v", m)
 			}
 		default:
 			t.Fatalf("unknown kind %d", m.Kind)
 		}
-		again, err := parseMessage(encode(t, m))
+		again, err := ParseMessage(encode(t, m))
 		if err != nil {
 			t.Fatalf("re-encoded %q does not parse: %v", encode(t, m), err)
 		}
-		if again.Kind != m.Kind || again.Method != m.Method || string(again.ID) != string(m.ID) {
+		if again.Kind != m.Kind || again.Method != m.Method || string(again.ID) != string(m.ID) || again.Version != m.Version {
 			t.Fatalf("round trip changed %+v into %+v", m, again)
 		}
 	})
 }
 
-func encode(t *testing.T, m message) []byte {
+func encode(t *testing.T, m Message) []byte {
 	out := map[string]any{}
+	if m.Version != "" {
+		out["jsonrpc"] = m.Version
+	}
 	switch {
 	case m.ID != nil:
 		out["id"] = m.ID
-	case m.Kind == kindResponse:
-		out["id"] = nil // an error about a line the server could not read
+	case m.Kind == KindReply:
+		out["id"] = nil // an error about a message the peer could not read
 	}
 	if m.Method != "" {
 		out["method"] = m.Method
@@ -136,14 +149,4 @@ func encode(t *testing.T, m message) []byte {
 		t.Fatalf("encode %+v: %v", m, err)
 	}
 	return b
-}
-
-func TestReadLineRefusesOversizedLines(t *testing.T) {
-	c := newConn(nopWriteCloser{}, nil)
-	c.maxLine = 1 << 20
-	big := strings.Repeat("x", c.maxLine+1)
-	err := c.serve(strings.NewReader(big+"\n"), func(message) {}, func([]byte, error) {})
-	if err == nil || !strings.Contains(err.Error(), "over") {
-		t.Fatalf("serve: %v, want the oversized line refused", err)
-	}
 }

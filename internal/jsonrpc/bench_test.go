@@ -11,12 +11,18 @@ import (
 )
 
 // BenchmarkReaderRead reads session-event-sized frames (about 2 KB, the
-// bulk of what the CLI sends).
+// bulk of what the CLIs send) in each framing.
 func BenchmarkReaderRead(b *testing.B) {
+	for _, fr := range framings {
+		b.Run(fr.String(), func(b *testing.B) { benchmarkRead(b, fr) })
+	}
+}
+
+func benchmarkRead(b *testing.B, fr Framing) {
 	body := []byte(`{"jsonrpc":"2.0","method":"session.event","params":{"event":{"type":"assistant.message_delta","data":{"deltaContent":"` +
 		strings.Repeat("x", 2000) + `"}}}}`)
 	var stream bytes.Buffer
-	w := NewWriter(&stream)
+	w := fr.NewWriter(&stream)
 	const frames = 1024
 	for range frames {
 		if err := w.Write(body); err != nil {
@@ -25,12 +31,12 @@ func BenchmarkReaderRead(b *testing.B) {
 	}
 	data := stream.Bytes()
 	b.SetBytes(int64(len(data) / frames))
-	r := NewReader(bytes.NewReader(data), 0)
+	r := fr.NewReader(bytes.NewReader(data), 0)
 	b.ResetTimer()
 	for range b.N {
 		_, err := r.Read()
 		if err == io.EOF {
-			r = NewReader(bytes.NewReader(data), 0)
+			r = fr.NewReader(bytes.NewReader(data), 0)
 			_, err = r.Read()
 		}
 		if err != nil {
@@ -39,9 +45,16 @@ func BenchmarkReaderRead(b *testing.B) {
 	}
 }
 
-// BenchmarkCallRoundTrip is one request and its reply over OS pipes.
+// BenchmarkCallRoundTrip is one request and its reply over OS pipes, in
+// each framing.
 func BenchmarkCallRoundTrip(b *testing.B) {
-	client, server := newBenchPair(b)
+	for _, fr := range framings {
+		b.Run(fr.String(), func(b *testing.B) { benchmarkCall(b, fr) })
+	}
+}
+
+func benchmarkCall(b *testing.B, fr Framing) {
+	client, server := newBenchPair(b, fr)
 	go server.Serve()
 	go client.Serve()
 	ctx := context.Background()
@@ -54,13 +67,13 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 	}
 }
 
-func newBenchPair(b *testing.B) (client, server *Conn) {
+func newBenchPair(b *testing.B, fr Framing) (client, server *Conn) {
 	aR, aW := benchPipe(b)
 	bR, bW := benchPipe(b)
-	server = NewConn(aR, bW, Options{Request: func(_ context.Context, _ string, params json.RawMessage) (any, error) {
+	server = NewConn(aR, bW, Options{Framing: fr, Request: func(_ context.Context, _ string, params json.RawMessage) (any, error) {
 		return params, nil
 	}})
-	client = NewConn(bR, aW, Options{})
+	client = NewConn(bR, aW, Options{Framing: fr})
 	return client, server
 }
 

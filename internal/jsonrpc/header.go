@@ -1,11 +1,3 @@
-// Package jsonrpc speaks JSON-RPC 2.0 over a byte stream framed the way the
-// Language Server Protocol frames it: each message is a block of
-// "Name: value" header lines, an empty line, and a body of exactly
-// Content-Length bytes. The Copilot CLI's server mode uses this framing on
-// its stdin and stdout.
-//
-// [Reader] and [Writer] handle the framing alone; [Conn] adds request and
-// response correlation, notifications and answers to the peer's requests.
 package jsonrpc
 
 import (
@@ -18,11 +10,6 @@ import (
 	"sync"
 )
 
-// DefaultMaxBody bounds one message body when the caller sets no limit.
-// The CLI's largest messages (a session's full event history) stay well
-// below it.
-const DefaultMaxBody = 32 << 20
-
 // Limits on the header block. Real peers send one or two short lines; the
 // bounds keep a corrupt stream from growing memory without limit.
 const (
@@ -30,55 +17,28 @@ const (
 	maxHeaderLines = 32
 )
 
-// ErrFrame is matched by every framing error: a malformed header block, a
-// missing or invalid Content-Length, an oversized body, or a stream that
-// ends inside a message. After such an error the stream is out of step and
-// must not be read further.
-var ErrFrame = errors.New("jsonrpc: bad frame")
-
-// FrameError describes a framing error.
-type FrameError struct {
-	// Offset is the stream offset at which the bad frame started.
-	Offset int64
-	// Reason says what was wrong.
-	Reason string
-	// Err is the underlying read error, if any.
-	Err error
-}
-
-func (e *FrameError) Error() string {
-	msg := fmt.Sprintf("jsonrpc: bad frame at byte %d: %s", e.Offset, e.Reason)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *FrameError) Unwrap() error { return e.Err }
-
-// Is makes every FrameError match ErrFrame.
-func (e *FrameError) Is(target error) bool { return target == ErrFrame }
-
-// Reader reads framed message bodies.
-type Reader struct {
+// HeaderReader reads bodies framed the way the Language Server Protocol
+// frames them: a block of "Name: value" header lines, an empty line, and a
+// body of exactly Content-Length bytes.
+type HeaderReader struct {
 	r       *bufio.Reader
 	maxBody int
 	offset  int64
 }
 
-// NewReader returns a Reader of bodies up to maxBody bytes (DefaultMaxBody
-// when maxBody <= 0).
-func NewReader(r io.Reader, maxBody int) *Reader {
+// NewHeaderReader returns a HeaderReader of bodies up to maxBody bytes
+// (DefaultMaxBody when maxBody <= 0).
+func NewHeaderReader(r io.Reader, maxBody int) *HeaderReader {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10), maxBody: maxBody}
+	return &HeaderReader{r: bufio.NewReaderSize(r, 64<<10), maxBody: maxBody}
 }
 
 // Read returns the next message body. It returns io.EOF when the stream
 // ends cleanly between messages, and a *FrameError for anything else that
 // is not a well-formed frame.
-func (r *Reader) Read() ([]byte, error) {
+func (r *HeaderReader) Read() ([]byte, error) {
 	start := r.offset
 	bad := func(err error, format string, args ...any) error {
 		return &FrameError{Offset: start, Reason: fmt.Sprintf(format, args...), Err: err}
@@ -152,7 +112,7 @@ var errLineTooLong = errors.New("line too long")
 // readLine reads one header line without its terminator. Lines end in
 // CRLF as the framing requires; a bare LF is accepted too, since nothing is
 // gained by refusing it.
-func (r *Reader) readLine() ([]byte, error) {
+func (r *HeaderReader) readLine() ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.r.ReadSlice('\n')
@@ -193,27 +153,20 @@ func parseLength(v []byte) (int, error) {
 	return int(n), nil
 }
 
-func truncate(b []byte) string {
-	const max = 64
-	if len(b) > max {
-		return string(b[:max]) + "…"
-	}
-	return string(b)
-}
-
-// Writer writes framed messages. It is safe for concurrent use; each
-// message goes out in a single Write so frames never interleave.
-type Writer struct {
+// HeaderWriter writes Content-Length framed messages. It is safe for
+// concurrent use; each message goes out in a single Write so frames never
+// interleave.
+type HeaderWriter struct {
 	mu  sync.Mutex
 	w   io.Writer
 	buf bytes.Buffer
 }
 
-// NewWriter returns a Writer on w.
-func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+// NewHeaderWriter returns a HeaderWriter on w.
+func NewHeaderWriter(w io.Writer) *HeaderWriter { return &HeaderWriter{w: w} }
 
 // Write frames body and writes it.
-func (w *Writer) Write(body []byte) error {
+func (w *HeaderWriter) Write(body []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Reset()

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestReaderReadsFrames(t *testing.T) {
+func TestHeaderReaderReadsFrames(t *testing.T) {
 	tests := []struct {
 		name   string
 		stream string
@@ -27,7 +27,7 @@ func TestReaderReadsFrames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewReader(strings.NewReader(tt.stream), 0)
+			r := NewHeaderReader(strings.NewReader(tt.stream), 0)
 			var got []string
 			for {
 				body, err := r.Read()
@@ -46,7 +46,7 @@ func TestReaderReadsFrames(t *testing.T) {
 	}
 }
 
-func TestReaderRejectsBadFrames(t *testing.T) {
+func TestHeaderReaderRejectsBadFrames(t *testing.T) {
 	tests := []struct {
 		name   string
 		stream string
@@ -72,7 +72,7 @@ func TestReaderRejectsBadFrames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewReader(strings.NewReader(tt.stream), 64)
+			r := NewHeaderReader(strings.NewReader(tt.stream), 64)
 			_, err := r.Read()
 			if !errors.Is(err, ErrFrame) {
 				t.Fatalf("Read error = %v, want a frame error", err)
@@ -84,8 +84,8 @@ func TestReaderRejectsBadFrames(t *testing.T) {
 	}
 }
 
-func TestReaderReportsOffsetOfBadFrame(t *testing.T) {
-	r := NewReader(strings.NewReader("Content-Length: 2\r\n\r\n{}Content-Length: x\r\n\r\n"), 0)
+func TestHeaderReaderReportsOffsetOfBadFrame(t *testing.T) {
+	r := NewHeaderReader(strings.NewReader("Content-Length: 2\r\n\r\n{}Content-Length: x\r\n\r\n"), 0)
 	if _, err := r.Read(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +99,9 @@ func TestReaderReportsOffsetOfBadFrame(t *testing.T) {
 	}
 }
 
-func TestWriterFramesWhatReaderReads(t *testing.T) {
+func TestHeaderWriterFramesWhatReaderReads(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewWriter(&buf)
+	w := NewHeaderWriter(&buf)
 	bodies := []string{`{"jsonrpc":"2.0","method":"a"}`, "", "\"\r\n\r\nContent-Length: 3\""}
 	for _, b := range bodies {
 		if err := w.Write([]byte(b)); err != nil {
@@ -111,7 +111,7 @@ func TestWriterFramesWhatReaderReads(t *testing.T) {
 	if !strings.HasPrefix(buf.String(), "Content-Length: 30\r\n\r\n{") {
 		t.Fatalf("frame = %q, want a Content-Length header and a blank line", buf.String())
 	}
-	r := NewReader(&buf, 0)
+	r := NewHeaderReader(&buf, 0)
 	for _, want := range bodies {
 		got, err := r.Read()
 		if err != nil {
@@ -130,24 +130,24 @@ type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
 
-func TestWriterReportsWriteErrors(t *testing.T) {
-	err := NewWriter(failingWriter{}).Write([]byte("{}"))
+func TestHeaderWriterReportsWriteErrors(t *testing.T) {
+	err := NewHeaderWriter(failingWriter{}).Write([]byte("{}"))
 	if !errors.Is(err, io.ErrClosedPipe) {
 		t.Fatalf("err = %v, want the pipe error", err)
 	}
 }
 
-// FuzzReader feeds arbitrary streams to the Reader: it must never panic,
-// never return a body over the limit, and after an error must not be
-// relied on (so the loop stops).
-func FuzzReader(f *testing.F) {
+// FuzzHeaderReader feeds arbitrary streams to the HeaderReader: it must
+// never panic, never return a body over the limit, and after an error must
+// not be relied on (so the loop stops).
+func FuzzHeaderReader(f *testing.F) {
 	f.Add([]byte("Content-Length: 2\r\n\r\n{}"))
 	f.Add([]byte("Content-Length: 2\r\nContent-Type: x\r\n\r\n{}Content-Length: 0\r\n\r\n"))
 	f.Add([]byte("Content-Length: 5\r\n\r\n{}"))
 	f.Add([]byte("content-length:3\n\n[1]"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		const limit = 1 << 12
-		r := NewReader(bytes.NewReader(stream), limit)
+		r := NewHeaderReader(bytes.NewReader(stream), limit)
 		total := 0
 		for {
 			body, err := r.Read()
