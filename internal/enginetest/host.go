@@ -1,6 +1,9 @@
-// Package enginetest provides an engine.Host for testing engine adapters
-// without a runner: it records every event, answers permission requests
-// through a function the test supplies, and hands out steers the test queues.
+// Package enginetest is the one rig every engine's tests use. Host is an
+// engine.Host without a runner: it records every event, answers permission
+// requests through a function the test supplies, and hands out steers the
+// test queues. Rig puts an engine together with a Host and the fake model
+// server on loopback, finds the pinned agent CLI (skipping, or failing in
+// CI, when it is missing), starts the engine and runs its turns.
 package enginetest
 
 import (

@@ -90,12 +90,15 @@ func ParseMessage(body []byte) (Message, error) {
 		Result  json.RawMessage `json:"result"`
 		Error   json.RawMessage `json:"error"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&raw); err != nil {
+	if err := json.Unmarshal(body, &raw); err != nil {
+		// Say whether it is an object followed by more data, or no
+		// object at all (the slow path only errors take).
+		dec := json.NewDecoder(bytes.NewReader(body))
+		var obj map[string]json.RawMessage
+		if dec.Decode(&obj) == nil && dec.More() {
+			return Message{}, fmt.Errorf("%w: data after the JSON object: %q", ErrProtocol, truncate(body))
+		}
 		return Message{}, fmt.Errorf("%w: body is not a JSON object: %v: %q", ErrProtocol, err, truncate(body))
-	}
-	if dec.More() {
-		return Message{}, fmt.Errorf("%w: data after the JSON object: %q", ErrProtocol, truncate(body))
 	}
 	var m Message
 	if raw.Version != nil {

@@ -62,11 +62,11 @@ func TestEditVerdicts(t *testing.T) {
 			}
 		}
 	}})
-	s.mustTurn("Edit the three files.")
+	s.MustTurn("Edit the three files.")
 
 	want := map[string]string{"all.txt": "one\nTWO\nTHREE\n", "some.txt": partial, "none.txt": original}
 	for name, content := range want {
-		got, err := os.ReadFile(filepath.Join(s.worktree, name))
+		got, err := os.ReadFile(filepath.Join(s.Cwd, name))
 		if err != nil || string(got) != content {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, content)
 		}
@@ -165,7 +165,7 @@ func TestEditProposalsMatchWhatClaudeWrites(t *testing.T) {
 			}
 		}
 	}})
-	s.mustTurn("Make the edits.")
+	s.MustTurn("Make the edits.")
 
 	for _, e := range edits {
 		p := proposals[e.name]
@@ -173,7 +173,7 @@ func TestEditProposalsMatchWhatClaudeWrites(t *testing.T) {
 			t.Errorf("%s: no proposal reached the gate", e.name)
 			continue
 		}
-		got, err := os.ReadFile(filepath.Join(s.worktree, e.name))
+		got, err := os.ReadFile(filepath.Join(s.Cwd, e.name))
 		if err != nil {
 			t.Errorf("%s: %v", e.name, err)
 			continue

@@ -44,13 +44,13 @@ func TestSettingsAllowRulesDoNotBypassTheGate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}})
-	s.mustTurn("Run the command.")
+	s.MustTurn("Run the command.")
 
-	calls := s.host.Calls()
+	calls := s.Host.Calls()
 	if len(calls) != 1 || calls[0].Tool != "Bash" || calls[0].Command != "echo ran > ran.txt" {
 		t.Fatalf("Permit calls = %+v, want the Bash call", calls)
 	}
-	if _, err := os.Stat(filepath.Join(s.worktree, "ran.txt")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(s.Cwd, "ran.txt")); !os.IsNotExist(err) {
 		t.Errorf("the refused command ran (ran.txt: %v)", err)
 	}
 	s.eng.mu.Lock()
@@ -71,8 +71,8 @@ func TestSteerReachesTheModelAtAToolBoundary(t *testing.T) {
 		{Name: "after-steer", Text: "Understood.", Match: &fakemodel.Match{Contains: steer}},
 	}}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
-	s.host.QueueSteer(steer)
-	res := s.mustTurn("Say hi.")
+	s.Host.QueueSteer(steer)
+	res := s.MustTurn("Say hi.")
 
 	if res.Text != "Understood." {
 		t.Errorf("final text = %q: the model's request after the tool did not carry the steer", res.Text)
@@ -82,7 +82,7 @@ func TestSteerReachesTheModelAtAToolBoundary(t *testing.T) {
 		t.Fatalf("the steer is not in exactly the request after the tool (%d requests)", len(reqs))
 	}
 	var d wire.SteerData
-	delivered := s.host.OfType(wire.EvSteerDelivered)
+	delivered := s.Host.OfType(wire.EvSteerDelivered)
 	if len(delivered) != 1 || json.Unmarshal(delivered[0], &d) != nil || d.ToolID != "toolu_bash" {
 		t.Errorf("steerDelivered = %s", delivered)
 	}
@@ -103,13 +103,13 @@ func TestUnstageableEditIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}})
-	s.mustTurn("Rewrite f.txt.")
-	for _, c := range s.host.Calls() {
+	s.MustTurn("Rewrite f.txt.")
+	for _, c := range s.Host.Calls() {
 		if c.Tool == "Write" {
 			t.Errorf("the gate was asked about an edit it cannot see: %+v", c)
 		}
 	}
-	got, _ := os.ReadFile(filepath.Join(s.worktree, "f.txt"))
+	got, _ := os.ReadFile(filepath.Join(s.Cwd, "f.txt"))
 	if string(got) != "\xff\xfeh\x00i\x00" {
 		t.Errorf("f.txt = %q, want it untouched", got)
 	}

@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 func TestGoldenAllowTurn(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, writeBashScenario(), sessionOpts{decide: allowAll})
-	s.mustTurn("Create hello.txt, then show it.")
+	s.MustTurn("Create hello.txt, then show it.")
 	if err := s.eng.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +32,10 @@ func TestGoldenAllowTurn(t *testing.T) {
 	frames := append([]tappedFrame(nil), s.frames...)
 	s.mu.Unlock()
 	n := newNormaliser(map[string]string{
-		s.worktree:          "<worktree>",
-		configDirFor(s.dir): "<config>",
-		s.dir:               "<session-dir>",
-		s.convID:            "<conversation>",
+		s.Cwd:               "<worktree>",
+		configDirFor(s.Dir): "<config>",
+		s.Dir:               "<session-dir>",
+		s.ConvID:            "<conversation>",
 	})
 	// Stream events are recorded apart, one line per model call: the CLI
 	// runs a tool's PreToolUse hook while the rest of the stream is still

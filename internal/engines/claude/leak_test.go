@@ -23,7 +23,7 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 		textStep("final", "Done."),
 	}}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
-	s.mustTurn("Say hi.")
+	s.MustTurn("Say hi.")
 	pid := s.pid()
 	if err := s.eng.Close(); err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 	if err := s.eng.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	s.srv.Close()
+	s.Fake.Close()
 	waitGone(t, pid)
 	if members := groupMembers(pid); len(members) > 0 {
 		t.Errorf("processes of the CLI's group remain: %v", members)

@@ -25,15 +25,15 @@ func TestResumeInANewProcess(t *testing.T) {
 		{Name: "second", Text: "It was heron.", Match: &fakemodel.Match{Contains: "The secret word is heron."}},
 	}}
 	first := newSession(t, sc, sessionOpts{decide: allowAll})
-	r1 := first.mustTurn("Pick a secret word.")
+	r1 := first.MustTurn("Pick a secret word.")
 	if err := first.eng.Close(); err != nil {
 		t.Fatal(err)
 	}
-	second := newSession(t, sc, sessionOpts{decide: allowAll, resume: first.convID, dir: first.dir, worktree: first.worktree, srv: first.srv})
-	if second.convID != first.convID {
-		t.Errorf("resumed conversation id = %q, want %q", second.convID, first.convID)
+	second := newSession(t, sc, sessionOpts{decide: allowAll, resume: first.ConvID, dir: first.Dir, worktree: first.Cwd, srv: first.Fake})
+	if second.ConvID != first.ConvID {
+		t.Errorf("resumed conversation id = %q, want %q", second.ConvID, first.ConvID)
 	}
-	r2 := second.mustTurn("What was the word?")
+	r2 := second.MustTurn("What was the word?")
 	if r2.Text != "It was heron." {
 		t.Fatalf("the resumed turn answered %q: its request lacked the history", r2.Text)
 	}
@@ -58,7 +58,7 @@ func TestForkContinuesACopy(t *testing.T) {
 		{Name: "in-fork", Text: "The fork remembers blue.", Match: &fakemodel.Match{Contains: "Noted: blue."}},
 	}}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
-	first := s.mustTurn("Remember blue.")
+	first := s.MustTurn("Remember blue.")
 	oldPid := s.pid()
 	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout)
 	defer cancel()
@@ -66,21 +66,21 @@ func TestForkContinuesACopy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Fork: %v", describe(err))
 	}
-	if forkID == s.convID || forkID == "" {
-		t.Fatalf("fork id = %q, original %q", forkID, s.convID)
+	if forkID == s.ConvID || forkID == "" {
+		t.Fatalf("fork id = %q, original %q", forkID, s.ConvID)
 	}
 	if s.pid() == oldPid {
 		t.Error("the fork runs in the original process")
 	}
-	res := s.mustTurn("What do you remember?")
+	res := s.MustTurn("What do you remember?")
 	if res.Text != "The fork remembers blue." {
 		t.Fatalf("the fork answered %q: its request lacked the history", res.Text)
 	}
 	if math.Abs(res.Usage.CostUSD-first.Usage.CostUSD) > 1e-9 {
 		t.Errorf("fork turn cost = %v, first turn %v: want the turn's own cost", res.Usage.CostUSD, first.Usage.CostUSD)
 	}
-	for _, id := range []string{s.convID, forkID} {
-		matches, _ := filepath.Glob(filepath.Join(configDirFor(s.dir), "projects", "*", id+".jsonl"))
+	for _, id := range []string{s.ConvID, forkID} {
+		matches, _ := filepath.Glob(filepath.Join(configDirFor(s.Dir), "projects", "*", id+".jsonl"))
 		if len(matches) != 1 {
 			t.Errorf("conversation %s is not stored (%v)", id, matches)
 		}
@@ -100,7 +100,7 @@ func TestJudgeStaysOutOfTheConversation(t *testing.T) {
 		},
 	}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
-	s.mustTurn("Start the work.")
+	s.MustTurn("Start the work.")
 	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout)
 	defer cancel()
 	answer, usage, err := s.eng.Judge(ctx, question)
@@ -118,7 +118,7 @@ func TestJudgeStaysOutOfTheConversation(t *testing.T) {
 	if strings.Contains(string(judged.Body), `"name":"Bash"`) {
 		t.Error("the side query was offered tools")
 	}
-	res := s.mustTurn("carry on")
+	res := s.MustTurn("carry on")
 	if res.Text != "Carrying on." {
 		t.Fatalf("next turn = %q", res.Text)
 	}
@@ -126,7 +126,7 @@ func TestJudgeStaysOutOfTheConversation(t *testing.T) {
 	if reqs[len(reqs)-1].ContainsText(question) {
 		t.Error("the side question leaked into the conversation")
 	}
-	stored, _ := filepath.Glob(filepath.Join(configDirFor(s.dir), "projects", "*", "*.jsonl"))
+	stored, _ := filepath.Glob(filepath.Join(configDirFor(s.Dir), "projects", "*", "*.jsonl"))
 	if len(stored) != 1 {
 		t.Errorf("stored conversations = %v; the side query must not store one", stored)
 	}
@@ -148,17 +148,17 @@ func TestCompactUsesTheCLIsCommand(t *testing.T) {
 		}},
 	}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
-	s.mustTurn("Answer at length.")
-	before := len(s.host.OfType(wire.EvUsage))
+	s.MustTurn("Answer at length.")
+	before := len(s.Host.OfType(wire.EvUsage))
 	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout)
 	defer cancel()
 	if err := s.eng.Compact(ctx); err != nil {
 		t.Fatalf("Compact: %v", describe(err))
 	}
-	if got := len(s.host.OfType(wire.EvUsage)); got != before+1 {
+	if got := len(s.Host.OfType(wire.EvUsage)); got != before+1 {
 		t.Errorf("usage events %d -> %d, want one for the compaction", before, got)
 	}
-	if res := s.mustTurn("next"); res.Text != "Still going." {
+	if res := s.MustTurn("next"); res.Text != "Still going." {
 		t.Errorf("turn after compaction = %q", res.Text)
 	}
 	reqs := s.modelRequests()
@@ -198,13 +198,13 @@ func TestNoInheritedCredentials(t *testing.T) {
 			}
 		}
 	}
-	if !contains(childEnv, envAPIKey+"="+testKey) || !contains(childEnv, envBaseURL+"="+s.url) || !contains(childEnv, envNonEssental+"=1") {
+	if !contains(childEnv, envAPIKey+"="+testKey) || !contains(childEnv, envBaseURL+"="+s.URL) || !contains(childEnv, envNonEssental+"=1") {
 		t.Errorf("the CLI's environment lacks the session's key, endpoint or quiet switch: %q", childEnv)
 	}
-	if res := s.mustTurn("Hi."); res.Text != "Hello." {
+	if res := s.MustTurn("Hi."); res.Text != "Hello." {
 		t.Fatalf("turn = %q", res.Text)
 	}
-	for _, r := range s.srv.Requests() {
+	for _, r := range s.Fake.Requests() {
 		if got := r.Headers["x-api-key"]; got != fakemodel.Fingerprint(testKey) {
 			t.Errorf("request %d carried x-api-key %q, want the session key's fingerprint", r.Seq, got)
 		}

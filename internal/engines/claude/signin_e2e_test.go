@@ -39,7 +39,7 @@ func TestRejectedKeyIsSignInExpired(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := newSession(t, rejectingScenario(tc.noRetry), sessionOpts{decide: allowAll})
-			_, err := s.turn("Hello?")
+			_, err := s.Turn("Hello?")
 			var f *engine.Failure
 			if !errors.As(err, &f) || f.Code != wire.FailSignInExpired {
 				t.Fatalf("turn error = %v; want a signInExpired failure", err)
@@ -48,7 +48,7 @@ func TestRejectedKeyIsSignInExpired(t *testing.T) {
 			if n := len(s.modelRequests()); n < 1 || n > 2 {
 				t.Errorf("the CLI made %d model requests; want 1 or 2", n)
 			}
-			if len(s.host.OfType(wire.EvRetry)) != 0 {
+			if len(s.Host.OfType(wire.EvRetry)) != 0 {
 				t.Error("a rejected key was reported as a retry")
 			}
 			if !s.eng.conn.alive() {
@@ -86,7 +86,7 @@ func BenchmarkSignInExpiredColdStart(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		s := newSession(b, fakemodel.Scenario{}, sessionOpts{decide: allowAll, srv: srv})
-		_, err := s.turn("Hello?")
+		_, err := s.Turn("Hello?")
 		slowest = max(slowest, time.Since(start))
 		var f *engine.Failure
 		if !errors.As(err, &f) || f.Code != wire.FailSignInExpired {

@@ -15,38 +15,12 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
-// turnAsync runs a turn in the background.
-func (s *session) turnAsync(text string) <-chan turnOutcome {
-	out := make(chan turnOutcome, 1)
-	go func() {
-		res, err := s.turn(text)
-		out <- turnOutcome{res, err}
-	}()
-	return out
-}
-
-type turnOutcome struct {
-	res engine.TurnResult
-	err error
-}
-
-func (s *session) await(ch <-chan turnOutcome) turnOutcome {
-	s.t.Helper()
-	select {
-	case o := <-ch:
-		return o
-	case <-time.After(turnTimeout + 10*time.Second):
-		s.t.Fatal("the turn did not end")
-		return turnOutcome{}
-	}
-}
-
 func (s *session) interrupt() {
-	s.t.Helper()
+	s.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout)
 	defer cancel()
 	if err := s.eng.Interrupt(ctx); err != nil {
-		s.t.Fatalf("Interrupt: %v", err)
+		s.T.Fatalf("Interrupt: %v", err)
 	}
 }
 
@@ -67,8 +41,8 @@ func TestStopMidStream(t *testing.T) {
 	}}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
 	pid := s.pid()
-	done := s.turnAsync("Write a long answer.")
-	if err := s.host.WaitFor(turnTimeout, "a streamed delta", func(evs []enginetest.Event) bool {
+	done := s.GoTurn("Write a long answer.")
+	if err := s.Host.WaitFor(turnTimeout, "a streamed delta", func(evs []enginetest.Event) bool {
 		for _, e := range evs {
 			if e.Type == wire.EvAssistantDelta {
 				return true
@@ -79,14 +53,14 @@ func TestStopMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.interrupt()
-	o := s.await(done)
-	if o.err != nil || !o.res.Stopped {
-		t.Fatalf("stopped turn = %+v, %v; want Stopped and no error", o.res, o.err)
+	o := s.WaitTurn(done)
+	if o.Err != nil || !o.Res.Stopped {
+		t.Fatalf("stopped turn = %+v, %v; want Stopped and no error", o.Res, o.Err)
 	}
 	if got := s.pid(); got != pid {
 		t.Errorf("the CLI process changed from %d to %d; a stop keeps it", pid, got)
 	}
-	res := s.mustTurn("are you there?")
+	res := s.MustTurn("are you there?")
 	if res.Text != "Still here." || s.pid() != pid {
 		t.Errorf("the next turn = %+v on pid %d (want %d)", res, s.pid(), pid)
 	}
@@ -99,12 +73,12 @@ func TestStopMidToolKillsTheCommand(t *testing.T) {
 		textStep("after", "Stopped waiting."),
 	}}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
-	done := s.turnAsync("Wait a while.")
+	done := s.GoTurn("Wait a while.")
 	sleeper := waitForProcess(t, s.pid(), "sleep\x0030")
 	s.interrupt()
-	o := s.await(done)
-	if o.err != nil || !o.res.Stopped {
-		t.Fatalf("stopped turn = %+v, %v", o.res, o.err)
+	o := s.WaitTurn(done)
+	if o.Err != nil || !o.Res.Stopped {
+		t.Fatalf("stopped turn = %+v, %v", o.Res, o.Err)
 	}
 	waitGone(t, sleeper)
 	fin := s.toolFinished()
@@ -131,16 +105,16 @@ func TestStopWithPermissionPending(t *testing.T) {
 		return engine.Verdict{Message: "withdrawn"}
 	}
 	s := newSession(t, sc, sessionOpts{decide: decide})
-	done := s.turnAsync("Write never.txt.")
+	done := s.GoTurn("Write never.txt.")
 	select {
 	case <-asked:
 	case <-time.After(turnTimeout):
 		t.Fatal("the gate was never asked")
 	}
 	s.interrupt()
-	o := s.await(done)
-	if o.err != nil || !o.res.Stopped {
-		t.Fatalf("stopped turn = %+v, %v", o.res, o.err)
+	o := s.WaitTurn(done)
+	if o.Err != nil || !o.Res.Stopped {
+		t.Fatalf("stopped turn = %+v, %v", o.Res, o.Err)
 	}
 	select {
 	case err := <-withdrawn:
@@ -150,7 +124,7 @@ func TestStopWithPermissionPending(t *testing.T) {
 	case <-time.After(turnTimeout):
 		t.Fatal("the pending Permit was not cancelled")
 	}
-	if _, err := os.Stat(filepath.Join(s.worktree, "never.txt")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(s.Cwd, "never.txt")); !os.IsNotExist(err) {
 		t.Errorf("never.txt exists after the stop (%v)", err)
 	}
 }
@@ -163,23 +137,23 @@ func TestCLIKilledMidTurnFailsAndResumes(t *testing.T) {
 		{Name: "again", Text: "Back again.", Match: &fakemodel.Match{Contains: "First answer."}},
 	}}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
-	s.mustTurn("Say something.")
+	s.MustTurn("Say something.")
 	pid := s.pid()
-	done := s.turnAsync("Say more.")
+	done := s.GoTurn("Say more.")
 	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout)
 	defer cancel()
-	if err := s.srv.WaitHeld(ctx, "held"); err != nil {
+	if err := s.Fake.WaitHeld(ctx, "held"); err != nil {
 		t.Fatal(err)
 	}
 	if err := killProcess(pid); err != nil {
 		t.Fatal(err)
 	}
-	o := s.await(done)
-	f, ok := o.err.(*engine.Failure)
+	o := s.WaitTurn(done)
+	f, ok := o.Err.(*engine.Failure)
 	if !ok || f.Code != wire.FailEngineError || !strings.Contains(f.Message, "killed") {
-		t.Fatalf("turn after the kill = %+v, %v; want an engineError failure saying the CLI was killed", o.res, o.err)
+		t.Fatalf("turn after the kill = %+v, %v; want an engineError failure saying the CLI was killed", o.Res, o.Err)
 	}
-	res := s.mustTurn("Are you back?")
+	res := s.MustTurn("Are you back?")
 	if res.Text != "Back again." {
 		t.Errorf("the resumed turn answered %q; its request lacked the earlier history", res.Text)
 	}

@@ -29,9 +29,9 @@ func writeBashScenario() fakemodel.Scenario {
 func TestTurnWriteAndBashAllowed(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, writeBashScenario(), sessionOpts{decide: allowAll})
-	res := s.mustTurn("Create hello.txt, then show it.")
+	res := s.MustTurn("Create hello.txt, then show it.")
 
-	if got, err := os.ReadFile(filepath.Join(s.worktree, "hello.txt")); err != nil || string(got) != "hello\n" {
+	if got, err := os.ReadFile(filepath.Join(s.Cwd, "hello.txt")); err != nil || string(got) != "hello\n" {
 		t.Fatalf("hello.txt = %q, %v; want the Write's content", got, err)
 	}
 	if res.Stopped || res.Text != "Done." {
@@ -40,7 +40,7 @@ func TestTurnWriteAndBashAllowed(t *testing.T) {
 	if !res.HasUsage || res.Usage.Estimated || res.Usage.CostUSD <= 0 {
 		t.Errorf("usage = %+v, want an exact cost", res.Usage)
 	}
-	calls := s.host.Calls()
+	calls := s.Host.Calls()
 	if len(calls) != 2 {
 		t.Fatalf("Permit calls = %d, want 2 (Write, Bash): %+v", len(calls), calls)
 	}
@@ -55,14 +55,14 @@ func TestTurnWriteAndBashAllowed(t *testing.T) {
 	if len(fin) != 2 || fin[0].Outcome != "ok" || fin[1].Outcome != "ok" || fin[1].Output != "hello" || fin[1].ExitCode == nil || *fin[1].ExitCode != 0 {
 		t.Errorf("toolFinished = %+v", fin)
 	}
-	if n := len(s.host.OfType(wire.EvUsage)); n != 3 {
+	if n := len(s.Host.OfType(wire.EvUsage)); n != 3 {
 		t.Errorf("usage events = %d, want one per model call (3)", n)
 	}
-	if n := len(s.host.OfType(wire.EvContext)); n != 3 {
+	if n := len(s.Host.OfType(wire.EvContext)); n != 3 {
 		t.Errorf("context events = %d, want 3", n)
 	}
 	var texts []string
-	for _, raw := range s.host.OfType(wire.EvAssistantText) {
+	for _, raw := range s.Host.OfType(wire.EvAssistantText) {
 		var d wire.TextData
 		_ = json.Unmarshal(raw, &d)
 		texts = append(texts, d.Text)
@@ -70,7 +70,7 @@ func TestTurnWriteAndBashAllowed(t *testing.T) {
 	if strings.Join(texts, "|") != "I'll create the file.|Done." {
 		t.Errorf("assistantText = %q", texts)
 	}
-	if len(s.host.OfType(wire.EvAssistantDelta)) == 0 {
+	if len(s.Host.OfType(wire.EvAssistantDelta)) == 0 {
 		t.Error("no assistantDelta events")
 	}
 }
@@ -109,12 +109,12 @@ func TestTurnAsksAndDenies(t *testing.T) {
 		ui <- a.call.Path
 	}()
 	s := newSession(t, writeBashScenario(), sessionOpts{decide: decide})
-	s.mustTurn("Create hello.txt, then show it.")
+	s.MustTurn("Create hello.txt, then show it.")
 
-	if path := <-ui; path != filepath.Join(s.worktree, "hello.txt") {
+	if path := <-ui; path != filepath.Join(s.Cwd, "hello.txt") {
 		t.Errorf("the person was asked about %q", path)
 	}
-	if got, _ := os.ReadFile(filepath.Join(s.worktree, "hello.txt")); string(got) != "hello\n" {
+	if got, _ := os.ReadFile(filepath.Join(s.Cwd, "hello.txt")); string(got) != "hello\n" {
 		t.Errorf("hello.txt = %q after the asked Write was allowed", got)
 	}
 	fin := s.toolFinished()
@@ -136,11 +136,11 @@ func TestRetryIsReported(t *testing.T) {
 		textStep("ok", "Made it."),
 	}}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
-	res := s.mustTurn("Hello?")
+	res := s.MustTurn("Hello?")
 	if res.Text != "Made it." {
 		t.Fatalf("turn = %q", res.Text)
 	}
-	retries := s.host.OfType(wire.EvRetry)
+	retries := s.Host.OfType(wire.EvRetry)
 	var d wire.RetryData
 	if len(retries) != 1 || json.Unmarshal(retries[0], &d) != nil || d.Attempt != 1 || !strings.HasPrefix(d.Error, "HTTP 529") {
 		t.Errorf("retry events = %s", retries)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -76,7 +77,7 @@ func TestApprovalsReachTheGateAndDecideWhatIsWritten(t *testing.T) {
 			t.Parallel()
 			var q verdicts
 			r := newRig(t, approvalScenario(), q.decide)
-			fPath := filepath.Join(r.cwd, "f.txt")
+			fPath := filepath.Join(r.Cwd, "f.txt")
 			writeFile(t, fPath, origF)
 			q.add(tc.cmd)
 			q.add(func(c engine.ToolCall) engine.Verdict {
@@ -87,12 +88,12 @@ func TestApprovalsReachTheGateAndDecideWhatIsWritten(t *testing.T) {
 			})
 			q.add(tc.n)
 			r.start("")
-			res := r.mustTurn("please do the work")
+			res := r.MustTurn("please do the work")
 			if res.Text != "Done." {
 				t.Errorf("turn text %q, want Done.", res.Text)
 			}
 
-			calls := r.host.Calls()
+			calls := r.Host.Calls()
 			if len(calls) != 3 {
 				t.Fatalf("Permit calls %d, want 3: %+v", len(calls), calls)
 			}
@@ -100,13 +101,13 @@ func TestApprovalsReachTheGateAndDecideWhatIsWritten(t *testing.T) {
 				t.Errorf("command call %+v, want the unwrapped shell command", c)
 			}
 			checkEdit(t, calls[1], fPath, origF, true, patchedF)
-			checkEdit(t, calls[2], filepath.Join(r.cwd, "new.txt"), "", false, newTxt)
+			checkEdit(t, calls[2], filepath.Join(r.Cwd, "new.txt"), "", false, newTxt)
 
-			checkFile(t, filepath.Join(r.cwd, "cmd.txt"), tc.wantCmd)
+			checkFile(t, filepath.Join(r.Cwd, "cmd.txt"), tc.wantCmd)
 			checkFile(t, fPath, tc.wantF)
-			checkFile(t, filepath.Join(r.cwd, "new.txt"), tc.wantNew)
+			checkFile(t, filepath.Join(r.Cwd, "new.txt"), tc.wantNew)
 
-			fins := events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+			fins := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
 			outcomes := map[string]string{}
 			for _, f := range fins {
 				outcomes[f.ToolID] = f.Outcome
@@ -114,7 +115,7 @@ func TestApprovalsReachTheGateAndDecideWhatIsWritten(t *testing.T) {
 			if outcomes["call_cmd"] != tc.wantOutcomeCmd || outcomes["call_patch"] != tc.wantOutPat {
 				t.Errorf("tool outcomes %v, want command %s and patch %s", outcomes, tc.wantOutcomeCmd, tc.wantOutPat)
 			}
-			final := r.fake.Requests()
+			final := r.Fake.Requests()
 			last := final[len(final)-1]
 			for _, want := range tc.wantToModel {
 				if !last.ContainsText(want) {

@@ -25,7 +25,7 @@ func BenchmarkStart(b *testing.B) {
 	for b.Loop() {
 		eng := New()
 		ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
-		if _, err := eng.Start(ctx, r.opts); err != nil {
+		if _, err := eng.Start(ctx, r.Opts); err != nil {
 			b.Fatal(describe(err))
 		}
 		cancel()
@@ -39,16 +39,16 @@ func BenchmarkTextTurn(b *testing.B) {
 	r := newRig(b, sc, nil)
 	r.start("")
 	for b.Loop() {
-		r.mustTurn("hello")
+		r.MustTurn("hello")
 	}
 }
 
 func BenchmarkFailureDeadEndpoint(b *testing.B) {
-	benchFailure(b, func(r *rig) { r.opts.ModelEndpoint = deadEndpoint(b) }, wire.FailEngineError)
+	benchFailure(b, func(r *rig) { r.Opts.ModelEndpoint = deadEndpoint(b) }, wire.FailEngineError)
 }
 
 func BenchmarkFailure401(b *testing.B) {
-	benchFailure(b, func(r *rig) { r.opts.Credentials = map[string]string{CredentialItem: "sk-wrong"} }, wire.FailSignInExpired)
+	benchFailure(b, func(r *rig) { r.Opts.Credentials = map[string]string{CredentialItem: "sk-wrong"} }, wire.FailSignInExpired)
 }
 
 func BenchmarkFailure500(b *testing.B) {
@@ -66,7 +66,7 @@ func benchFailure(b *testing.B, setup func(*rig), code wire.FailureCode, steps .
 	setup(r)
 	r.start("")
 	for b.Loop() {
-		_, err := r.turn("hello?")
+		_, err := r.Turn("hello?")
 		wantFailure(b, err, code)
 	}
 }
@@ -82,14 +82,14 @@ func BenchmarkInterrupt(b *testing.B) {
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		seen := len(r.host.OfType(wire.EvAssistantDelta))
-		done := r.turnAsync("talk")
-		waitMore(b, r.host, wire.EvAssistantDelta, seen)
+		seen := len(r.Host.OfType(wire.EvAssistantDelta))
+		done := r.GoTurn("talk")
+		waitMore(b, r.Host, wire.EvAssistantDelta, seen)
 		b.StartTimer()
 		t0 := time.Now()
 		r.interrupt()
-		if o := await(b, done); !o.res.Stopped {
-			b.Fatalf("not stopped: %v", describe(o.err))
+		if o := r.WaitTurn(done); !o.Res.Stopped {
+			b.Fatalf("not stopped: %v", describe(o.Err))
 		}
 		total += time.Since(t0)
 	}
@@ -107,13 +107,13 @@ func BenchmarkSteer(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		seen := len(r.host.OfType(wire.EvAssistantDelta))
-		done := r.turnAsync("talk")
-		waitMore(b, r.host, wire.EvAssistantDelta, seen)
+		seen := len(r.Host.OfType(wire.EvAssistantDelta))
+		done := r.GoTurn("talk")
+		waitMore(b, r.Host, wire.EvAssistantDelta, seen)
 		b.StartTimer()
 		r.steer("STEER: stop talking")
-		if o := await(b, done); o.err != nil || o.res.Text != "steered" {
-			b.Fatalf("steered turn: %+v %v", o.res, describe(o.err))
+		if o := r.WaitTurn(done); o.Err != nil || o.Res.Text != "steered" {
+			b.Fatalf("steered turn: %+v %v", o.Res, describe(o.Err))
 		}
 	}
 }

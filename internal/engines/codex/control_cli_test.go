@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -22,56 +23,21 @@ func slowStep(name string) fakemodel.Step {
 	}
 }
 
-// turnAsync runs a turn on its own goroutine.
-func (r *rig) turnAsync(text string) <-chan turnOutcome {
-	ch := make(chan turnOutcome, 1)
-	go func() {
-		res, err := r.turn(text)
-		ch <- turnOutcome{res, err}
-	}()
-	return ch
-}
-
-type turnOutcome struct {
-	res engine.TurnResult
-	err error
-}
-
-func (r *rig) waitHeld(name string) {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
-	defer cancel()
-	if err := r.fake.WaitHeld(ctx, name); err != nil {
-		r.t.Fatalf("wait for the model to stream %s: %v", name, err)
-	}
-}
-
 func (r *rig) steer(text string) {
-	r.t.Helper()
+	r.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
 	if err := r.eng.Steer(ctx, text); err != nil {
-		r.t.Fatalf("Steer: %v", err)
+		r.T.Fatalf("Steer: %v", err)
 	}
 }
 
 func (r *rig) interrupt() {
-	r.t.Helper()
+	r.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
 	if err := r.eng.Interrupt(ctx); err != nil {
-		r.t.Fatalf("Interrupt: %v", err)
-	}
-}
-
-func await(t testing.TB, ch <-chan turnOutcome) turnOutcome {
-	t.Helper()
-	select {
-	case o := <-ch:
-		return o
-	case <-time.After(turnDeadline):
-		t.Fatal("the turn did not end")
-		return turnOutcome{}
+		r.T.Fatalf("Interrupt: %v", err)
 	}
 }
 
@@ -79,10 +45,10 @@ func await(t testing.TB, ch <-chan turnOutcome) turnOutcome {
 func checkToolsClosed(t testing.TB, r *rig) map[string]wire.ToolFinishedData {
 	t.Helper()
 	fins := map[string]wire.ToolFinishedData{}
-	for _, f := range events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished) {
+	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
 		fins[f.ToolID] = f
 	}
-	for _, s := range events[wire.ToolStartedData](t, r.host, wire.EvToolStarted) {
+	for _, s := range enginetest.Events[wire.ToolStartedData](t, r.Host, wire.EvToolStarted) {
 		if _, ok := fins[s.ToolID]; !ok {
 			t.Errorf("tool %s (%s) started and never finished", s.ToolID, s.Summary)
 		}
@@ -96,15 +62,15 @@ func TestSteerWhileTheModelStreams(t *testing.T) {
 		Name: "after", Match: &fakemodel.Match{LastUserContains: "STEER: mention bananas"}, Text: "Bananas it is.",
 	}), nil)
 	r.start("")
-	done := r.turnAsync("tell me a long story")
-	r.waitHeld("slow")
+	done := r.GoTurn("tell me a long story")
+	r.WaitHeld("slow")
 	r.steer("STEER: mention bananas")
-	o := await(t, done)
-	if o.err != nil || o.res.Stopped {
-		t.Fatalf("turn: %+v %v", o.res, describe(o.err))
+	o := r.WaitTurn(done)
+	if o.Err != nil || o.Res.Stopped {
+		t.Fatalf("turn: %+v %v", o.Res, describe(o.Err))
 	}
-	if o.res.Text != "Bananas it is." {
-		t.Errorf("final text %q", o.res.Text)
+	if o.Res.Text != "Bananas it is." {
+		t.Errorf("final text %q", o.Res.Text)
 	}
 	reqs := r.requestsContaining("STEER: mention bananas")
 	if len(reqs) != 1 || reqs[0].LastUserText() != "STEER: mention bananas" {
@@ -119,12 +85,12 @@ func TestSteerWhileACommandRuns(t *testing.T) {
 		fakemodel.Step{Name: "after", Match: &fakemodel.Match{LastUserContains: "STEER: during the command"}, Text: "Noted."},
 	), nil)
 	r.start("")
-	done := r.turnAsync("run something slow")
-	r.waitEvent(wire.EvToolStarted, "the command to start", nil)
+	done := r.GoTurn("run something slow")
+	r.WaitEvent(wire.EvToolStarted, "the command to start", nil)
 	r.steer("STEER: during the command")
-	o := await(t, done)
-	if o.err != nil {
-		t.Fatalf("turn: %v", describe(o.err))
+	o := r.WaitTurn(done)
+	if o.Err != nil {
+		t.Fatalf("turn: %v", describe(o.Err))
 	}
 	reqs := r.requestsContaining("STEER: during the command")
 	if len(reqs) != 1 {
@@ -144,16 +110,16 @@ func TestStopWhileTheModelStreams(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, script(slowStep("slow"), fakemodel.Step{Name: "next", Text: "Fresh start."}), nil)
 	r.start("")
-	done := r.turnAsync("tell me a long story")
-	r.waitHeld("slow")
-	r.waitEvent(wire.EvAssistantDelta, "streamed text", nil)
+	done := r.GoTurn("tell me a long story")
+	r.WaitHeld("slow")
+	r.WaitEvent(wire.EvAssistantDelta, "streamed text", nil)
 	r.interrupt()
-	o := await(t, done)
-	if o.err != nil || !o.res.Stopped {
-		t.Fatalf("interrupted turn: %+v %v, want Stopped", o.res, describe(o.err))
+	o := r.WaitTurn(done)
+	if o.Err != nil || !o.Res.Stopped {
+		t.Fatalf("interrupted turn: %+v %v, want Stopped", o.Res, describe(o.Err))
 	}
 	// The thread stays usable.
-	if res := r.mustTurn("again"); res.Text != "Fresh start." {
+	if res := r.MustTurn("again"); res.Text != "Fresh start." {
 		t.Errorf("next turn text %q", res.Text)
 	}
 }
@@ -171,12 +137,12 @@ func TestStopWhileAnApprovalIsPending(t *testing.T) {
 		return engine.Verdict{Message: "stopped"}
 	})
 	r.start("")
-	done := r.turnAsync("clean up")
+	done := r.GoTurn("clean up")
 	<-asked
 	r.interrupt()
-	o := await(t, done)
-	if o.err != nil || !o.res.Stopped {
-		t.Fatalf("interrupted turn: %+v %v, want Stopped", o.res, describe(o.err))
+	o := r.WaitTurn(done)
+	if o.Err != nil || !o.Res.Stopped {
+		t.Fatalf("interrupted turn: %+v %v, want Stopped", o.Res, describe(o.Err))
 	}
 	select {
 	case <-permitEnded:
@@ -195,12 +161,12 @@ func TestStopWhileACommandRunsClosesTheTool(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, script(fakemodel.Step{Name: "cmd", Tools: tools(shellCall("call_long", "sleep 30", false))}), nil)
 	r.start("")
-	done := r.turnAsync("wait a while")
-	r.waitEvent(wire.EvToolStarted, "the command to start", nil)
+	done := r.GoTurn("wait a while")
+	r.WaitEvent(wire.EvToolStarted, "the command to start", nil)
 	r.interrupt()
-	o := await(t, done)
-	if o.err != nil || !o.res.Stopped {
-		t.Fatalf("interrupted turn: %+v %v", o.res, describe(o.err))
+	o := r.WaitTurn(done)
+	if o.Err != nil || !o.Res.Stopped {
+		t.Fatalf("interrupted turn: %+v %v", o.Res, describe(o.Err))
 	}
 	if f := checkToolsClosed(t, r)["call_long"]; f.Outcome != "stopped" {
 		t.Errorf("the command ended %+v, want stopped", f)
@@ -214,7 +180,7 @@ func TestResumeInANewProcessKeepsHistory(t *testing.T) {
 		fakemodel.Step{Name: "two", Match: &fakemodel.Match{Contains: "I will remember the banana."}, Text: "You said banana."},
 	), nil)
 	first, thread := r.start("")
-	r.mustTurn("remember: banana")
+	r.MustTurn("remember: banana")
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +188,7 @@ func TestResumeInANewProcessKeepsHistory(t *testing.T) {
 	if resumed != thread {
 		t.Fatalf("resumed thread %s, want %s", resumed, thread)
 	}
-	res := r.mustTurn("what did I say?")
+	res := r.MustTurn("what did I say?")
 	if res.Text != "You said banana." {
 		t.Fatalf("resumed turn text %q: the history did not reach the model", res.Text)
 	}
@@ -240,7 +206,7 @@ func TestForkContinuesOnANewThread(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, script(fakemodel.Step{Name: "one", Text: "Base answer."}), nil)
 	_, thread := r.start("")
-	r.mustTurn("base question")
+	r.MustTurn("base question")
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
 	fork, err := r.eng.Fork(ctx)
@@ -250,7 +216,7 @@ func TestForkContinuesOnANewThread(t *testing.T) {
 	if fork == "" || fork == thread {
 		t.Fatalf("fork id %q, parent %q", fork, thread)
 	}
-	r.mustTurn("question on the fork")
+	r.MustTurn("question on the fork")
 	reqs := r.requestsContaining("question on the fork")
 	if len(reqs) != 1 || !reqs[0].ContainsText("base question") {
 		t.Fatal("the fork's request lacks the parent's history")
@@ -261,7 +227,7 @@ func TestForkContinuesOnANewThread(t *testing.T) {
 	// The parent stays resumable without the fork's turn.
 	r.eng.Close()
 	r.start(thread)
-	r.mustTurn("back on the parent")
+	r.MustTurn("back on the parent")
 	back := r.requestsContaining("back on the parent")
 	if len(back) != 1 || back[0].ContainsText("question on the fork") {
 		t.Fatal("the parent thread picked up the fork's turn")
@@ -276,8 +242,8 @@ func TestJudgeDoesNotEnterTheConversation(t *testing.T) {
 		fakemodel.Step{Name: "two", Text: "Continuing."},
 	), nil)
 	r.start("")
-	r.mustTurn("start the task")
-	before := len(r.host.Events())
+	r.MustTurn("start the task")
+	before := len(r.Host.Events())
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
 	answer, usage, err := r.eng.Judge(ctx, "Is the goal met?")
@@ -290,10 +256,10 @@ func TestJudgeDoesNotEnterTheConversation(t *testing.T) {
 	if usage.InputTokens != 500 || usage.OutputTokens != 5 || !usage.Estimated {
 		t.Errorf("judge usage %+v, want the side question's own figures", usage)
 	}
-	if n := len(r.host.Events()); n != before {
+	if n := len(r.Host.Events()); n != before {
 		t.Errorf("the side question emitted %d events", n-before)
 	}
-	r.mustTurn("go on")
+	r.MustTurn("go on")
 	if reqs := r.requestsContaining("go on"); len(reqs) != 1 || reqs[0].ContainsText("Is the goal met?") {
 		t.Fatal("the side question leaked into the conversation")
 	}
@@ -305,13 +271,13 @@ func TestCompactSummarisesTheThread(t *testing.T) {
 	sc.Side = []fakemodel.Step{{Name: "summary", Match: &fakemodel.Match{Contains: "CONTEXT CHECKPOINT COMPACTION"}, Text: "SUMMARY: the user asked twice."}}
 	r := newRig(t, sc, nil)
 	r.start("")
-	r.mustTurn("first question")
+	r.MustTurn("first question")
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
 	if err := r.eng.Compact(ctx); err != nil {
 		t.Fatalf("Compact: %v", describe(err))
 	}
-	r.mustTurn("second question")
+	r.MustTurn("second question")
 	reqs := r.requestsContaining("second question")
 	if len(reqs) != 1 || !reqs[0].ContainsText("SUMMARY: the user asked twice.") || reqs[0].ContainsText("First answer.") {
 		t.Fatal("the request after compaction does not carry the summary in place of the history")
@@ -325,16 +291,16 @@ func TestKilledCLIFailsTheTurnAndTheNextTurnResumes(t *testing.T) {
 		fakemodel.Step{Name: "again", Match: &fakemodel.Match{Contains: "remember: kiwi"}, Text: "Still here: kiwi."},
 	), nil)
 	r.start("")
-	done := r.turnAsync("remember: kiwi, then talk")
-	r.waitHeld("slow")
+	done := r.GoTurn("remember: kiwi, then talk")
+	r.WaitHeld("slow")
 	r.eng.mu.Lock()
 	pid := r.eng.srv.pid
 	r.eng.mu.Unlock()
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the CLI: %v", err)
 	}
-	o := await(t, done)
-	f := wantFailure(t, o.err, wire.FailEngineError)
+	o := r.WaitTurn(done)
+	f := wantFailure(t, o.Err, wire.FailEngineError)
 	if !strings.Contains(f.Message, "killed") {
 		t.Errorf("failure %q does not say the CLI was killed", f.Message)
 	}
@@ -342,7 +308,7 @@ func TestKilledCLIFailsTheTurnAndTheNextTurnResumes(t *testing.T) {
 		t.Error("the failure carries no stderr tail")
 	}
 	checkToolsClosed(t, r)
-	res := r.mustTurn("are you there?")
+	res := r.MustTurn("are you there?")
 	if res.Text != "Still here: kiwi." {
 		t.Fatalf("after the crash: %q", res.Text)
 	}
@@ -373,16 +339,16 @@ func TestModelEndpointFailures(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, tc.scenario, nil)
 			if tc.dead {
-				r.opts.ModelEndpoint = deadEndpoint(t)
+				r.Opts.ModelEndpoint = deadEndpoint(t)
 			}
 			if tc.key != "" {
-				r.opts.Credentials = map[string]string{CredentialItem: tc.key}
+				r.Opts.Credentials = map[string]string{CredentialItem: tc.key}
 			}
 			r.start("")
-			_, err := r.turn("hello?")
+			_, err := r.Turn("hello?")
 			f := wantFailure(t, err, tc.want)
 			t.Logf("%s: %s", tc.name, f.Message)
-			if tc.retries && len(r.host.OfType(wire.EvRetry)) == 0 {
+			if tc.retries && len(r.Host.OfType(wire.EvRetry)) == 0 {
 				t.Error("no retry events before the failure")
 			}
 		})
@@ -407,13 +373,13 @@ func TestRejectedConfigFailsTheSession(t *testing.T) {
 	eng.extraConfig = []byte("\n[corral_typo]\nnot_a_codex_key = 1\n")
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
-	_, err := eng.Start(ctx, r.opts)
+	_, err := eng.Start(ctx, r.Opts)
 	defer eng.Close()
 	f := wantFailure(t, err, wire.FailEngineError)
 	if !strings.Contains(f.Message, "corral_typo") {
 		t.Errorf("failure %q does not name the rejected setting", f.Message)
 	}
-	if n := len(r.fake.Requests()); n != 0 {
+	if n := len(r.Fake.Requests()); n != 0 {
 		t.Errorf("the model endpoint got %d requests", n)
 	}
 }
@@ -425,8 +391,8 @@ func TestUsageAndContextEvents(t *testing.T) {
 		fakemodel.Step{Name: "two", Text: "Listed.", Usage: &fakemodel.Usage{Input: 2100, Output: 10}},
 	), nil)
 	r.start("")
-	res := r.mustTurn("list files")
-	us := events[wire.UsageData](t, r.host, wire.EvUsage)
+	res := r.MustTurn("list files")
+	us := enginetest.Events[wire.UsageData](t, r.Host, wire.EvUsage)
 	if len(us) != 2 {
 		t.Fatalf("usage events %+v, want one per model call", us)
 	}
@@ -436,7 +402,7 @@ func TestUsageAndContextEvents(t *testing.T) {
 	if res.Usage.InputTokens != 1500+2100 || res.Usage.OutputTokens != 50 || !res.HasUsage {
 		t.Errorf("turn usage %+v", res.Usage)
 	}
-	cs := events[wire.ContextData](t, r.host, wire.EvContext)
+	cs := enginetest.Events[wire.ContextData](t, r.Host, wire.EvContext)
 	if len(cs) == 0 {
 		t.Fatal("no context events")
 	}

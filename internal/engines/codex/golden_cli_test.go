@@ -61,14 +61,14 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 	eng.trace = rec.trace
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
-	if _, err := eng.Start(ctx, r.opts); err != nil {
+	if _, err := eng.Start(ctx, r.Opts); err != nil {
 		t.Fatalf("Start: %v", describe(err))
 	}
-	r.eng = eng
-	r.mustTurn("Say hello, then write notes.")
+	r.eng, r.Eng = eng, eng
+	r.MustTurn("Say hello, then write notes.")
 	eng.Close()
 
-	got := normaliseTranscript(rec.lines, map[string]string{r.cwd: "<cwd>", r.dir: "<session>"})
+	got := normaliseTranscript(rec.lines, map[string]string{r.Cwd: "<cwd>", r.Dir: "<session>"})
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
 			t.Fatal(err)

@@ -40,7 +40,7 @@ func TestReplayApprovalsAllowed(t *testing.T) {
 	if got := rr.r.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	fins := events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished)
+	fins := enginetest.Events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished)
 	if len(fins) != 2 {
 		t.Fatalf("toolFinished %+v", fins)
 	}
@@ -50,19 +50,19 @@ func TestReplayApprovalsAllowed(t *testing.T) {
 	if f := fins[1]; f.ToolID != "call_6" || f.Outcome != "ok" || !strings.Contains(f.Output, "added") {
 		t.Errorf("patch finished %+v", f)
 	}
-	starts := events[wire.ToolStartedData](t, rr.host, wire.EvToolStarted)
+	starts := enginetest.Events[wire.ToolStartedData](t, rr.host, wire.EvToolStarted)
 	if len(starts) != 2 || starts[0].Kind != "shell" || starts[1].Kind != "edit" || starts[1].Path != filepath.Join(rr.cwd, "hello_patch.txt") {
 		t.Errorf("toolStarted %+v", starts)
 	}
 	// Three model calls of 1000 input tokens (100 cached); 20, 20 and 1 output.
-	us := events[wire.UsageData](t, rr.host, wire.EvUsage)
+	us := enginetest.Events[wire.UsageData](t, rr.host, wire.EvUsage)
 	if len(us) != 3 {
 		t.Fatalf("usage events %+v", us)
 	}
 	if res.Usage.InputTokens != 2700 || res.Usage.CacheReadTokens != 300 || res.Usage.OutputTokens != 41 || !res.Usage.Estimated {
 		t.Errorf("turn usage %+v", res.Usage)
 	}
-	texts := events[wire.TextData](t, rr.host, wire.EvAssistantText)
+	texts := enginetest.Events[wire.TextData](t, rr.host, wire.EvAssistantText)
 	if len(texts) != 1 || texts[0].Text != "Done." {
 		t.Errorf("assistantText %+v", texts)
 	}
@@ -84,7 +84,7 @@ func TestReplayApprovalsDeclinedTellTheModelWhy(t *testing.T) {
 	if !strings.Contains(sent, want) {
 		t.Errorf("sent:\n%s\nwant it to contain:\n%s", sent, want)
 	}
-	for _, f := range events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished) {
+	for _, f := range enginetest.Events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished) {
 		if f.Outcome != "denied" || !strings.Contains(f.Message, "refused: "+f.ToolID) {
 			t.Errorf("tool finished %+v, want denied with the gate's message", f)
 		}
@@ -101,10 +101,10 @@ func TestReplayInterruptClosesOpenTools(t *testing.T) {
 
 	stop := func(what string, ready wire.EventType) engine.TurnResult {
 		t.Helper()
-		done := make(chan turnOutcome, 1)
+		done := make(chan enginetest.TurnOutcome, 1)
 		go func() {
 			res, err := rr.turn(what)
-			done <- turnOutcome{res, err}
+			done <- enginetest.TurnOutcome{Res: res, Err: err}
 		}()
 		if err := rr.host.WaitFor(turnDeadline, string(ready), func(evs []enginetest.Event) bool { return hasEvent(evs, ready) }); err != nil {
 			t.Fatal(err)
@@ -113,14 +113,14 @@ func TestReplayInterruptClosesOpenTools(t *testing.T) {
 			t.Fatalf("Interrupt: %v", err)
 		}
 		o := <-done
-		if o.err != nil || !o.res.Stopped {
-			t.Fatalf("%s: %+v %v, want stopped", what, o.res, describe(o.err))
+		if o.Err != nil || !o.Res.Stopped {
+			t.Fatalf("%s: %+v %v, want stopped", what, o.Res, describe(o.Err))
 		}
-		return o.res
+		return o.Res
 	}
 	stop("Give me a slow answer.", wire.EvAssistantDelta)
 	stop("cmdsleep please", wire.EvToolStarted)
-	fins := events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished)
+	fins := enginetest.Events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished)
 	if len(fins) != 1 || fins[0].Outcome != "stopped" {
 		t.Fatalf("the killed command was not closed as stopped: %+v", fins)
 	}
@@ -149,10 +149,10 @@ func TestReplaySteer(t *testing.T) {
 	}
 	steerDuring := func(what, steer string, ready wire.EventType) engine.TurnResult {
 		t.Helper()
-		done := make(chan turnOutcome, 1)
+		done := make(chan enginetest.TurnOutcome, 1)
 		go func() {
 			res, err := rr.turn(what)
-			done <- turnOutcome{res, err}
+			done <- enginetest.TurnOutcome{Res: res, Err: err}
 		}()
 		if err := rr.host.WaitFor(turnDeadline, string(ready), func(evs []enginetest.Event) bool { return hasEvent(evs, ready) }); err != nil {
 			t.Fatal(err)
@@ -161,10 +161,10 @@ func TestReplaySteer(t *testing.T) {
 			t.Fatalf("Steer: %v", err)
 		}
 		o := <-done
-		if o.err != nil {
-			t.Fatalf("%s: %v", what, describe(o.err))
+		if o.Err != nil {
+			t.Fatalf("%s: %v", what, describe(o.Err))
 		}
-		return o.res
+		return o.Res
 	}
 	if res := steerDuring("Give me a slow answer.", "STEER: also mention bananas", wire.EvAssistantDelta); res.Text != "Steered: STEER: also mention bananas" {
 		t.Errorf("steered turn text %q", res.Text)
@@ -179,7 +179,7 @@ func TestReplaySteer(t *testing.T) {
 	// A steer sends the command to the background; Codex never completes
 	// it, so Corral closes it when the turn ends.
 	var closed bool
-	for _, f := range events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished) {
+	for _, f := range enginetest.Events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished) {
 		closed = closed || f.Outcome == "stopped"
 	}
 	if !closed {

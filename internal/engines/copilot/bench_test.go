@@ -15,7 +15,7 @@ func BenchmarkStartToReady(b *testing.B) {
 		b.StopTimer()
 		r := newRig(b, fakemodel.Scenario{}, allow)
 		b.StartTimer()
-		if _, err := r.eng.Start(context.Background(), r.opts); err != nil {
+		if err := r.tryStart(); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -27,7 +27,7 @@ func BenchmarkStartToReady(b *testing.B) {
 // from session.send to the session going idle.
 func BenchmarkTextTurn(b *testing.B) {
 	r := newRig(b, fakemodel.Scenario{Fallback: &fakemodel.Step{Text: "Done."}}, allow)
-	if _, err := r.eng.Start(context.Background(), r.opts); err != nil {
+	if err := r.tryStart(); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { r.eng.Close() })

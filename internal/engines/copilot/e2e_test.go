@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -30,25 +31,25 @@ func TestApprovedWriteCreatesTheFile(t *testing.T) {
 				{Text: "Created hello.txt.", Chunks: 3},
 			}}, allow, withWireAPI(api))
 			r.start()
-			res := r.mustTurn("Please create hello.txt containing a greeting.")
+			res := r.MustTurn("Please create hello.txt containing a greeting.")
 
-			if got := readFile(t, filepath.Join(r.cwd, "hello.txt")); got != "Hello from the fake model!\n" {
+			if got := readFile(t, filepath.Join(r.Cwd, "hello.txt")); got != "Hello from the fake model!\n" {
 				t.Fatalf("hello.txt = %q", got)
 			}
 			if res.Stopped || res.Text != "Created hello.txt." || !res.HasUsage || res.Usage.InputTokens != 200 {
 				t.Fatalf("result = %+v", res)
 			}
-			calls := r.host.Calls()
+			calls := r.Host.Calls()
 			if len(calls) != 1 {
 				t.Fatalf("permission calls = %+v", calls)
 			}
 			c := calls[0]
-			if c.Kind != engine.KindEdit || c.Tool != "create" || c.Path != filepath.Join(r.cwd, "hello.txt") ||
+			if c.Kind != engine.KindEdit || c.Tool != "create" || c.Path != filepath.Join(r.Cwd, "hello.txt") ||
 				c.Edit == nil || c.Edit.Existed || len(c.Edit.Before) != 0 || string(c.Edit.After) != "Hello from the fake model!\n" {
 				t.Fatalf("permission call = %+v (edit %+v)", c, c.Edit)
 			}
-			started := events[wire.ToolStartedData](t, r.host, wire.EvToolStarted)
-			finished := events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+			started := enginetest.Events[wire.ToolStartedData](t, r.Host, wire.EvToolStarted)
+			finished := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
 			if len(started) != 1 || started[0].Kind != "edit" || started[0].ToolID != c.ID || started[0].Path != c.Path {
 				t.Fatalf("toolStarted = %+v", started)
 			}
@@ -56,26 +57,26 @@ func TestApprovedWriteCreatesTheFile(t *testing.T) {
 				t.Fatalf("toolFinished = %+v", finished)
 			}
 			var deltas strings.Builder
-			for _, d := range events[wire.TextData](t, r.host, wire.EvAssistantDelta) {
+			for _, d := range enginetest.Events[wire.TextData](t, r.Host, wire.EvAssistantDelta) {
 				deltas.WriteString(d.Text)
 			}
 			if deltas.String() != "Created hello.txt." {
 				t.Fatalf("deltas add up to %q", deltas.String())
 			}
-			usage := events[wire.UsageData](t, r.host, wire.EvUsage)
+			usage := enginetest.Events[wire.UsageData](t, r.Host, wire.EvUsage)
 			// Two model calls at the fake's 100 in / 10 out, priced as gpt-4.1.
 			if len(usage) != 2 || usage[0].InputTokens != 100 || usage[0].OutputTokens != 10 || !usage[0].Estimated ||
 				usage[0].Model != "gpt-4.1" || usage[0].CostUSD != (100*2.00+10*8.00)/1e6 {
 				t.Fatalf("usage = %+v", usage)
 			}
-			if ctxs := events[wire.ContextData](t, r.host, wire.EvContext); len(ctxs) == 0 || ctxs[0].WindowTokens == 0 || ctxs[0].UsedTokens == 0 {
+			if ctxs := enginetest.Events[wire.ContextData](t, r.Host, wire.EvContext); len(ctxs) == 0 || ctxs[0].WindowTokens == 0 || ctxs[0].UsedTokens == 0 {
 				t.Fatalf("context = %+v", ctxs)
 			}
 			path := "/chat/completions"
 			if api == "responses" {
 				path = "/responses"
 			}
-			for _, req := range r.modelRequests() {
+			for _, req := range r.ModelRequests("") {
 				if req.Path != path {
 					t.Fatalf("the CLI called %s, want %s", req.Path, path)
 				}
@@ -94,16 +95,16 @@ func TestRefusalFeedbackReachesTheModel(t *testing.T) {
 		return engine.Verdict{Allow: false, Message: feedback}
 	})
 	r.start()
-	r.mustTurn("Create deny.txt.")
+	r.MustTurn("Create deny.txt.")
 
-	if _, err := os.Stat(filepath.Join(r.cwd, "deny.txt")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(r.Cwd, "deny.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("deny.txt exists after a refusal (stat: %v)", err)
 	}
-	reqs := r.modelRequests()
+	reqs := r.ModelRequests("")
 	if len(reqs) != 2 || !strings.Contains(reqs[1].LastToolResult(), feedback) {
 		t.Fatalf("the model's next request does not carry the feedback; tool result: %q", reqs[len(reqs)-1].LastToolResult())
 	}
-	finished := events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
 	if len(finished) != 1 || finished[0].Outcome != "denied" || finished[0].Message != feedback {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -126,25 +127,25 @@ func TestAppliedVerdictKeepsTheRunnersBytes(t *testing.T) {
 		{Text: "Noted."},
 	}}, func(_ context.Context, call engine.ToolCall) engine.Verdict {
 		proposal = call.Edit
-		if err := os.WriteFile(filepath.Join(r.cwd, "notes.txt"), []byte(written), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(r.Cwd, "notes.txt"), []byte(written), 0o644); err != nil {
 			t.Error(err)
 		}
 		return engine.Verdict{Allow: false, Applied: true, Message: message}
 	})
-	if err := os.WriteFile(filepath.Join(r.cwd, "notes.txt"), []byte(original), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.Cwd, "notes.txt"), []byte(original), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r.start()
-	r.mustTurn("Capitalise beta and gamma in notes.txt.")
+	r.MustTurn("Capitalise beta and gamma in notes.txt.")
 
 	if proposal == nil || !proposal.Existed || proposal.Delete || string(proposal.Before) != original || string(proposal.After) != proposed ||
-		proposal.Path != filepath.Join(r.cwd, "notes.txt") {
+		proposal.Path != filepath.Join(r.Cwd, "notes.txt") {
 		t.Fatalf("edit proposal = %+v", proposal)
 	}
-	if got := readFile(t, filepath.Join(r.cwd, "notes.txt")); got != written {
+	if got := readFile(t, filepath.Join(r.Cwd, "notes.txt")); got != written {
 		t.Fatalf("notes.txt = %q, want the runner's %q", got, written)
 	}
-	reqs := r.modelRequests()
+	reqs := r.ModelRequests("")
 	if len(reqs) != 2 || !strings.Contains(reqs[1].LastToolResult(), message) {
 		t.Fatalf("the model was not told what was applied; tool result: %q", reqs[len(reqs)-1].LastToolResult())
 	}
@@ -162,19 +163,19 @@ func TestSteerReachesTheModelWithinTheTurn(t *testing.T) {
 	if err := r.eng.Steer(ctx, "too early"); !errors.Is(err, engine.ErrNoTurn) {
 		t.Fatalf("Steer before any turn = %v, want ErrNoTurn", err)
 	}
-	turn := r.goTurn("Tell me about the project.")
-	r.waitHeld("first")
+	turn := r.GoTurn("Tell me about the project.")
+	r.WaitHeld("first")
 	if err := r.eng.Steer(ctx, steer); err != nil {
 		t.Fatalf("Steer: %v", err)
 	}
-	if err := r.srv.Release("first"); err != nil {
+	if err := r.Fake.Release("first"); err != nil {
 		t.Fatal(err)
 	}
-	out := r.waitTurn(turn)
-	if out.err != nil || out.res.Text != "- steered" {
-		t.Fatalf("turn = %+v, %v", out.res, out.err)
+	out := r.WaitTurn(turn)
+	if out.Err != nil || out.Res.Text != "- steered" {
+		t.Fatalf("turn = %+v, %v", out.Res, out.Err)
 	}
-	reqs := r.modelRequests()
+	reqs := r.ModelRequests("")
 	if len(reqs) != 2 || !strings.Contains(reqs[1].LastUserText(), steer) {
 		t.Fatalf("the steer did not reach the model's next request: %d requests", len(reqs))
 	}
@@ -190,21 +191,21 @@ func TestStopWhileStreaming(t *testing.T) {
 		{Text: "Fresh answer."},
 	}}, allow)
 	r.start()
-	turn := r.goTurn("Tell me a long story.")
-	r.waitHeld("long")
-	r.waitEvent(wire.EvAssistantDelta, "the first streamed text", nil)
+	turn := r.GoTurn("Tell me a long story.")
+	r.WaitHeld("long")
+	r.WaitEvent(wire.EvAssistantDelta, "the first streamed text", nil)
 	if err := r.eng.Interrupt(context.Background()); err != nil {
 		t.Fatalf("Interrupt: %v", err)
 	}
-	out := r.waitTurn(turn)
-	if out.err != nil || !out.res.Stopped {
-		t.Fatalf("stopped turn = %+v, %v", out.res, out.err)
+	out := r.WaitTurn(turn)
+	if out.Err != nil || !out.Res.Stopped {
+		t.Fatalf("stopped turn = %+v, %v", out.Res, out.Err)
 	}
-	if got := r.host.OfType(wire.EvAssistantText); len(got) != 0 {
+	if got := r.Host.OfType(wire.EvAssistantText); len(got) != 0 {
 		t.Fatalf("an aborted stream produced assistantText %s", got)
 	}
 	// The conversation goes on.
-	if res := r.mustTurn("Something short then."); res.Text != "Fresh answer." || res.Stopped {
+	if res := r.MustTurn("Something short then."); res.Text != "Fresh answer." || res.Stopped {
 		t.Fatalf("turn after the stop = %+v", res)
 	}
 }
@@ -219,7 +220,7 @@ func TestStopRightAfterTheSend(t *testing.T) {
 		Fallback: &fakemodel.Step{Text: "Fresh answer."},
 	}, allow)
 	r.start()
-	turn := r.goTurn("Start something.")
+	turn := r.GoTurn("Start something.")
 	// Stop as soon as the CLI has taken the message, before it runs it.
 	deadline := time.Now().Add(testWait)
 	for {
@@ -237,11 +238,11 @@ func TestStopRightAfterTheSend(t *testing.T) {
 	if err := r.eng.Interrupt(context.Background()); err != nil {
 		t.Fatalf("Interrupt: %v", err)
 	}
-	out := r.waitTurn(turn)
-	if out.err != nil || !out.res.Stopped {
-		t.Fatalf("stopped turn = %+v, %v", out.res, out.err)
+	out := r.WaitTurn(turn)
+	if out.Err != nil || !out.Res.Stopped {
+		t.Fatalf("stopped turn = %+v, %v", out.Res, out.Err)
 	}
-	if res := r.mustTurn("Something else."); res.Stopped || res.Text != "Fresh answer." {
+	if res := r.MustTurn("Something else."); res.Stopped || res.Text != "Fresh answer." {
 		t.Fatalf("turn after the stop = %+v", res)
 	}
 }
@@ -263,31 +264,31 @@ func TestStopWhilePermissionIsPending(t *testing.T) {
 		return engine.Verdict{Allow: true}
 	})
 	r.start()
-	turn := r.goTurn("Create slow.txt.")
+	turn := r.GoTurn("Create slow.txt.")
 	<-asked
 	if err := r.eng.Interrupt(context.Background()); err != nil {
 		t.Fatalf("Interrupt: %v", err)
 	}
-	out := r.waitTurn(turn)
-	if out.err != nil || !out.res.Stopped {
-		t.Fatalf("stopped turn = %+v, %v", out.res, out.err)
+	out := r.WaitTurn(turn)
+	if out.Err != nil || !out.Res.Stopped {
+		t.Fatalf("stopped turn = %+v, %v", out.Res, out.Err)
 	}
 	select {
 	case <-released:
 	case <-time.After(testWait):
 		t.Fatal("the stop did not cancel the pending permission ask")
 	}
-	if _, err := os.Stat(filepath.Join(r.cwd, "slow.txt")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(r.Cwd, "slow.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("slow.txt was written after the stop (stat: %v)", err)
 	}
-	finished := events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
 	if len(finished) != 1 || finished[0].Outcome == "ok" {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
 	if n := r.pendingPermissions(); n != 0 {
 		t.Fatalf("the CLI still holds %d pending permission requests after the stop", n)
 	}
-	if res := r.mustTurn("Never mind."); res.Text != "Fresh answer." {
+	if res := r.MustTurn("Never mind."); res.Text != "Fresh answer." {
 		t.Fatalf("turn after the stop = %+v", res)
 	}
 }
@@ -299,26 +300,26 @@ func TestStopWhileShellCommandRuns(t *testing.T) {
 		{Text: "Fresh answer."},
 	}}, allow)
 	r.start()
-	turn := r.goTurn("Run the slow command.")
+	turn := r.GoTurn("Run the slow command.")
 	shellPID := r.waitPIDFile("shell.pid")
 	sleepPID := r.waitPIDFile("sleep.pid")
 	if err := r.eng.Interrupt(context.Background()); err != nil {
 		t.Fatalf("Interrupt: %v", err)
 	}
-	out := r.waitTurn(turn)
-	if out.err != nil || !out.res.Stopped {
-		t.Fatalf("stopped turn = %+v, %v", out.res, out.err)
+	out := r.WaitTurn(turn)
+	if out.Err != nil || !out.Res.Stopped {
+		t.Fatalf("stopped turn = %+v, %v", out.Res, out.Err)
 	}
 	for name, pid := range map[string]int{"shell": shellPID, "sleep": sleepPID} {
 		if !waitProcessGone(pid) {
 			t.Errorf("the %s process %d outlived the stop", name, pid)
 		}
 	}
-	calls := r.host.Calls()
+	calls := r.Host.Calls()
 	if len(calls) != 1 || calls[0].Kind != engine.KindShell || !strings.HasPrefix(calls[0].Command, "echo $$ > shell.pid;") {
 		t.Fatalf("permission calls = %+v", calls)
 	}
-	if res := r.mustTurn("Never mind."); res.Text != "Fresh answer." {
+	if res := r.MustTurn("Never mind."); res.Text != "Fresh answer." {
 		t.Fatalf("turn after the stop = %+v", res)
 	}
 }
@@ -330,7 +331,7 @@ func TestResumeInANewProcessKeepsHistory(t *testing.T) {
 		{Text: "It was APPLE."},
 	}}, allow)
 	id := r.start()
-	r.mustTurn("Remember the word APPLE.")
+	r.MustTurn("Remember the word APPLE.")
 	firstPID := r.cliPID()
 	if err := r.eng.Close(); err != nil {
 		t.Fatal(err)
@@ -340,17 +341,17 @@ func TestResumeInANewProcessKeepsHistory(t *testing.T) {
 	}
 
 	r.eng = New().(*Engine)
-	r.opts.Resume = id
+	r.Opts.Resume = id
 	if got := r.start(); got != id {
 		t.Fatalf("resumed conversation id = %q, want %q", got, id)
 	}
 	if r.cliPID() == firstPID {
 		t.Fatal("the resumed session runs in the same process")
 	}
-	if res := r.mustTurn("Which word was it?"); res.Text != "It was APPLE." {
+	if res := r.MustTurn("Which word was it?"); res.Text != "It was APPLE." {
 		t.Fatalf("result = %+v", res)
 	}
-	reqs := r.modelRequests()
+	reqs := r.ModelRequests("")
 	last := reqs[len(reqs)-1]
 	if !last.ContainsText("Remember the word APPLE.") || !last.ContainsText("I will remember APPLE.") {
 		t.Fatal("the resumed conversation's model request lacks the earlier turn")
@@ -360,10 +361,8 @@ func TestResumeInANewProcessKeepsHistory(t *testing.T) {
 func TestResumeOfUnknownConversationFails(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, fakemodel.Scenario{}, allow)
-	r.opts.Resume = "00000000-0000-4000-8000-000000000000"
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	_, err := r.eng.Start(ctx, r.opts)
+	r.Opts.Resume = "00000000-0000-4000-8000-000000000000"
+	err := r.tryStart()
 	var f *engine.Failure
 	if !errors.As(err, &f) || f.Code != wire.FailEngineError || !strings.Contains(f.Error(), "resume conversation") {
 		t.Fatalf("Start = %v, want an engineError about the resume", err)
@@ -379,29 +378,29 @@ func TestKilledCLIFailsTheTurnAndTheSessionResumes(t *testing.T) {
 		{Text: "Back again."},
 	}}, allow)
 	r.start()
-	r.mustTurn("Remember the word PEAR.")
-	turn := r.goTurn("Take your time.")
-	r.waitHeld("hang")
+	r.MustTurn("Remember the word PEAR.")
+	turn := r.GoTurn("Take your time.")
+	r.WaitHeld("hang")
 	pid := r.cliPID()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	out := r.waitTurn(turn)
+	out := r.WaitTurn(turn)
 	var f *engine.Failure
-	if !errors.As(out.err, &f) || f.Code != wire.FailEngineError || !strings.Contains(f.Message, "signal") {
-		t.Fatalf("turn after kill -9 = %+v, %v; want an engineError naming the signal", out.res, out.err)
+	if !errors.As(out.Err, &f) || f.Code != wire.FailEngineError || !strings.Contains(f.Message, "signal") {
+		t.Fatalf("turn after kill -9 = %+v, %v; want an engineError naming the signal", out.Res, out.Err)
 	}
 	if !waitProcessGone(pid) {
 		t.Fatalf("the killed CLI %d is still there", pid)
 	}
 	// The same engine starts a new CLI and resumes the conversation.
-	if res := r.mustTurn("Are you back?"); res.Text != "Back again." {
+	if res := r.MustTurn("Are you back?"); res.Text != "Back again." {
 		t.Fatalf("turn after the crash = %+v", res)
 	}
 	if r.cliPID() == pid {
 		t.Fatal("no new CLI was started")
 	}
-	reqs := r.modelRequests()
+	reqs := r.ModelRequests("")
 	if !reqs[len(reqs)-1].ContainsText("Remember the word PEAR.") {
 		t.Fatal("the conversation lost its history in the crash")
 	}
@@ -414,17 +413,17 @@ func TestUnauthorizedProviderMeansSignInExpired(t *testing.T) {
 		Steps: []fakemodel.Step{{Text: "never"}},
 	}, allow, withCredentials(map[string]string{"openai-api-key": "sk-wrong"}))
 	r.start()
-	_, err := r.turn("Hello?")
+	_, err := r.Turn("Hello?")
 	var f *engine.Failure
 	if !errors.As(err, &f) || f.Code != wire.FailSignInExpired {
 		t.Fatalf("turn = %v, want a signInExpired failure", err)
 	}
-	for _, req := range r.srv.Requests() {
+	for _, req := range r.Fake.Requests() {
 		if req.Status != 0 && req.Status != 401 {
 			t.Fatalf("a model request got %d", req.Status)
 		}
 	}
-	if len(r.host.OfType(wire.EvRetry)) == 0 {
+	if len(r.Host.OfType(wire.EvRetry)) == 0 {
 		t.Fatal("the CLI's retries were not reported")
 	}
 }
@@ -437,8 +436,8 @@ func TestGitHubTokenStaysOutOfToolShells(t *testing.T) {
 		{Text: "Done."},
 	}}, allow, withCredentials(map[string]string{"github-token": secret}))
 	r.start()
-	r.mustTurn("Dump the environment.")
-	env := readFile(t, filepath.Join(r.cwd, "env.txt"))
+	r.MustTurn("Dump the environment.")
+	env := readFile(t, filepath.Join(r.Cwd, "env.txt"))
 	if !strings.Contains(env, "PATH=") {
 		t.Fatalf("env.txt does not look like an environment dump: %q", env)
 	}
@@ -453,18 +452,18 @@ func TestGitHubTokenStaysOutOfToolShells(t *testing.T) {
 
 // cliPID is the running CLI's process id.
 func (r *rig) cliPID() int {
-	r.t.Helper()
+	r.T.Helper()
 	r.eng.mu.Lock()
 	defer r.eng.mu.Unlock()
 	if r.eng.cli == nil {
-		r.t.Fatal("no CLI is running")
+		r.T.Fatal("no CLI is running")
 	}
 	return r.eng.cli.pid()
 }
 
 // pendingPermissions asks the CLI how many permission requests it holds.
 func (r *rig) pendingPermissions() int {
-	r.t.Helper()
+	r.T.Helper()
 	r.eng.mu.Lock()
 	c, id := r.eng.cli, r.eng.sessionID
 	r.eng.mu.Unlock()
@@ -474,23 +473,23 @@ func (r *rig) pendingPermissions() int {
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
 	if err := c.conn.Call(ctx, "session.permissions.pendingRequests", sessionIDParams{SessionID: id}, &res); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return len(res.Items)
 }
 
 // waitPIDFile waits for a tool to write a process id into name.
 func (r *rig) waitPIDFile(name string) int {
-	r.t.Helper()
+	r.T.Helper()
 	deadline := time.Now().Add(testWait)
 	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(filepath.Join(r.cwd, name))
+		b, err := os.ReadFile(filepath.Join(r.Cwd, name))
 		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && pid > 0 {
 			return pid
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r.t.Fatalf("no process id in %s", name)
+	r.T.Fatalf("no process id in %s", name)
 	return 0
 }
 

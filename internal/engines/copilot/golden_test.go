@@ -37,7 +37,7 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 		mu.Unlock()
 	}))
 	r.start()
-	r.mustTurn("Please create hello.txt containing a greeting.")
+	r.MustTurn("Please create hello.txt containing a greeting.")
 	if err := r.eng.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func normalizeSent(t *testing.T, body []byte, r *rig) string {
 				params[key] = placeholder
 			}
 		}
-		if p, ok := params["provider"].(map[string]any); ok && p["baseUrl"] == r.opts.ModelEndpoint {
+		if p, ok := params["provider"].(map[string]any); ok && p["baseUrl"] == r.Opts.ModelEndpoint {
 			p["baseUrl"] = "<endpoint>"
 		}
 	}

@@ -56,19 +56,19 @@ func TestReplayApprovedWrite(t *testing.T) {
 	if !equalKinds(kinds, wantKinds) {
 		t.Fatalf("event kinds = %v, want %v", kinds, wantKinds)
 	}
-	started := events[wire.ToolStartedData](t, r.host, wire.EvToolStarted)
+	started := enginetest.Events[wire.ToolStartedData](t, r.host, wire.EvToolStarted)
 	if started[0] != (wire.ToolStartedData{ToolID: "call_85428264", Tool: "create", Kind: "edit", Summary: "Creating file: hello.txt", Path: "/src/project/hello.txt"}) {
 		t.Fatalf("toolStarted = %+v", started[0])
 	}
-	finished := events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
 	if f := finished[0]; f.ToolID != "call_85428264" || f.Outcome != "ok" || !strings.HasPrefix(f.Output, "Created file /src/project/hello.txt") {
 		t.Fatalf("toolFinished = %+v", f)
 	}
-	usage := events[wire.UsageData](t, r.host, wire.EvUsage)
+	usage := enginetest.Events[wire.UsageData](t, r.host, wire.EvUsage)
 	if u := usage[0]; u != (wire.UsageData{InputTokens: 100, OutputTokens: 10, CostUSD: 0.00028, Estimated: true, Model: "gpt-4.1"}) {
 		t.Fatalf("usage = %+v", u)
 	}
-	ctxs := events[wire.ContextData](t, r.host, wire.EvContext)
+	ctxs := enginetest.Events[wire.ContextData](t, r.host, wire.EvContext)
 	if c := ctxs[0]; c.UsedTokens != 8657 || c.WindowTokens != 128000 || c.Percent < 6.7 || c.Percent > 6.8 {
 		t.Fatalf("context = %+v", c)
 	}
@@ -87,7 +87,7 @@ func TestReplayRejectedWriteSendsTheFeedback(t *testing.T) {
 	if len(answers) != 1 || decision(t, answers[0]) != (permissionDecision{Kind: "reject", Feedback: "denied by probe driver"}) {
 		t.Fatalf("permission answers = %+v", answers)
 	}
-	finished := events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
 	if len(finished) != 1 || finished[0].Outcome != "denied" || finished[0].Message != "denied by probe driver" {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -108,7 +108,7 @@ func TestReplayStopWhileStreaming(t *testing.T) {
 	if err != nil || !res.Stopped || res.Text != "" {
 		t.Fatalf("turn = %+v, %v; want stopped without text", res, err)
 	}
-	if deltas := events[wire.TextData](t, r.host, wire.EvAssistantDelta); len(deltas) != 1 || deltas[0].Text != "tick " {
+	if deltas := enginetest.Events[wire.TextData](t, r.host, wire.EvAssistantDelta); len(deltas) != 1 || deltas[0].Text != "tick " {
 		t.Fatalf("deltas = %+v", deltas)
 	}
 }
@@ -157,7 +157,7 @@ func TestReplayStopResolvesThePendingPermission(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the pending ask was not cancelled by the stop")
 	}
-	finished := events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
 	if len(finished) != 1 || finished[0].ToolID != "call_71204533" || finished[0].Outcome != "stopped" {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -189,11 +189,11 @@ func TestReplayStopWhileShellRuns(t *testing.T) {
 	if len(calls) != 1 || calls[0].Kind != engine.KindShell || calls[0].Tool != "bash" || calls[0].Command != "sleep 30 && echo done > slept.txt" {
 		t.Fatalf("calls = %+v", calls)
 	}
-	started := events[wire.ToolStartedData](t, r.host, wire.EvToolStarted)
+	started := enginetest.Events[wire.ToolStartedData](t, r.host, wire.EvToolStarted)
 	if len(started) != 1 || started[0].Command != "sleep 30 && echo done > slept.txt" || started[0].Kind != "shell" {
 		t.Fatalf("toolStarted = %+v", started)
 	}
-	finished := events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
 	if len(finished) != 1 || finished[0].Outcome != "stopped" {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -246,7 +246,7 @@ func TestReplaySteerTakenAfterTheIdleStaysInTheTurn(t *testing.T) {
 	if err != nil || res.Text != "Autumn leaves drift down." {
 		t.Fatalf("turn = %+v, %v; want it to run on into the steer's answer", res, err)
 	}
-	if texts := events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 2 {
+	if texts := enginetest.Events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 2 {
 		t.Fatalf("assistantText = %+v", texts)
 	}
 }
@@ -268,7 +268,7 @@ func TestReplayStrayRunIsAbortedBeforeTheNextTurn(t *testing.T) {
 	if err != nil || res.Text != "Two." {
 		t.Fatalf("second turn = %+v, %v", res, err)
 	}
-	if texts := events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 2 {
+	if texts := enginetest.Events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 2 {
 		t.Fatalf("assistantText = %+v; the stray run must not emit into a turn", texts)
 	}
 }
@@ -283,7 +283,7 @@ func TestReplayRunAheadOfTheTurnIsNotTheTurns(t *testing.T) {
 	if err != nil || res.Text != "Two." {
 		t.Fatalf("turn = %+v, %v", res, err)
 	}
-	if texts := events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 1 || texts[0].Text != "Two." {
+	if texts := enginetest.Events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 1 || texts[0].Text != "Two." {
 		t.Fatalf("assistantText = %+v", texts)
 	}
 	if started := r.host.OfType(wire.EvToolStarted); len(started) != 0 {
@@ -313,7 +313,7 @@ func TestReplaySessionErrorsMapToFailureCodes(t *testing.T) {
 			if !errors.As(err, &f) || f.Code != tt.code {
 				t.Fatalf("turn error = %v, want code %s", err, tt.code)
 			}
-			retries := events[wire.RetryData](t, r.host, wire.EvRetry)
+			retries := enginetest.Events[wire.RetryData](t, r.host, wire.EvRetry)
 			if len(retries) != tt.retries {
 				t.Fatalf("retry events = %+v, want %d", retries, tt.retries)
 			}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
@@ -22,7 +21,6 @@ import (
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // testWait bounds every wait in the end-to-end tests. It is a deadline
@@ -92,29 +90,27 @@ func (u *unpackedCache) get(t testing.TB) string {
 	return u.dir
 }
 
-// rig is one Copilot session against the fake model server.
+// rig is one Copilot session against the fake model server: the shared
+// engine rig, with the Copilot engine Start started last.
 type rig struct {
-	t    testing.TB
-	srv  *fakemodel.Server
-	host *enginetest.Host
-	eng  *Engine
-	opts engine.StartOptions
-	cwd  string
-	id   string
+	*enginetest.Rig
+	eng   *Engine
+	trace func(dir jsonrpc.Direction, body []byte)
+	id    string
 }
 
 type rigOption func(*rig)
 
 func withWireAPI(api string) rigOption {
-	return func(r *rig) { r.opts.Config[ConfigWireAPI] = api }
+	return func(r *rig) { r.Opts.Config[ConfigWireAPI] = api }
 }
 
 func withCredentials(c map[string]string) rigOption {
-	return func(r *rig) { r.opts.Credentials = c }
+	return func(r *rig) { r.Opts.Credentials = c }
 }
 
 func withTrace(f func(dir jsonrpc.Direction, body []byte)) rigOption {
-	return func(r *rig) { r.eng.trace = f }
+	return func(r *rig) { r.trace = f }
 }
 
 // newRig serves sc on loopback and prepares (not starts) an engine pointed
@@ -129,27 +125,22 @@ func newRig(t testing.TB, sc fakemodel.Scenario, decide func(context.Context, en
 			t.Fatal(err)
 		}
 	}
-	srv := fakemodel.New(sc, fakemodel.WithVars(map[string]string{"cwd": cwd}))
-	url, err := srv.Start(context.Background(), "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	r := &rig{t: t, srv: srv, host: enginetest.NewHost(decide), eng: New().(*Engine), cwd: cwd}
-	r.opts = engine.StartOptions{
-		SessionID:     "corral-test",
-		Dir:           filepath.Join(dir, "session"),
-		Cwd:           cwd,
-		Model:         "gpt-4.1",
-		ModelEndpoint: url,
-		Config: map[string]string{
-			locate.KeyEnginesDir: enginesDir(t),
-			ConfigCacheDir:       unpacked.get(t),
-		},
-		Host:   r.host,
-		Env:    []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"},
-		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
-	}
+	r := &rig{}
+	r.Rig = enginetest.NewRig(t, enginetest.RigConfig{
+		New:         New,
+		Prepare:     func(e engine.Engine) { e.(*Engine).trace = r.trace },
+		CLI:         "copilot",
+		Scenario:    sc,
+		Decide:      decide,
+		Model:       "gpt-4.1",
+		Env:         []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"},
+		Dir:         filepath.Join(dir, "session"),
+		Cwd:         cwd,
+		TurnTimeout: testWait,
+		LogLevel:    zap.WarnLevel,
+	})
+	r.Opts.SessionID = "corral-test"
+	r.Opts.Config[ConfigCacheDir] = unpacked.get(t)
 	for _, o := range opts {
 		o(r)
 	}
@@ -158,108 +149,18 @@ func newRig(t testing.TB, sc fakemodel.Scenario, decide func(context.Context, en
 
 // start starts the engine; Close runs at cleanup.
 func (r *rig) start() string {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	id, err := r.eng.Start(ctx, r.opts)
-	if err != nil {
-		r.t.Fatalf("Start: %v", err)
-	}
-	r.t.Cleanup(func() { r.eng.Close() })
-	r.id = id
+	r.T.Helper()
+	eng, id := r.Start("")
+	r.eng, r.id = eng.(*Engine), id
 	return id
 }
 
-func (r *rig) turn(text string) (engine.TurnResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	return r.eng.Turn(ctx, engine.TurnInput{ID: "m1", Text: text, Kind: "send"})
-}
-
-func (r *rig) mustTurn(text string) engine.TurnResult {
-	r.t.Helper()
-	res, err := r.turn(text)
-	if err != nil {
-		r.t.Fatalf("Turn(%q): %v", text, err)
-	}
-	return res
-}
-
-// goTurn runs a turn in the background.
-func (r *rig) goTurn(text string) <-chan turnOutcome {
-	ch := make(chan turnOutcome, 1)
-	go func() {
-		res, err := r.turn(text)
-		ch <- turnOutcome{res, err}
-	}()
-	return ch
-}
-
-type turnOutcome struct {
-	res engine.TurnResult
-	err error
-}
-
-func (r *rig) waitTurn(ch <-chan turnOutcome) turnOutcome {
-	r.t.Helper()
-	select {
-	case out := <-ch:
-		return out
-	case <-time.After(testWait):
-		r.t.Fatal("the turn did not end")
-		return turnOutcome{}
-	}
-}
-
-// waitHeld waits until the fake server holds the named step's answer.
-func (r *rig) waitHeld(name string) {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	if err := r.srv.WaitHeld(ctx, name); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// waitEvent waits for an event of typ whose data satisfies match.
-func (r *rig) waitEvent(typ wire.EventType, what string, match func(json.RawMessage) bool) {
-	r.t.Helper()
-	err := r.host.WaitFor(testWait, what, func(events []enginetest.Event) bool {
-		for _, e := range events {
-			if e.Type == typ && (match == nil || match(e.Data)) {
-				return true
-			}
-		}
-		return false
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// modelRequests are the model requests the fake server answered.
-func (r *rig) modelRequests() []fakemodel.Request {
-	var out []fakemodel.Request
-	for _, req := range r.srv.Requests() {
-		if req.API != "" {
-			out = append(out, req)
-		}
-	}
-	return out
-}
-
-// events decodes the recorded events of typ into a slice of T.
-func events[T any](t *testing.T, h *enginetest.Host, typ wire.EventType) []T {
-	t.Helper()
-	var out []T
-	for _, raw := range h.OfType(typ) {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			t.Fatalf("%s event %s: %v", typ, raw, err)
-		}
-		out = append(out, v)
-	}
-	return out
+// tryStart starts the engine and returns Start's error.
+func (r *rig) tryStart() error {
+	r.T.Helper()
+	eng, id, err := r.TryStart("")
+	r.eng, r.id = eng.(*Engine), id
+	return err
 }
 
 // tool builds a tool call step input.
@@ -276,4 +177,4 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-func allow(context.Context, engine.ToolCall) engine.Verdict { return engine.Verdict{Allow: true} }
+var allow = enginetest.AllowAll
