@@ -1,5 +1,5 @@
 // Command runner runs one Corral session on a built-in engine (script,
-// claude, codex, copilot). See internal/runnercmd for its flags and modes;
+// claude, codex, copilot, acp). See internal/runnercmd for its flags and modes;
 // sessions on plugin engines run in plugin-runner instead.
 package main
 

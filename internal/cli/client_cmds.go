@@ -73,7 +73,7 @@ func runNew(ctx context.Context, e *env, args []string) error {
 	var spec wire.Spec
 	var allow multi
 	var spendCap float64
-	fs.StringVar(&spec.Engine, "engine", "", "engine to run: script, claude, codex, copilot, or a plugin's name (required)")
+	fs.StringVar(&spec.Engine, "engine", "", "engine to run: script, claude, codex, copilot, acp, or a plugin's name (required)")
 	fs.StringVar(&spec.Cwd, "cwd", "", "working directory of the agent (default: the current directory)")
 	fs.StringVar(&spec.Scenario, "scenario", "", "script engine scenario file (or a built-in scenario's name)")
 	fs.StringVar(&spec.Model, "model", "", "model to use")

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/engines/acp"
 	"github.com/corral-dev/corral/internal/engines/claude"
 	"github.com/corral-dev/corral/internal/engines/codex"
 	"github.com/corral-dev/corral/internal/engines/copilot"
@@ -23,6 +24,7 @@ func Builtin() map[string]engine.Factory {
 		"claude":  claude.New,
 		"codex":   codex.New,
 		"copilot": copilot.New,
+		"acp":     acp.New,
 	}
 }
 

@@ -132,7 +132,7 @@ type Term struct {
 // BuiltinEngines names the engines built into every runner. Any other
 // engine name, or a spec with a PluginPath, is a plugin engine, which only
 // the plugin-runner build drives.
-func BuiltinEngines() []string { return []string{"script", "claude", "codex", "copilot"} }
+func BuiltinEngines() []string { return []string{"script", "claude", "codex", "copilot", "acp"} }
 
 // NeedsPlugin reports whether the session runs on a plugin engine.
 func (s Spec) NeedsPlugin() bool {
