@@ -43,6 +43,13 @@ type settings struct {
 	home string
 	// preset is the preset used, if any.
 	preset string
+	// deferred are the agent's tools whose every effect reaches Corral's
+	// own fs and terminal methods, where the gate judges it: their
+	// permission requests are allowed at once, so the judgement happens
+	// once, on the exact file content or command, and a refusal reaches
+	// the model as the tool's error (an agent that is refused permission
+	// may end the whole turn instead).
+	deferred map[string]bool
 }
 
 // newSettings works out the agent's command and environment.
@@ -64,7 +71,10 @@ func newSettings(opts engine.StartOptions) (settings, error) {
 			return settings{}, err
 		}
 		s.argv, s.preset = argv, preset
-		env = withEnv(env, presetEnv...)
+		s.deferred = claudeCodeRoutedTools
+		// IS_SANDBOX would let the agent offer its bypass-permissions
+		// mode (and pass a flag the CLI refuses as root): never.
+		env = withEnv(withoutEnv(env, "IS_SANDBOX"), presetEnv...)
 		credEnv = orDefault(credEnv, "ANTHROPIC_API_KEY=anthropic-api-key")
 		endpointEnv = orDefault(endpointEnv, "ANTHROPIC_BASE_URL")
 		modelEnv = orDefault(modelEnv, "ANTHROPIC_MODEL")
@@ -124,6 +134,11 @@ func claudeCodePreset(config map[string]string, home string) (argv, env []string
 	return []string{"node", acpBin}, env, nil
 }
 
+// claudeCodeRoutedTools are the tools claude-code-acp carries out through
+// its client when the client offers fs and terminal (Corral always does);
+// it then disables Claude Code's own Read, Write, Edit and Bash.
+var claudeCodeRoutedTools = map[string]bool{"mcp__acp__Bash": true, "mcp__acp__Write": true, "mcp__acp__Edit": true, "mcp__acp__Read": true}
+
 // parseCommand reads a command: a JSON array of strings, or words
 // separated by white space.
 func parseCommand(raw string) ([]string, error) {
@@ -170,6 +185,17 @@ func withEnv(env []string, kvs ...string) []string {
 			}
 		}
 		out = append(kept, kv)
+	}
+	return out
+}
+
+// withoutEnv drops the variable name from env.
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
 	}
 	return out
 }

@@ -282,3 +282,17 @@ func TestResumeLoadsTheSessionWithoutReplayingIt(t *testing.T) {
 		t.Fatalf("failure %q", f.Message)
 	}
 }
+
+func TestAnAgentEndingTheTurnWhenRefusedSaysSo(t *testing.T) {
+	t.Parallel()
+	c := calls{answer: func(engine.ToolCall) engine.Verdict {
+		return engine.Verdict{Message: "Corral's gate denied this shell call: / is outside the worktree."}
+	}}
+	r := fakeRig(t, "quits", c.decide)
+	r.Start("")
+	_, err := r.Turn("go")
+	f := enginetest.WantFailure(t, err, wire.FailEngineError)
+	if !strings.Contains(f.Message, "ended the turn after Corral refused Fakeexecute") || !strings.Contains(f.Message, "outside the worktree") {
+		t.Fatalf("failure %q", f.Message)
+	}
+}

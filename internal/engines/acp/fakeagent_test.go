@@ -192,6 +192,13 @@ func (f *fakeAgent) prompt(text string) (any, error) {
 			f.chunk("write: " + err.Error())
 		}
 		return map[string]any{"stopReason": stopEndTurn}, nil
+	case "quits":
+		// Like an agent that ends the turn when refused permission.
+		f.toolCall("t1", "execute", "`rm -rf /`", map[string]any{"command": "rm -rf /"})
+		if !f.permit("t1") {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: tool use refused"}
+		}
+		return map[string]any{"stopReason": stopEndTurn}, nil
 	case "crash":
 		f.chunk("About to fall over.")
 		fmt.Fprintln(os.Stderr, "fake-agent: fatal: out of tokens")

@@ -59,6 +59,7 @@ func (e *Engine) beginEffect(ctx context.Context, a *agent, sessionID, key, kind
 func (e *Engine) refuse(ef *effect, v engine.Verdict) {
 	e.mu.Lock()
 	ef.tc.denied, ef.tc.message = true, v.Message
+	ef.t.refused = ef.tc.toolName() + " (" + v.Message + ")"
 	e.mu.Unlock()
 }
 

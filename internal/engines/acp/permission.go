@@ -64,7 +64,8 @@ func (e *Engine) activeTurnLocked(a *agent, sessionID string) *turnState {
 // onPermission puts a tool call through Permit (the gate, a person's
 // answer) and answers with the matching option. A call Corral allows this
 // way is not asked about again when its command runs in a terminal or its
-// file is read; an edit is still reviewed as hunks when it is written.
+// file is read; an edit is still reviewed as hunks when it is written. The
+// preset's deferred tools are allowed here and judged where they act.
 func (e *Engine) onPermission(ctx context.Context, a *agent, params json.RawMessage) (any, error) {
 	var p permissionParams
 	if err := json.Unmarshal(params, &p); err != nil {
@@ -80,6 +81,14 @@ func (e *Engine) onPermission(ctx context.Context, a *agent, params json.RawMess
 	tc := t.tool(p.ToolCall.ToolCallID)
 	tc.merge(p.ToolCall, nil)
 	e.startToolLocked(t, tc)
+	if e.set.deferred[tc.name] {
+		// Judged where it acts: in fs/write_text_file or terminal/create.
+		e.mu.Unlock()
+		if id := pickOption(p.Options, "allow_once"); id != "" {
+			return permissionResult{Outcome: permissionOutcome{Outcome: "selected", OptionID: id}}, nil
+		}
+		e.mu.Lock()
+	}
 	call := tc.call(e.opts.Cwd)
 	pctx, done := permitContext(ctx, t)
 	e.mu.Unlock()
@@ -93,6 +102,7 @@ func (e *Engine) onPermission(ctx context.Context, a *agent, params json.RawMess
 	defer e.mu.Unlock()
 	if !v.Allow {
 		tc.denied, tc.message = true, v.Message
+		t.refused = call.Tool + " (" + v.Message + ")"
 		if id := pickOption(p.Options, "reject_once", "reject_always"); id != "" {
 			return permissionResult{Outcome: permissionOutcome{Outcome: "selected", OptionID: id}}, nil
 		}

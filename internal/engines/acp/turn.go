@@ -43,6 +43,10 @@ type turnState struct {
 	// asked about again.
 	approved map[string]int
 
+	// refused names the last call Corral refused, for a turn the agent
+	// then ends in error (an agent may stop the turn when refused).
+	refused string
+
 	usage    wire.UsageData
 	hasUsage bool
 	plans    int
@@ -76,7 +80,7 @@ func (e *Engine) Turn(ctx context.Context, in engine.TurnInput) (engine.TurnResu
 	for {
 		res, err := e.prompt(ctx, a, text)
 		if err != nil {
-			return e.endTurn(t, stop, e.turnFailure(ctx, a, err))
+			return e.endTurn(t, stop, e.turnFailure(ctx, a, t, err))
 		}
 		stop = res.StopReason
 		e.mu.Lock()
@@ -142,13 +146,19 @@ func (e *Engine) prompt(ctx context.Context, a *agent, text string) (promptResul
 }
 
 // turnFailure maps a failed prompt onto the turn's error.
-func (e *Engine) turnFailure(ctx context.Context, a *agent, err error) error {
+func (e *Engine) turnFailure(ctx context.Context, a *agent, t *turnState, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("acp: turn: %w", ctx.Err())
 	}
 	var ee *jsonrpc.ExitError
 	if errors.As(err, &ee) {
 		return e.failure(a, "acp: the turn failed; the next message starts the agent again and resumes the session", err)
+	}
+	e.mu.Lock()
+	refused := t.refused
+	e.mu.Unlock()
+	if refused != "" {
+		return e.failure(a, "acp: the agent ended the turn after Corral refused "+refused, err)
 	}
 	return e.failure(a, "acp: the turn failed", err)
 }
