@@ -73,8 +73,13 @@ func newSettings(opts engine.StartOptions) (settings, error) {
 		s.argv, s.preset = argv, preset
 		s.deferred = claudeCodeRoutedTools
 		// IS_SANDBOX would let the agent offer its bypass-permissions
-		// mode (and pass a flag the CLI refuses as root): never.
-		env = withEnv(withoutEnv(env, "IS_SANDBOX"), presetEnv...)
+		// mode (and pass a flag the CLI refuses as root): never. Node's
+		// NODE_OPTIONS and DEBUG are not the agent's business either, as
+		// for the claude engine.
+		for _, name := range []string{"IS_SANDBOX", "NODE_OPTIONS", "DEBUG"} {
+			env = withoutEnv(env, name)
+		}
+		env = withEnv(env, presetEnv...)
 		credEnv = orDefault(credEnv, "ANTHROPIC_API_KEY=anthropic-api-key")
 		endpointEnv = orDefault(endpointEnv, "ANTHROPIC_BASE_URL")
 		modelEnv = orDefault(modelEnv, "ANTHROPIC_MODEL")

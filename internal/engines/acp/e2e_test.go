@@ -28,7 +28,7 @@ import (
 const testKey = "sk-ant-corral-acp-test-key"
 
 // agentRig prepares the engine on the claude-code preset against sc.
-func agentRig(t *testing.T, sc fakemodel.Scenario, decide func(context.Context, engine.ToolCall) engine.Verdict) *enginetest.Rig {
+func agentRig(t testing.TB, sc fakemodel.Scenario, decide func(context.Context, engine.ToolCall) engine.Verdict) *enginetest.Rig {
 	t.Helper()
 	testenv.NeedProgram(t, "node")
 	r := enginetest.NewRig(t, enginetest.RigConfig{

@@ -12,7 +12,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
-	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -32,13 +31,6 @@ const turnDeadline = 90 * time.Second
 // TestMain checks that no test leaves a goroutine behind.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// requireCLI skips (outside CI) or fails (in CI) the test when the pinned
-// CLI is not installed.
-func requireCLI(t testing.TB) {
-	t.Helper()
-	testenv.NeedEngineCLI(t, "codex")
 }
 
 // rig is one engine against one fake model server: the shared engine rig,
@@ -63,11 +55,6 @@ func newRig(t testing.TB, sc fakemodel.Scenario, decide func(context.Context, en
 		TurnTimeout: turnDeadline,
 	})}
 }
-
-// testEnv is the runner's environment with HOME pointed at an empty
-// folder, so the login shell Codex runs commands in does not spend a second
-// in this machine's profile scripts.
-func testEnv(t testing.TB) []string { return enginetest.CleanEnv(t) }
 
 // start starts a fresh engine (resuming thread when set) and registers its
 // Close.
