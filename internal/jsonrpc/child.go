@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +38,10 @@ type ChildOptions struct {
 	// StderrLines is how many of the last stderr lines are kept for
 	// errors (DefaultStderrLines when 0).
 	StderrLines int
-	// Stderr, when set, also receives the child's stderr (a log).
-	Stderr io.Writer
+	// StderrLine, when set, also receives each line the child writes to
+	// stderr (for a log), without its line ending; blank lines are left
+	// out.
+	StderrLine func(line []byte)
 	// ExitGrace, DrainGrace and StopGrace default to DefaultExitGrace,
 	// DefaultDrainGrace and DefaultStopGrace.
 	ExitGrace, DrainGrace, StopGrace time.Duration
@@ -141,8 +144,8 @@ func StartChild(cmd *exec.Cmd, opts ChildOptions) (*Child, error) {
 	}
 	tail := proc.NewTail(orInt(opts.StderrLines, DefaultStderrLines))
 	cmd.Stdin, cmd.Stdout = childIn, childOut
-	if opts.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(tail, opts.Stderr)
+	if opts.StderrLine != nil {
+		cmd.Stderr = io.MultiWriter(tail, &lineWriter{line: opts.StderrLine})
 	} else {
 		cmd.Stderr = tail
 	}
@@ -336,6 +339,37 @@ func (c *Child) Stop(grace time.Duration) {
 		}
 	})
 	<-c.done
+}
+
+// lineWriter hands what is written to it to line, one line at a time.
+type lineWriter struct {
+	line func([]byte)
+	mu   sync.Mutex
+	buf  []byte
+}
+
+// maxStderrLine bounds a line held back waiting for its end.
+const maxStderrLine = 64 << 10
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if line := bytes.TrimSpace(w.buf[:i]); len(line) > 0 {
+			w.line(line)
+		}
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > maxStderrLine {
+		w.line(w.buf)
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
 }
 
 func orDuration(d, def time.Duration) time.Duration {

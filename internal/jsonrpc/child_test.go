@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -197,5 +198,23 @@ func TestStopEndsAChildThatIgnoresSIGTERM(t *testing.T) {
 	ee := c.Err()
 	if ee == nil || ee.Signal != "killed" || !strings.Contains(ee.Error(), "ignoring SIGTERM") {
 		t.Fatalf("Err = %v, want the child killed, with its stderr", ee)
+	}
+}
+
+func TestStderrLinesReachTheLogAndTheTail(t *testing.T) {
+	var mu sync.Mutex
+	var logged []string
+	c := startHelper(t, "echo", ChildOptions{StderrLine: func(line []byte) {
+		mu.Lock()
+		logged = append(logged, string(line))
+		mu.Unlock()
+	}})
+	err := c.Conn().Call(context.Background(), "die", nil, nil)
+	wantExit(t, err, 3, "", "refused the key")
+	<-c.Done()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 1 || logged[0] != "fatal: the model endpoint refused the key" {
+		t.Fatalf("logged %q", logged)
 	}
 }

@@ -154,7 +154,7 @@ func (e *Engine) launch(ctx context.Context) (*agent, error) {
 			Trace: e.trace,
 		},
 		StderrLines: stderrLines,
-		Stderr:      &logWriter{log: e.log},
+		StderrLine:  func(line []byte) { e.log.Debug("agent stderr", zap.ByteString("line", line)) },
 		StopGrace:   stopGrace,
 		Gone:        func(*jsonrpc.Child) { e.agentGone(a) },
 	})
@@ -308,29 +308,4 @@ func (e *Engine) failure(a *agent, what string, err error) *engine.Failure {
 		return &engine.Failure{Code: code, Message: fmt.Sprintf("%s: the agent refused: %s", what, rpcErr.Message), Stderr: a.child.Stderr(), Err: err}
 	}
 	return &engine.Failure{Code: wire.FailEngineError, Message: what + ": " + err.Error(), Stderr: a.child.Stderr(), Err: err}
-}
-
-// logWriter logs the agent's stderr lines at debug level.
-type logWriter struct {
-	log *zap.Logger
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := strings.IndexByte(string(w.buf), '\n')
-		if i < 0 {
-			break
-		}
-		w.log.Debug("agent stderr", zap.String("line", string(w.buf[:i])))
-		w.buf = w.buf[i+1:]
-	}
-	if len(w.buf) > 64<<10 {
-		w.buf = w.buf[:0]
-	}
-	return len(p), nil
 }

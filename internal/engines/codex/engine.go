@@ -128,7 +128,7 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	if _, err := e.version(ctx, bin, env); err != nil {
 		return "", engineFailure("codex", err, nil)
 	}
-	e.spec = spawnSpec{bin: bin, dir: opts.Cwd, env: env, trace: e.trace, stderr: &logWriter{log: e.log}}
+	e.spec = spawnSpec{bin: bin, dir: opts.Cwd, env: env, trace: e.trace, stderrLine: func(line []byte) { e.log.Debug("codex stderr", zap.ByteString("line", line)) }}
 
 	srv, err := e.connect(ctx)
 	if err != nil {

@@ -1,11 +1,9 @@
 package codex
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -191,31 +189,4 @@ func (e *Engine) onTokenUsage(n tokenUsageNotification) {
 	if c, ok := contextData(n.TokenUsage.Last, window); ok {
 		ts.send(wire.EvContext, c)
 	}
-}
-
-// logWriter sends the server's stderr to the runner's log, line by line.
-type logWriter struct {
-	log *zap.Logger
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		if line := bytes.TrimSpace(w.buf[:i]); len(line) > 0 {
-			w.log.Debug("codex stderr", zap.ByteString("line", line))
-		}
-		w.buf = w.buf[i+1:]
-	}
-	if len(w.buf) > 8<<10 {
-		w.buf = w.buf[:0]
-	}
-	return len(p), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -89,8 +88,9 @@ type spawnSpec struct {
 	dir   string
 	env   []string
 	trace func(dir jsonrpc.Direction, body []byte)
-	// stderr, when set, also receives the server's stderr (logging).
-	stderr io.Writer
+	// stderrLine, when set, also receives each line of the server's
+	// stderr (logging).
+	stderrLine func([]byte)
 }
 
 // serverHooks are the engine's callbacks for a server. notify and badLine
@@ -132,7 +132,7 @@ func spawn(spec spawnSpec, hooks serverHooks) (*serverProc, error) {
 	child, err := jsonrpc.StartChild(cmd, jsonrpc.ChildOptions{
 		Conn:        connOptions(s, spec, hooks),
 		StderrLines: stderrLines,
-		Stderr:      spec.stderr,
+		StderrLine:  spec.stderrLine,
 		ExitGrace:   exitGrace,
 		StopGrace:   termGrace,
 		Gone: func(c *jsonrpc.Child) {
