@@ -37,6 +37,9 @@ type turnState struct {
 	// that the agent takes them before it goes on.
 	steers          []string
 	steerCancelSent bool
+	// cancelled is closed once that cancel has been written, so that it
+	// cannot reach the agent after the next prompt and cancel that one.
+	cancelled chan struct{}
 
 	// approved holds the commands and read paths a permission request
 	// allowed, so that the terminal or read carrying them out is not
@@ -85,10 +88,13 @@ func (e *Engine) Turn(ctx context.Context, in engine.TurnInput) (engine.TurnResu
 		stop = res.StopReason
 		e.mu.Lock()
 		e.addUsageLocked(t, res.Usage)
-		steers := t.steers
-		t.steers, t.steerCancelSent = nil, false
+		steers, cancelled := t.steers, t.cancelled
+		t.steers, t.steerCancelSent, t.cancelled = nil, false, nil
 		interrupted := t.interrupted
 		e.mu.Unlock()
+		if cancelled != nil {
+			<-cancelled
+		}
 		if len(steers) == 0 || interrupted {
 			break
 		}
@@ -227,8 +233,11 @@ func (e *Engine) takeSteersLocked(t *turnState, a *agent, toolID string) {
 	}
 	t.steerCancelSent = true
 	id := e.sessionID
+	done := make(chan struct{})
+	t.cancelled = done
 	// Not on the reading goroutine: a write must never wait on it.
 	go func() {
+		defer close(done)
 		if err := a.conn.Notify(mSessionCancel, cancelParams{SessionID: id}); err != nil {
 			e.log.Warn("acp: cancel the prompt to hand over a steer", zap.Error(err))
 		}
