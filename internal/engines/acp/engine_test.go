@@ -175,10 +175,12 @@ func TestWhatTheAgentDoesUnannouncedIsStillGated(t *testing.T) {
 	if !strings.Contains(res.Text, "not that command") {
 		t.Errorf("the agent did not learn why: %q", res.Text)
 	}
+	outcomes := map[string]string{}
 	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
-		if f.ToolID == "" || (f.Tool != "execute" && f.Tool != "edit") {
-			t.Errorf("unannounced call shown as %+v", f)
-		}
+		outcomes[f.Tool] = f.Outcome
+	}
+	if len(outcomes) != 2 || outcomes["execute"] != "denied" || outcomes["edit"] != "ok" {
+		t.Errorf("unannounced calls finished as %v, want the command denied and the write ok", outcomes)
 	}
 }
 

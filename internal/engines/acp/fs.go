@@ -21,12 +21,14 @@ import (
 const maxFileBytes = 32 << 20
 
 // effect is one of the agent's requests that acts on the world, tied to
-// the tool call it carries out (or to a call Corral names itself).
+// the tool call it carries out, or to a call Corral names itself (synth)
+// when no tool call announced it: Corral then finishes that call too.
 type effect struct {
-	t    *turnState
-	tc   *toolCall
-	done func()
-	ctx  context.Context
+	t     *turnState
+	tc    *toolCall
+	synth bool
+	done  func()
+	ctx   context.Context
 }
 
 // beginEffect finds the running turn and the tool call behind a request,
@@ -39,7 +41,8 @@ func (e *Engine) beginEffect(ctx context.Context, a *agent, sessionID, key, kind
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "no Corral turn is running for this session"}
 	}
 	tc := t.find(e.opts.Cwd, key, kinds...)
-	if tc == nil {
+	synth := tc == nil
+	if synth {
 		// A request no tool call announced: Corral names it itself.
 		e.seq++
 		tc = t.tool(fmt.Sprintf("acp-%s-%d", kind, e.seq))
@@ -52,7 +55,18 @@ func (e *Engine) beginEffect(ctx context.Context, a *agent, sessionID, key, kind
 	}
 	e.startToolLocked(t, tc)
 	pctx, done := permitContext(ctx, t)
-	return &effect{t: t, tc: tc, ctx: pctx, done: done}, nil
+	return &effect{t: t, tc: tc, synth: synth, ctx: pctx, done: done}, nil
+}
+
+// finish ends the call Corral named itself for an effect; the agent's own
+// tool calls finish with their updates.
+func (e *Engine) finish(ef *effect, outcome, output string) {
+	if !ef.synth {
+		return
+	}
+	e.mu.Lock()
+	e.finishToolLocked(ef.t, ef.tc, outcome, output)
+	e.mu.Unlock()
 }
 
 // refuse records a refused effect on its tool call.
@@ -61,6 +75,7 @@ func (e *Engine) refuse(ef *effect, v engine.Verdict) {
 	ef.tc.denied, ef.tc.message = true, v.Message
 	ef.t.refused = ef.tc.toolName() + " (" + v.Message + ")"
 	e.mu.Unlock()
+	e.finish(ef, "denied", "")
 }
 
 // absPath checks that p is an absolute path, as ACP requires, and cleans it.
@@ -81,7 +96,8 @@ func (e *Engine) onReadTextFile(ctx context.Context, a *agent, params json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	ef, err := e.beginEffect(ctx, a, p.SessionID, path, "read", "read", "search")
+	// An edit tool reads its file before it writes it.
+	ef, err := e.beginEffect(ctx, a, p.SessionID, path, "read", "read", "search", "edit")
 	if err != nil {
 		return nil, err
 	}
@@ -99,10 +115,13 @@ func (e *Engine) onReadTextFile(ctx context.Context, a *agent, params json.RawMe
 	data, existed, err := readFile(path)
 	switch {
 	case err != nil:
+		e.finish(ef, "error", err.Error())
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	case !existed:
+		e.finish(ef, "error", "no such file")
 		return nil, &jsonrpc.Error{Code: codeResourceNotFound, Message: "Resource not found: " + path}
 	}
+	e.finish(ef, "ok", "")
 	return readTextFileResult{Content: lines(string(data), p.Line, p.Limit)}, nil
 }
 
@@ -135,8 +154,10 @@ func (e *Engine) onWriteTextFile(ctx context.Context, a *agent, params json.RawM
 		return nil, refused(v, "write "+path)
 	}
 	if err := writeFile(path, edit.After); err != nil {
+		e.finish(ef, "error", err.Error())
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Corral could not write the file: " + err.Error()}
 	}
+	e.finish(ef, "ok", "")
 	return empty{}, nil
 }
 

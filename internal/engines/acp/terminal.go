@@ -42,9 +42,8 @@ func newTerminals() *terminals { return &terminals{byID: map[string]*terminal{}}
 type terminal struct {
 	id  string
 	cmd *exec.Cmd
-	// onExit runs once the command has exited, with its exit code (nil
-	// when a signal ended it).
-	onExit func(code *int)
+	// onExit runs once the command has exited.
+	onExit func(*terminal)
 
 	mu        sync.Mutex
 	out       []byte
@@ -187,12 +186,19 @@ func (e *Engine) onTerminalCreate(ctx context.Context, a *agent, params json.Raw
 		limit = int(min(*p.OutputByteLimit, maxOutputLimit))
 	}
 	tc := ef.tc
-	t, err := e.terms.start(e.command(p, cwd), limit, func(code *int) {
+	t, err := e.terms.start(e.command(p, cwd), limit, func(t *terminal) {
+		code := t.status.ExitCode
 		e.mu.Lock()
 		tc.exitCode = code
 		e.mu.Unlock()
+		outcome := "ok"
+		if code == nil || *code != 0 {
+			outcome = "error"
+		}
+		e.finish(ef, outcome, t.output().Output)
 	})
 	if err != nil {
+		e.finish(ef, "error", err.Error())
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	return createTerminalResult{TerminalID: t.id}, nil
@@ -222,7 +228,7 @@ func (e *Engine) command(p createTerminalParams, cwd string) *exec.Cmd {
 }
 
 // start runs cmd as a new terminal.
-func (ts *terminals) start(cmd *exec.Cmd, limit int, onExit func(*int)) (*terminal, error) {
+func (ts *terminals) start(cmd *exec.Cmd, limit int, onExit func(*terminal)) (*terminal, error) {
 	ts.mu.Lock()
 	if len(ts.byID) >= maxTerminals {
 		ts.mu.Unlock()
@@ -259,7 +265,7 @@ func (ts *terminals) start(cmd *exec.Cmd, limit int, onExit func(*int)) (*termin
 			t.status.ExitCode = &code
 		}
 		close(t.done)
-		t.onExit(t.status.ExitCode)
+		t.onExit(t)
 	}()
 	return t, nil
 }
