@@ -27,9 +27,12 @@ const Name = "acp"
 const (
 	// initTimeout bounds initialize and opening the session.
 	initTimeout = 60 * time.Second
-	// stopGrace is how long the agent has to exit after its stdin closes
-	// (Close), and again after SIGTERM, before it is killed.
-	stopGrace = 2 * time.Second
+	// closeGrace is how long the agent has to exit after its stdin closes
+	// (Close) before it gets SIGTERM; agents need not exit at the end of
+	// their input (claude-code-acp does not), so it is short. stopGrace is
+	// how long SIGTERM has before SIGKILL.
+	closeGrace = 500 * time.Millisecond
+	stopGrace  = 2 * time.Second
 	// cancelGrace is how long a turn whose context ended waits for the
 	// agent to honour session/cancel before the agent is killed.
 	cancelGrace = 5 * time.Second
@@ -118,13 +121,13 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	}
 	id, err := e.openSession(ctx, a, opts.Resume)
 	if err != nil {
-		a.child.Stop(stopGrace)
+		a.child.Stop(closeGrace)
 		return "", err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		go a.child.Stop(stopGrace)
+		go a.child.Stop(closeGrace)
 		return "", errors.New("acp: closed during Start")
 	}
 	e.agent, e.sessionID = a, id
@@ -171,11 +174,11 @@ func (e *Engine) launch(ctx context.Context) (*agent, error) {
 	}, &a.info)
 	if err != nil {
 		f := e.failure(a, "acp: the agent did not initialize", err)
-		child.Stop(stopGrace)
+		child.Stop(closeGrace)
 		return nil, f
 	}
 	if a.info.ProtocolVersion != ProtocolVersion {
-		child.Stop(stopGrace)
+		child.Stop(closeGrace)
 		name := strings.Join(e.set.argv, " ")
 		if a.info.AgentInfo != nil {
 			name = a.info.AgentInfo.Name + " " + a.info.AgentInfo.Version
@@ -231,13 +234,13 @@ func (e *Engine) ready(ctx context.Context) (*agent, error) {
 		return nil, err
 	}
 	if _, err := e.openSession(ctx, fresh, id); err != nil {
-		fresh.child.Stop(stopGrace)
+		fresh.child.Stop(closeGrace)
 		return nil, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		go fresh.child.Stop(stopGrace)
+		go fresh.child.Stop(closeGrace)
 		return nil, &engine.Failure{Code: wire.FailEngineError, Message: "acp: the engine is closed"}
 	}
 	e.agent = fresh
@@ -275,7 +278,7 @@ func (e *Engine) Close() error {
 		t.cancelPermits()
 	}
 	if a != nil {
-		a.child.Stop(stopGrace)
+		a.child.Stop(closeGrace)
 	}
 	e.terms.killAll()
 	return nil
