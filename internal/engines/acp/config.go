@@ -39,8 +39,10 @@ const PresetClaudeCode = "claude-code"
 type settings struct {
 	argv []string
 	env  []string
-	// home is the engine's state folder (Dir/engine/acp).
+	// home is the engine's state folder (Dir/engine/acp); dirs are the
+	// folders in it the agent's environment names.
 	home string
+	dirs []string
 	// preset is the preset used, if any.
 	preset string
 	// deferred are the agent's tools whose every effect reaches Corral's
@@ -72,6 +74,7 @@ func newSettings(opts engine.StartOptions) (settings, error) {
 		}
 		s.argv, s.preset = argv, preset
 		s.deferred = claudeCodeRoutedTools
+		s.dirs = []string{filepath.Join(s.home, "claude"), filepath.Join(s.home, "home")}
 		// IS_SANDBOX would let the agent offer its bypass-permissions
 		// mode (and pass a flag the CLI refuses as root): never. Node's
 		// NODE_OPTIONS and DEBUG are not the agent's business either, as

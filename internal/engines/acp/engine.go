@@ -110,7 +110,7 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 		return "", &engine.Failure{Code: wire.FailEngineError, Message: err.Error()}
 	}
 	e.set = set
-	for _, dir := range []string{set.home, filepath.Join(set.home, "claude"), filepath.Join(set.home, "home")} {
+	for _, dir := range append([]string{set.home}, set.dirs...) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", &engine.Failure{Code: wire.FailEngineError, Message: "acp: state folder: " + err.Error()}
 		}
@@ -125,12 +125,15 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 		return "", err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		go a.child.Stop(closeGrace)
+	closed := e.closed
+	if !closed {
+		e.agent, e.sessionID = a, id
+	}
+	e.mu.Unlock()
+	if closed {
+		a.child.Stop(closeGrace)
 		return "", errors.New("acp: closed during Start")
 	}
-	e.agent, e.sessionID = a, id
 	name := "(unnamed)"
 	if a.info.AgentInfo != nil {
 		name = a.info.AgentInfo.Name + " " + a.info.AgentInfo.Version
@@ -238,12 +241,15 @@ func (e *Engine) ready(ctx context.Context) (*agent, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		go fresh.child.Stop(closeGrace)
+	closed := e.closed
+	if !closed {
+		e.agent = fresh
+	}
+	e.mu.Unlock()
+	if closed {
+		fresh.child.Stop(closeGrace)
 		return nil, &engine.Failure{Code: wire.FailEngineError, Message: "acp: the engine is closed"}
 	}
-	e.agent = fresh
 	return fresh, nil
 }
 
