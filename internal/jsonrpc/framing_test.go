@@ -26,22 +26,27 @@ func TestLineReaderReadsLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewLineReader(strings.NewReader(tt.stream), 64)
-			var got []string
-			for {
-				body, err := r.Read()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatalf("Read: %v", err)
-				}
-				got = append(got, string(body))
-			}
-			if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
-				t.Fatalf("lines = %q, want %q", got, tt.want)
-			}
+			checkReadsAll(t, NewLineReader(strings.NewReader(tt.stream), 64), tt.want)
 		})
+	}
+}
+
+// checkReadsAll reads r to its end and checks that it gave want.
+func checkReadsAll(t *testing.T, r MessageReader, want []string) {
+	t.Helper()
+	var got []string
+	for {
+		body, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		got = append(got, string(body))
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+		t.Fatalf("messages = %q, want %q", got, want)
 	}
 }
 

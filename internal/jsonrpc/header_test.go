@@ -27,21 +27,7 @@ func TestHeaderReaderReadsFrames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewHeaderReader(strings.NewReader(tt.stream), 0)
-			var got []string
-			for {
-				body, err := r.Read()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatalf("Read: %v", err)
-				}
-				got = append(got, string(body))
-			}
-			if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
-				t.Fatalf("bodies = %q, want %q", got, tt.want)
-			}
+			checkReadsAll(t, NewHeaderReader(strings.NewReader(tt.stream), 0), tt.want)
 		})
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
-	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -222,30 +221,12 @@ func TestResumeContinuesTheConversationInANewProcess(t *testing.T) {
 	}
 }
 
-// traced records the protocol messages of an engine, for the golden
-// transcript.
-type traced struct {
-	mu   sync.Mutex
-	msgs []tracedMessage
-}
-
-type tracedMessage struct {
-	dir  jsonrpc.Direction
-	body []byte
-}
-
-func (tr *traced) trace(dir jsonrpc.Direction, body []byte) {
-	tr.mu.Lock()
-	tr.msgs = append(tr.msgs, tracedMessage{dir, append([]byte(nil), body...)})
-	tr.mu.Unlock()
-}
-
 func TestGoldenCanonicalTurn(t *testing.T) {
 	t.Parallel()
-	var tr traced
+	var tr enginetest.Traffic
 	r := agentRig(t, writeBashScenario(), nil)
 	eng := New().(*Engine)
-	eng.trace = tr.trace
+	eng.trace = tr.Record
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := eng.Start(ctx, r.Opts); err != nil {
@@ -254,7 +235,5 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 	r.Eng = eng
 	r.MustTurn("Create hello.txt, then show it.")
 	eng.Close()
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	checkGolden(t, filepath.Join("testdata", "golden", "canonical-turn.txt"), transcript(tr.msgs, map[string]string{r.Cwd: "<cwd>", r.Dir: "<session>"}))
+	checkGolden(t, filepath.Join("testdata", "golden", "canonical-turn.txt"), transcript(tr.Messages(), map[string]string{r.Cwd: "<cwd>", r.Dir: "<session>"}))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/jsonrpc"
 )
 
@@ -27,7 +28,7 @@ var ignoredUpdates = map[string]bool{
 // replaced); what it received is kept as the kind of each message and the
 // key paths it carried. Each direction is its own section, in stream
 // order, with repeats of the same line collapsed.
-func transcript(msgs []tracedMessage, paths map[string]string) string {
+func transcript(msgs []enginetest.Message, paths map[string]string) string {
 	sessionID := ""
 	for _, m := range msgs {
 		var v struct {
@@ -35,7 +36,7 @@ func transcript(msgs []tracedMessage, paths map[string]string) string {
 				SessionID string `json:"sessionId"`
 			} `json:"result"`
 		}
-		if m.dir == jsonrpc.Received && json.Unmarshal(m.body, &v) == nil && v.Result.SessionID != "" {
+		if m.Dir == jsonrpc.Received && json.Unmarshal(m.Body, &v) == nil && v.Result.SessionID != "" {
 			sessionID = v.Result.SessionID
 			break
 		}
@@ -52,18 +53,18 @@ func transcript(msgs []tracedMessage, paths map[string]string) string {
 	ours, theirs := map[string]string{}, map[string]string{} // request id -> method
 	var sent, received []string
 	for _, m := range msgs {
-		msg, err := jsonrpc.ParseMessage(m.body)
+		msg, err := jsonrpc.ParseMessage(m.Body)
 		if err != nil {
 			continue
 		}
 		id := string(msg.ID)
 		switch {
-		case m.dir == jsonrpc.Sent && msg.Kind == jsonrpc.KindRequest:
+		case m.Dir == jsonrpc.Sent && msg.Kind == jsonrpc.KindRequest:
 			ours[id] = msg.Method
 			sent = append(sent, "request "+msg.Method+" "+normal(canonical(msg.Params)))
-		case m.dir == jsonrpc.Sent && msg.Kind == jsonrpc.KindNotification:
+		case m.Dir == jsonrpc.Sent && msg.Kind == jsonrpc.KindNotification:
 			sent = append(sent, "notification "+msg.Method+" "+normal(canonical(msg.Params)))
-		case m.dir == jsonrpc.Sent:
+		case m.Dir == jsonrpc.Sent:
 			body := canonical(msg.Result)
 			if msg.Error != nil {
 				body = "error " + msg.Error.Message

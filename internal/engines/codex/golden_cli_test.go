@@ -11,9 +11,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
@@ -24,23 +24,6 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 // goldenPath holds the canonical turn: what the adapter sends, normalised,
 // and the kinds of message it receives with the fields each carries.
 var goldenPath = filepath.Join("testdata", "golden", "canonical-turn.txt")
-
-// recorder keeps a session's protocol lines for the golden transcript.
-type recorder struct {
-	mu    sync.Mutex
-	lines []tracedLine
-}
-
-type tracedLine struct {
-	dir  jsonrpc.Direction
-	line []byte
-}
-
-func (r *recorder) trace(dir jsonrpc.Direction, line []byte) {
-	r.mu.Lock()
-	r.lines = append(r.lines, tracedLine{dir, append([]byte(nil), line...)})
-	r.mu.Unlock()
-}
 
 // The canonical turn: a command the gate allows, then a patch it refuses
 // (so the feedback steer and the decline are in it), then the answer.
@@ -56,9 +39,9 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 		}
 		return engine.Verdict{Message: "no notes, please"}
 	})
-	var rec recorder
+	var rec enginetest.Traffic
 	eng := New().(*Engine)
-	eng.trace = rec.trace
+	eng.trace = rec.Record
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
 	if _, err := eng.Start(ctx, r.Opts); err != nil {
@@ -68,7 +51,7 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 	r.MustTurn("Say hello, then write notes.")
 	eng.Close()
 
-	got := normaliseTranscript(rec.lines, map[string]string{r.Cwd: "<cwd>", r.Dir: "<session>"})
+	got := normaliseTranscript(rec.Messages(), map[string]string{r.Cwd: "<cwd>", r.Dir: "<session>"})
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
 			t.Fatal(err)
@@ -99,7 +82,7 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 // adapter sent, in order, with ids and paths replaced; "< " lines are the
 // kinds of message received, sorted, each with the sorted key paths its
 // messages carried.
-func normaliseTranscript(lines []tracedLine, paths map[string]string) string {
+func normaliseTranscript(lines []enginetest.Message, paths map[string]string) string {
 	ids := map[string]string{}
 	norm := func(s string) string {
 		for p, name := range paths {
@@ -118,20 +101,20 @@ func normaliseTranscript(lines []tracedLine, paths map[string]string) string {
 	var sent []string
 	kinds := map[string]map[string]bool{}
 	for _, l := range lines {
-		m, err := jsonrpc.ParseMessage(l.line)
+		m, err := jsonrpc.ParseMessage(l.Body)
 		if err != nil {
 			continue
 		}
-		if l.dir == jsonrpc.Sent {
+		if l.Dir == jsonrpc.Sent {
 			if m.Kind == jsonrpc.KindRequest {
 				methodOf[string(m.ID)] = m.Method
 			}
-			sent = append(sent, "> "+norm(string(l.line)))
+			sent = append(sent, "> "+norm(string(l.Body)))
 			continue
 		}
 		label, body := receivedKind(m, methodOf)
 		// Ids seen first in received messages get their numbers in order.
-		norm(string(l.line))
+		norm(string(l.Body))
 		if environmental[label] {
 			continue
 		}

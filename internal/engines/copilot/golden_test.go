@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/jsonrpc"
 )
@@ -22,39 +22,28 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from a run agai
 // as a named drift. Run with -update to accept a change.
 func TestGoldenCanonicalTurn(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	type traced struct {
-		dir  jsonrpc.Direction
-		body []byte
-	}
-	var traffic []traced
+	var traffic enginetest.Traffic
 	r := newRig(t, fakemodel.Scenario{Steps: []fakemodel.Step{
 		toolStep("create", `{"path":"${cwd}/hello.txt","file_text":"Hello!\n"}`),
 		{Text: "Created hello.txt."},
-	}}, allow, withTrace(func(dir jsonrpc.Direction, body []byte) {
-		mu.Lock()
-		traffic = append(traffic, traced{dir, append([]byte(nil), body...)})
-		mu.Unlock()
-	}))
+	}}, allow, withTrace(traffic.Record))
 	r.start()
 	r.MustTurn("Please create hello.txt containing a greeting.")
 	if err := r.eng.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
 	var sent []string
 	methods := map[string]string{} // request id → method
 	kinds := map[string]bool{}
-	for _, m := range traffic {
+	for _, m := range traffic.Messages() {
 		var msg rpcMessage
-		if err := json.Unmarshal(m.body, &msg); err != nil {
+		if err := json.Unmarshal(m.Body, &msg); err != nil {
 			t.Fatal(err)
 		}
-		if m.dir == jsonrpc.Sent {
+		if m.Dir == jsonrpc.Sent {
 			methods[string(msg.ID)] = msg.Method
-			sent = append(sent, normalizeSent(t, m.body, r))
+			sent = append(sent, normalizeSent(t, m.Body, r))
 			continue
 		}
 		switch {
