@@ -54,6 +54,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	stream := fs.Bool("stream", false, "print mode: also stream every event to stderr as NDJSON")
 	credFile := fs.String("credentials", "", "credentials file (JSON, mode 0600) instead of the OS keyring")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	format := fs.String("log-format", "json", "json (one object a line; what a supervisor reads) or console (for a person)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: %s --session-dir DIR [--stdio | --engine E ...]\n\n", name)
 		fs.PrintDefaults()
@@ -77,7 +78,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 		fmt.Fprintln(os.Stderr, name+": --session-dir is required")
 		return 2
 	}
-	log, err := newLogger(*level)
+	log, err := newLogger(*level, *format)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, name+":", err)
 		return 2
@@ -121,12 +122,24 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	return standalone(log, opts)
 }
 
-func newLogger(level string) (*zap.Logger, error) {
+// newLogger logs to stderr. Under a supervisor the format is json: the
+// supervisor reads each line and logs it again at its level, in its own
+// format, with the session id.
+func newLogger(level, format string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("log level: %w", err)
 	}
 	cfg := zap.NewProductionConfig()
+	switch format {
+	case "json":
+	case "console":
+		cfg.Encoding = "console"
+		cfg.EncoderConfig = zap.NewDevelopmentEncoderConfig()
+		cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	default:
+		return nil, fmt.Errorf("--log-format %q: want json or console", format)
+	}
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
 	cfg.OutputPaths = []string{"stderr"}
 	cfg.Sampling = nil

@@ -24,15 +24,44 @@ func (m *Manager) liveLocked() int {
 	return len(seen)
 }
 
+// SetMaxLive changes the cap on live runners (Config.MaxLive) while the
+// manager runs. Lowered below the runners live now, it stops the least
+// recently used quiet ones until the cap holds; busy ones stay until the
+// reaper finds them quiet or idle.
+func (m *Manager) SetMaxLive(ctx context.Context, n int) error {
+	if n <= 0 {
+		return wire.Errorf(wire.CodeBadRequest, "max live sessions must be positive, not %d", n)
+	}
+	m.mu.Lock()
+	m.cfg.MaxLive = n
+	m.mu.Unlock()
+	return m.fitLive(ctx, 0)
+}
+
+// MaxLive is the cap on live runners now.
+func (m *Manager) MaxLive() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cfg.MaxLive
+}
+
 // makeRoom stops the least recently used quiet runner when MaxLive runners
 // are live, so that another can start: that session resumes, in a new
 // runner, at its next use. It fails with unavailable when every live runner
 // is busy (a turn, an ask, a call, a terminal, queued or pending work).
 func (m *Manager) makeRoom(ctx context.Context) error {
+	return m.fitLive(ctx, 1)
+}
+
+// fitLive stops least recently used quiet runners until room more fit
+// under MaxLive. With room 0 (a lowered cap) busy runners are no error:
+// they are left to finish.
+func (m *Manager) fitLive(ctx context.Context, room int) error {
 	busy := map[*entry]bool{} // quiet to the supervisor, busy by their own status
 	for {
 		m.mu.Lock()
-		if m.liveLocked() < m.cfg.MaxLive {
+		maxLive := m.cfg.MaxLive
+		if m.closed || m.liveLocked()+room <= maxLive {
 			m.mu.Unlock()
 			return nil
 		}
@@ -49,8 +78,11 @@ func (m *Manager) makeRoom(ctx context.Context) error {
 		}
 		if lru == nil {
 			m.mu.Unlock()
+			if room == 0 {
+				return nil
+			}
 			return wire.Errorf(wire.CodeUnavailable,
-				"%d sessions are live, the most this supervisor runs at once (--max-live), and none is idle: retry when one is", m.cfg.MaxLive)
+				"%d sessions are live, the most this supervisor runs at once (--max-live), and none is idle: retry when one is", maxLive)
 		}
 		lru.holds++ // ours while its status is asked
 		m.mu.Unlock()
@@ -68,7 +100,7 @@ func (m *Manager) makeRoom(ctx context.Context) error {
 			return ctxError(ctx, wire.TLiveEnsure)
 		}
 		if evict {
-			m.log.Info("stopping the least recently used runner to make room", zap.Strings("sessions", lru.ids), zap.Int("maxLive", m.cfg.MaxLive))
+			m.log.Info("stopping the least recently used runner to make room", zap.Strings("sessions", lru.ids), zap.Int("maxLive", maxLive))
 			for _, id := range lru.ids {
 				m.publishLife(id, api.Lifecycle{Type: api.LifeReaped, Reason: "room"})
 			}

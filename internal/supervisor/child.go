@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -49,6 +48,8 @@ type child struct {
 	// by the reaper.
 	working  atomic.Bool
 	openAsks atomic.Int32
+	// pendingHunks counts the hunks staged for review and not decided.
+	pendingHunks atomic.Int32
 	// idleSince is when the last turn ended (Unix nanoseconds by the
 	// manager's clock): the idle clock starts there, not at the call that
 	// queued the turn.
@@ -59,6 +60,7 @@ type child struct {
 	pending  map[string]chan *wire.Message
 	terms    map[termKey]func(*wire.Message)
 	session  string // the session the runner is on now (changes on rotate)
+	engine   string // its spec's engine, for the observer
 	stopping bool   // an exit now is a shutdown, not a crash
 	broken   error  // why the reader gave up on the runner's output, which killed it
 	death    *wire.Error
@@ -72,6 +74,8 @@ type childHooks struct {
 	hub    func(session string) *hub
 	rotate func(c *child, from, to string)
 	exit   func(c *child)
+	// observer sees every mirrored event (never nil).
+	observer Observer
 }
 
 type spawnSpec struct {
@@ -84,8 +88,11 @@ type spawnSpec struct {
 	frames  bool         // ask for terminal output as binary frames
 	buffers *termBuffers // where frames' output goes; nil: fresh allocations
 	log     *zap.Logger
-	now     func() time.Time
-	hooks   childHooks
+	// runnerLog is where the runner's own log lines go, each with the
+	// session it is on when it writes them.
+	runnerLog *zap.Logger
+	now       func() time.Time
+	hooks     childHooks
 }
 
 // startChild starts a runner process and its reader and waiter. The
@@ -123,7 +130,7 @@ func startChild(sp spawnSpec) (*child, error) {
 		session: sp.session,
 		now:     sp.now,
 	}
-	cmd := exec.Command(sp.runner, "--stdio")
+	cmd := exec.Command(sp.runner, "--stdio", "--log-format", "json", "--log-level", runnerLevel(sp.runnerLog))
 	cmd.Dir = sp.workDir
 	if sp.dir != "" {
 		cmd.Args = append(cmd.Args, "--session-dir", sp.dir)
@@ -137,7 +144,8 @@ func startChild(sp spawnSpec) (*child, error) {
 	}
 	cmd.Stdin = stdinR
 	cmd.Stdout = stdoutW
-	cmd.Stderr = &stderrSink{tail: c.tail, log: sp.log}
+	sink := &stderrSink{tail: c.tail, session: c.currentSession}
+	cmd.Stderr = sink
 	// A grandchild holding stderr open must not keep Wait from returning.
 	cmd.WaitDelay = time.Second
 	proc.Configure(cmd)
@@ -158,6 +166,7 @@ func startChild(sp spawnSpec) (*child, error) {
 	}
 	c.cmd = cmd
 	c.log = sp.log.With(zap.Int("pid", cmd.Process.Pid))
+	sink.start(sp.runnerLog.With(zap.Int("pid", cmd.Process.Pid)))
 
 	readerDone := make(chan struct{})
 	go func() {
@@ -247,6 +256,19 @@ func (c *child) err() error {
 
 func (c *child) alive() bool { return c.err() == nil }
 
+// identity returns the session the runner is on and its engine.
+func (c *child) identity() (session, engine string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session, c.engine
+}
+
+func (c *child) setEngine(engine string) {
+	c.mu.Lock()
+	c.engine = engine
+	c.mu.Unlock()
+}
+
 // takeSession binds a spare to the session it is about to open.
 func (c *child) takeSession(id string) {
 	c.mu.Lock()
@@ -302,35 +324,4 @@ func (c *child) holdsTerminal() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.terms) > 0
-}
-
-// stderrSink keeps a runner's stderr tail and copies each line to the log.
-type stderrSink struct {
-	tail    *proc.Tail
-	log     *zap.Logger
-	partial []byte
-}
-
-// Write is called from exec's single copying goroutine only.
-func (s *stderrSink) Write(p []byte) (int, error) {
-	s.tail.Write(p)
-	if !s.log.Core().Enabled(zap.DebugLevel) {
-		return len(p), nil
-	}
-	data := p
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			s.partial = append(s.partial, data...)
-			if len(s.partial) > 4096 {
-				s.partial = s.partial[len(s.partial)-4096:]
-			}
-			break
-		}
-		line := append(s.partial, data[:i]...)
-		s.log.Debug("runner stderr", zap.ByteString("line", line))
-		s.partial = s.partial[:0]
-		data = data[i+1:]
-	}
-	return len(p), nil
 }

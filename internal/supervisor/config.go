@@ -69,6 +69,9 @@ type Config struct {
 	FeedItems, FeedBytes int
 
 	Logger *zap.Logger
+	// Observer is told of session starts, mirrored events and runner
+	// exits, for metrics (default: nobody).
+	Observer Observer
 	// Now is the reaper's clock (default time.Now).
 	Now func() time.Time
 }
@@ -111,6 +114,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -183,7 +183,9 @@ func (m *Manager) dropLocked(e *entry) {
 
 func (m *Manager) spawn(e *entry, id string) {
 	defer m.spawns.Done()
-	c, err := m.startRunner(id)
+	t0 := time.Now()
+	c, spare, err := m.startRunner(id)
+	m.cfg.Observer.SessionStart(time.Since(t0), spare, err)
 	m.mu.Lock()
 	late := err == nil && m.closed
 	if late {
@@ -209,12 +211,12 @@ func (m *Manager) spawn(e *entry, id string) {
 }
 
 // startRunner starts the runner of session id, or takes the spare, and
-// makes the session live.
-func (m *Manager) startRunner(id string) (*child, error) {
+// makes the session live. spare says the session opened in the spare.
+func (m *Manager) startRunner(id string) (c *child, spare bool, err error) {
 	dir := m.dir(id)
 	spec, err := readSpec(dir, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ctx, cancel := context.WithTimeout(m.stopping, m.cfg.StartTimeout)
 	defer cancel()
@@ -222,10 +224,10 @@ func (m *Manager) startRunner(id string) (*child, error) {
 		if c := m.takeSpare(ctx, id); c != nil {
 			err := m.open(ctx, c, spec, dir)
 			if err == nil {
-				return c, nil
+				return c, true, nil
 			}
 			if ctx.Err() != nil || !errors.Is(err, wire.ErrRunnerCrashed) {
-				return nil, err
+				return nil, true, err
 			}
 			// The spare died as it was handed the session: start another.
 		}
@@ -234,18 +236,19 @@ func (m *Manager) startRunner(id string) (*child, error) {
 	if spec.NeedsPlugin() {
 		runner = m.cfg.PluginRunnerPath
 	}
-	c, err := m.startProcess(ctx, runner, dir, id)
+	c, err = m.startProcess(ctx, runner, dir, id)
 	if err != nil {
-		return nil, fmt.Errorf("start runner for session %s: %w", id, err)
+		return nil, false, fmt.Errorf("start runner for session %s: %w", id, err)
 	}
 	if err := m.open(ctx, c, spec, dir); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return c, nil
+	return c, false, nil
 }
 
 // open makes the session in dir live in runner c, or kills c.
 func (m *Manager) open(ctx context.Context, c *child, spec wire.Spec, dir string) error {
+	c.setEngine(spec.Engine)
 	if err := m.ensureLive(ctx, c, spec, dir); err != nil {
 		c.abort(m.cfg.KillGrace)
 		return fmt.Errorf("start session %s: %w", spec.ID, err)
@@ -262,20 +265,22 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 		log = log.With(zap.String("session", session))
 	}
 	c, err := startChild(spawnSpec{
-		runner:  runner,
-		dir:     dir,
-		workDir: m.sessions,
-		session: session,
-		env:     m.cfg.Env,
-		maxLine: m.cfg.MaxLine,
-		frames:  !m.cfg.NoTermFrames,
-		buffers: &m.termBufs,
-		log:     log,
-		now:     m.cfg.Now,
+		runner:    runner,
+		dir:       dir,
+		workDir:   m.sessions,
+		session:   session,
+		env:       m.cfg.Env,
+		maxLine:   m.cfg.MaxLine,
+		frames:    !m.cfg.NoTermFrames,
+		buffers:   &m.termBufs,
+		log:       log,
+		runnerLog: m.log.Named("runner"),
+		now:       m.cfg.Now,
 		hooks: childHooks{
-			hub:    m.hub,
-			rotate: m.onRotate,
-			exit:   m.onExit,
+			hub:      m.hub,
+			rotate:   m.onRotate,
+			exit:     m.onExit,
+			observer: m.cfg.Observer,
 		},
 	})
 	if err != nil {
@@ -312,6 +317,8 @@ func (m *Manager) onExit(c *child) {
 	if m.spare.child == c {
 		m.spare.child = nil
 		c.log.Warn("spare runner exited", zap.Error(c.death))
+	} else if c.currentSession() != "" {
+		m.cfg.Observer.RunnerExit(crash != nil)
 	}
 	for id, e := range m.entries {
 		if e.child == c {

@@ -135,6 +135,8 @@ func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
 		c.log.Warn("mirror seq differs from its event's seq; using the event's", zap.Int64("mirror", seq), zap.Int64("event", evSeq))
 	}
 	h.publish(Event{Seq: evSeq, Type: typ, Line: event})
+	session, engine := c.identity()
+	c.hooks.observer.Event(session, engine, typ, event)
 	switch string(typ) {
 	case "turnStarted":
 		c.working.Store(true)
@@ -147,9 +149,16 @@ func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
 		if c.openAsks.Add(-1) < 0 {
 			c.openAsks.Store(0)
 		}
+	case "hunkStaged":
+		c.pendingHunks.Add(stagedForReview(event))
+	case "hunkDecided":
+		if c.pendingHunks.Add(-1) < 0 {
+			c.pendingHunks.Store(0)
+		}
 	case "sessionStarted", "sessionResumed":
 		c.working.Store(false)
 		c.openAsks.Store(0)
+		c.pendingHunks.Store(0)
 	case "rotated":
 		var ev struct {
 			Data wire.RotatedData `json:"data"`
@@ -161,6 +170,24 @@ func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
 		return ev.Data.To
 	}
 	return ""
+}
+
+// stagedForReview counts the hunks of a hunkStaged event that wait for a
+// decision: none when the edit was accepted at once (auto). Edits are rare
+// beside the other events, so decoding this one is cheap overall.
+func stagedForReview(event []byte) int32 {
+	var ev struct {
+		Data struct {
+			Auto bool `json:"auto"`
+			Edit struct {
+				Hunks []struct{} `json:"hunks"`
+			} `json:"edit"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(event, &ev) != nil || ev.Data.Auto {
+		return 0
+	}
+	return int32(min(len(ev.Data.Edit.Hunks), 1<<20))
 }
 
 // deliver hands a reply to the call waiting for it, or a terminal message

@@ -10,7 +10,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// RunReaper stops idle runners every ReapInterval until ctx ends.
+// RunReaper stops idle runners every ReapInterval until ctx ends, and
+// quiet ones past a lowered MaxLive (SetMaxLive).
 func (m *Manager) RunReaper(ctx context.Context) error {
 	t := time.NewTicker(m.cfg.ReapInterval)
 	defer t.Stop()
@@ -20,6 +21,9 @@ func (m *Manager) RunReaper(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			m.Reap(ctx)
+			if err := m.fitLive(ctx, 0); err != nil && ctx.Err() == nil {
+				m.log.Warn("stopping runners past --max-live", zap.Error(err))
+			}
 		}
 	}
 }

@@ -66,7 +66,20 @@ const (
 	// ModeBrokenFrame, with frames, answers the terminal input "break\n"
 	// with a frame whose last byte is not the newline its lengths promise.
 	ModeBrokenFrame = "broken-frame"
+	// ModeLogLines writes LogLines to stderr when a session opens, as the
+	// runner's logger would, and a line that is no log entry.
+	ModeLogLines = "log-lines"
 )
+
+// LogLines are what ModeLogLines writes: a runner's JSON log entries at
+// debug, info, warn and error, then a line that is no JSON.
+var LogLines = []string{
+	`{"level":"debug","ts":1.5,"caller":"runner/x.go:1","msg":"fake debug","n":1}`,
+	`{"level":"info","ts":1.5,"caller":"runner/x.go:2","msg":"fake info","n":2}`,
+	`{"level":"warn","ts":1.5,"caller":"runner/x.go:3","msg":"fake warning","n":3,"detail":{"why":"testing"}}`,
+	`{"level":"error","ts":1.5,"caller":"runner/x.go:4","msg":"fake error","n":4}`,
+	`not a log entry`,
+}
 
 // SpawnLog is the file in the session folder where each start appends a
 // line, so tests can count starts.
@@ -85,6 +98,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Terminals are never handed over: the supervisor falls back to their
 	// output on the link, which is what the fake runner plays.
 	fs.Int("term-fds", -1, "ignored")
+	fs.String("log-level", "info", "ignored")
+	fs.String("log-format", "json", "ignored")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -267,6 +282,11 @@ func (r *runner) serve(stdin io.Reader) int {
 					names = append(names, k)
 				}
 				fmt.Fprintln(r.errw, "fake runner: credentials received:", strings.Join(names, ","))
+			}
+			if r.modes[ModeLogLines] {
+				for _, line := range LogLines {
+					fmt.Fprintln(r.errw, line)
+				}
 			}
 			r.mu.Lock()
 			r.notLive = r.modes[ModeNotLiveOnce] && r.injected == 0
