@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -13,54 +14,152 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-func runServe(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "serve", "", "Run the supervisor daemon until SIGINT or SIGTERM, which stop every runner.")
-	var cfg daemon.Config
-	var state, level string
-	fs.StringVar(&state, "state", "", "state folder (default $CORRAL_STATE, else $XDG_STATE_HOME/corral, else ~/.local/state/corral)")
+// serveOptions are serve's flags.
+type serveOptions struct {
+	cfg                  daemon.Config
+	state, level, format string
+	config               string
+}
+
+// serveFlags defines serve's flags into o. A config file (--config) sets
+// the same flags by name, so this is their one definition.
+func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
+	fs := newFlags(e, "serve", "", "Run the supervisor daemon until SIGINT or SIGTERM, which stop every runner. SIGHUP reloads --config.")
+	cfg := &o.cfg
+	fs.StringVar(&o.config, "config", "", "settings file: one flag a line, NAME = VALUE; flags on the command line win over it. SIGHUP reloads its log-level and max-live (docs/deploy.md)")
+	fs.StringVar(&o.state, "state", "", "state folder (default $CORRAL_STATE, else $XDG_STATE_HOME/corral, else ~/.local/state/corral)")
 	fs.StringVar(&cfg.RunnerPath, "runner", "", "runner executable (default: runner next to this program, else on PATH)")
 	fs.StringVar(&cfg.PluginRunnerPath, "plugin-runner", "", "runner with plugin engines, for sessions on them (default: plugin-runner next to the runner, else on PATH)")
 	fs.BoolVar(&cfg.SpareRunner, "spare-runner", true, "keep a runner started ahead of need, so a new session does not wait for a process to start")
 	fs.StringVar(&cfg.ListenTCP, "listen-tcp", "", "also serve on this TCP address (every request needs the bearer token)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file for --listen-tcp (default <state>/token, generated when missing)")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "also serve /metrics, without authentication, on this loopback address (127.0.0.1:PORT) for a scraper on this machine")
 	fs.DurationVar(&cfg.IdleTTL, "idle-ttl", 5*time.Minute, "stop a runner idle this long")
 	fs.IntVar(&cfg.MaxLive, "max-live", 64, "most sessions live at once: past it the least recently used idle one is stopped, and with none idle a start fails with 503")
 	fs.StringVar(&cfg.CredentialsFile, "credentials", "", "credentials file (mode 0600) handed to runners instead of the keyring")
 	fs.StringVar(&cfg.EnginesDir, "engines-dir", os.Getenv("CORRAL_ENGINES_DIR"), "folder of the installed agent CLIs (CORRAL_ENGINES_DIR for runners)")
-	fs.StringVar(&level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.format, "log-format", "console", "log format: console (for a person) or json (one object a line, for a log collector); runners' lines are logged again in it")
+	return fs
+}
+
+// parseServe reads serve's settings: the config file's, if --config names
+// one, then the command line's over them.
+func parseServe(e *env, args []string) (*serveOptions, error) {
+	o := &serveOptions{}
+	fs := serveFlags(e, o)
 	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, usagef("unexpected argument %q", pos[0])
+	}
+	if o.config != "" {
+		path := o.config
+		o = &serveOptions{}
+		fs = serveFlags(e, o)
+		if err := applyConfigFile(fs, path); err != nil {
+			return nil, usageError{err}
+		}
+		if _, err := parse(fs, args); err != nil {
+			return nil, err
+		}
+	}
+	if o.cfg.IdleTTL <= 0 {
+		return nil, usagef("--idle-ttl must be positive")
+	}
+	if o.cfg.MaxLive <= 0 {
+		return nil, usagef("--max-live must be positive")
+	}
+	if _, err := parseLevel(o.level); err != nil {
+		return nil, usageError{err}
+	}
+	return o, nil
+}
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	o, err := parseServe(e, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	if cfg.IdleTTL <= 0 {
-		return usagef("--idle-ttl must be positive")
-	}
-	if cfg.MaxLive <= 0 {
-		return usagef("--max-live must be positive")
-	}
-	if cfg.StateDir, err = client.StateDir(state); err != nil {
+	cfg := o.cfg
+	if cfg.StateDir, err = client.StateDir(o.state); err != nil {
 		return err
 	}
-	log, err := newLogger(level)
+	log, level, err := newLogger(o.level, o.format)
 	if err != nil {
 		return usageError{err}
 	}
 	defer log.Sync()
-	cfg.Logger = log
+	cfg.Logger, cfg.LogLevel = log, &level
+	if o.config != "" {
+		cfg.Reload = func() (daemon.Settings, error) { return reloadServe(e, args, o, log) }
+	}
 	return daemon.Run(ctx, cfg)
 }
 
-// newLogger logs to stderr, in a console format a person can read.
-func newLogger(level string) (*zap.Logger, error) {
-	lvl, err := zapcore.ParseLevel(strings.ToLower(level))
+// reloadServe reads the settings again, as at start, and returns those a
+// running supervisor changes; changes to the others are logged as needing
+// a restart.
+func reloadServe(e *env, args []string, running *serveOptions, log *zap.Logger) (daemon.Settings, error) {
+	quiet := &env{stdout: e.stdout, stderr: discard{}}
+	o, err := parseServe(quiet, args)
 	if err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+		return daemon.Settings{}, err
 	}
-	enc := zap.NewDevelopmentEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(os.Stderr), lvl)
-	return zap.New(core), nil
+	for _, c := range []struct {
+		flag     string
+		was, now any
+	}{
+		{"state", running.state, o.state}, {"runner", running.cfg.RunnerPath, o.cfg.RunnerPath},
+		{"plugin-runner", running.cfg.PluginRunnerPath, o.cfg.PluginRunnerPath},
+		{"spare-runner", running.cfg.SpareRunner, o.cfg.SpareRunner},
+		{"listen-tcp", running.cfg.ListenTCP, o.cfg.ListenTCP}, {"token-file", running.cfg.TokenFile, o.cfg.TokenFile},
+		{"metrics-listen", running.cfg.MetricsListen, o.cfg.MetricsListen},
+		{"idle-ttl", running.cfg.IdleTTL, o.cfg.IdleTTL}, {"credentials", running.cfg.CredentialsFile, o.cfg.CredentialsFile},
+		{"engines-dir", running.cfg.EnginesDir, o.cfg.EnginesDir}, {"log-format", running.format, o.format},
+	} {
+		if c.was != c.now {
+			log.Warn("a changed setting takes effect only at a restart", zap.String("setting", c.flag), zap.Any("running", c.was), zap.Any("file", c.now))
+		}
+	}
+	lvl, _ := parseLevel(o.level)
+	return daemon.Settings{LogLevel: lvl, MaxLive: o.cfg.MaxLive}, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func parseLevel(level string) (zapcore.Level, error) {
+	lvl, err := zapcore.ParseLevel(strings.ToLower(level))
+	if err != nil || lvl < zapcore.DebugLevel || lvl > zapcore.ErrorLevel {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return lvl, nil
+}
+
+// newLogger logs to stderr, in a console format a person can read or in
+// JSON, one object a line, at a level that can change while it runs.
+func newLogger(level, format string) (*zap.Logger, zap.AtomicLevel, error) {
+	lvl, err := parseLevel(level)
+	if err != nil {
+		return nil, zap.AtomicLevel{}, err
+	}
+	atomic := zap.NewAtomicLevelAt(lvl)
+	var enc zapcore.Encoder
+	switch format {
+	case "console":
+		cfg := zap.NewDevelopmentEncoderConfig()
+		cfg.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewConsoleEncoder(cfg)
+	case "json":
+		cfg := zap.NewProductionEncoderConfig()
+		cfg.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewJSONEncoder(cfg)
+	default:
+		return nil, zap.AtomicLevel{}, fmt.Errorf("--log-format %q: want console or json", format)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(os.Stderr), atomic)), atomic, nil
 }

@@ -14,35 +14,46 @@ import (
 // hunkDecided) are decoded, and they are rare beside the assistant's
 // streamed text.
 func (m *Metrics) Event(session, engine string, typ, line []byte) {
-	m.events.inc(typ)
-	switch wire.EventType(typ) {
-	case wire.EvUsage:
+	k, ok := m.events.known[string(typ)]
+	if !ok {
+		m.events.other.Inc()
+		return
+	}
+	k.n.Inc()
+	if k.decode != nil {
+		k.decode(m, session, engine, line)
+	}
+}
+
+// decoders read what the metrics need from the event types that carry it.
+var decoders = map[wire.EventType]func(m *Metrics, session, engine string, line []byte){
+	wire.EvUsage: func(m *Metrics, _, engine string, line []byte) {
 		var ev struct{ Data wire.UsageData }
-		if json.Unmarshal(line, &ev) != nil {
-			return
+		if json.Unmarshal(line, &ev) == nil {
+			m.usage(engine, ev.Data)
 		}
-		m.usage(engine, ev.Data)
-	case wire.EvFailure:
+	},
+	wire.EvFailure: func(m *Metrics, _, engine string, line []byte) {
 		var ev struct{ Data wire.FailureData }
 		if json.Unmarshal(line, &ev) != nil {
 			return
 		}
-		code := oneOf(string(ev.Data.Code), failureCodes)
-		m.failures.WithLabelValues(m.engines.value(engine), code).Inc()
+		m.failures.WithLabelValues(m.engines.value(engine), oneOf(string(ev.Data.Code), failureCodes)).Inc()
 		if ev.Data.Code == wire.FailPermissionUnavailable {
 			m.gateDecided.WithLabelValues(wire.DecisionDeny, unknown, "unattended").Inc()
 		}
-	case wire.EvTurnEnded:
+	},
+	wire.EvTurnEnded: func(m *Metrics, _, engine string, line []byte) {
 		var ev struct {
 			Data struct {
 				Outcome string `json:"outcome"`
 			}
 		}
-		if json.Unmarshal(line, &ev) != nil {
-			return
+		if json.Unmarshal(line, &ev) == nil {
+			m.turns.WithLabelValues(m.engines.value(engine), oneOf(ev.Data.Outcome, turnOutcomes)).Inc()
 		}
-		m.turns.WithLabelValues(m.engines.value(engine), oneOf(ev.Data.Outcome, turnOutcomes)).Inc()
-	case wire.EvAskOpened:
+	},
+	wire.EvAskOpened: func(m *Metrics, session, _ string, line []byte) {
 		var ev struct {
 			Data struct {
 				AskID    string `json:"askId"`
@@ -55,20 +66,21 @@ func (m *Metrics) Event(session, engine string, typ, line []byte) {
 		category := oneOf(ev.Data.Category, gateCategories)
 		m.asks.open(session, ev.Data.AskID, category)
 		m.gateAsks.WithLabelValues(category).Inc()
-	case wire.EvAskAnswered:
+	},
+	wire.EvAskAnswered: func(m *Metrics, session, _ string, line []byte) {
 		var ev struct{ Data wire.AskAnsweredData }
 		if json.Unmarshal(line, &ev) != nil {
 			return
 		}
 		category := m.asks.answer(session, ev.Data.AskID)
 		m.gateDecided.WithLabelValues(oneOf(ev.Data.Decision, askDecisions), category, oneOf(ev.Data.By, deciders)).Inc()
-	case wire.EvHunkDecided:
+	},
+	wire.EvHunkDecided: func(m *Metrics, _, _ string, line []byte) {
 		var ev struct{ Data wire.HunkDecidedData }
-		if json.Unmarshal(line, &ev) != nil {
-			return
+		if json.Unmarshal(line, &ev) == nil {
+			m.hunks.WithLabelValues(oneOf(ev.Data.Decision, hunkDecisions), oneOf(ev.Data.By, deciders)).Inc()
 		}
-		m.hunks.WithLabelValues(oneOf(ev.Data.Decision, hunkDecisions), oneOf(ev.Data.By, deciders)).Inc()
-	}
+	},
 }
 
 // usage adds a model call's cost and tokens. Values a model server could
@@ -96,22 +108,19 @@ func (m *Metrics) usage(engine string, u wire.UsageData) {
 // up in a map keyed by the type's bytes (no allocation); any other type
 // counts as "other", so a runner cannot grow the label set.
 type eventCounters struct {
-	known map[string]prometheus.Counter
+	known map[string]eventKind
 	other prometheus.Counter
 }
 
-func newEventCounters(vec *prometheus.CounterVec) *eventCounters {
-	c := &eventCounters{known: map[string]prometheus.Counter{}, other: vec.WithLabelValues(other)}
-	for _, t := range eventTypes {
-		c.known[string(t)] = vec.WithLabelValues(string(t))
-	}
-	return c
+type eventKind struct {
+	n      prometheus.Counter
+	decode func(m *Metrics, session, engine string, line []byte) // nil: counted only
 }
 
-func (c *eventCounters) inc(typ []byte) {
-	if n, ok := c.known[string(typ)]; ok {
-		n.Inc()
-		return
+func newEventCounters(vec *prometheus.CounterVec) *eventCounters {
+	c := &eventCounters{known: map[string]eventKind{}, other: vec.WithLabelValues(other)}
+	for _, t := range eventTypes {
+		c.known[string(t)] = eventKind{n: vec.WithLabelValues(string(t)), decode: decoders[t]}
 	}
-	c.other.Inc()
+	return c
 }

@@ -396,6 +396,13 @@ func (m *Manager) withCallTimeout(ctx context.Context) (context.Context, context
 	return context.WithTimeout(ctx, m.cfg.CallTimeout)
 }
 
+// Closing reports whether Shutdown has begun.
+func (m *Manager) Closing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
 // Shutdown stops every runner: shutdown first, SIGTERM to its group after
 // the grace period, SIGKILL after the kill grace. Streams end with
 // unavailable and later calls fail with it.

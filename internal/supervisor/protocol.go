@@ -134,9 +134,11 @@ func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
 	if evSeq != seq {
 		c.log.Warn("mirror seq differs from its event's seq; using the event's", zap.Int64("mirror", seq), zap.Int64("event", evSeq))
 	}
-	h.publish(Event{Seq: evSeq, Type: typ, Line: event})
+	// Observed before it is published: a shell that saw the event finds
+	// it counted.
 	session, engine := c.identity()
 	c.hooks.observer.Event(session, engine, typ, event)
+	h.publish(Event{Seq: evSeq, Type: typ, Line: event})
 	switch string(typ) {
 	case "turnStarted":
 		c.working.Store(true)

@@ -49,6 +49,16 @@ type HealthReply struct {
 	Proto int  `json:"proto"`
 	// Sessions counts the sessions with a live runner.
 	LiveSessions int `json:"liveSessions"`
+	// Version is the supervisor's build: the version the Makefile stamps,
+	// else the module's; Revision the VCS revision it was built from;
+	// Go the toolchain.
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Go       string `json:"go"`
+	// Ready is false while the supervisor cannot take work (it is
+	// stopping, or a fleet node has lost its link); NotReady says why.
+	Ready    bool     `json:"ready"`
+	NotReady []string `json:"notReady,omitempty"`
 }
 
 // Media types of the event stream.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/console"
 	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/internal/sdnotify"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
 	"github.com/oklog/run"
@@ -62,15 +63,26 @@ type Config struct {
 	// in supervisor.Config).
 	ShutdownGrace, KillGrace time.Duration
 
+	// MetricsListen, when set, is a loopback TCP address serving
+	// /metrics without authentication, for a scraper on this machine.
+	// /metrics is also served on every other listener, behind its auth.
+	MetricsListen string
+
 	Logger *zap.Logger
+	// LogLevel, when set, is Logger's level, which a reload changes.
+	LogLevel *zap.AtomicLevel
+	// Reload, when set, is called on SIGHUP for the settings to apply
+	// without a restart. Without it SIGHUP is logged and ignored.
+	Reload func() (Settings, error)
 	// Ready, when set, is called once every listener is up.
 	Ready func(Listening)
 }
 
 // Listening says where a started daemon serves.
 type Listening struct {
-	Socket  string
-	TCPAddr string // empty without ListenTCP
+	Socket      string
+	TCPAddr     string // empty without ListenTCP
+	MetricsAddr string // empty without MetricsListen
 }
 
 // FindRunner returns the runner executable: path when given, else the file
@@ -121,6 +133,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	notify, err := sdnotify.FromEnv()
+	if err != nil {
+		log.Warn("not telling the service manager", zap.Error(err))
+	}
+	// SIGHUP reloads from now on instead of killing the supervisor.
+	var m *supervisor.Manager
+	met := newMetrics(&m)
+	reload := &reloader{log: log, level: cfg.LogLevel, load: cfg.Reload, met: met, notify: notify}
+	defer reload.listen()()
 	state, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
 		return fmt.Errorf("state folder: %w", err)
@@ -157,6 +178,7 @@ func Run(ctx context.Context, cfg Config) error {
 		ShutdownGrace:    cfg.ShutdownGrace,
 		KillGrace:        cfg.KillGrace,
 		Logger:           log,
+		Observer:         met,
 	}
 	if cfg.EnginesDir != "" {
 		dir, err := filepath.Abs(cfg.EnginesDir)
@@ -172,10 +194,12 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		mcfg.Credentials = store.File
 	}
-	m, err := supervisor.New(mcfg)
+	m, err = supervisor.New(mcfg)
 	if err != nil {
 		return err
 	}
+	reload.m = m
+	met.SetMaxLive(m.MaxLive())
 	// Runners stop whatever way Run ends.
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -185,7 +209,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	api := httpapi.New(m, httpapi.Options{Logger: log, Console: console.Handler(console.Assets())})
+	api := httpapi.New(m, httpapi.Options{Logger: log, Console: console.Handler(console.Assets()), Metrics: met.Handler()})
 	socket := filepath.Join(state, SocketName)
 	unixLn, err := listenUnix(socket)
 	if err != nil {
@@ -211,15 +235,32 @@ func Run(ctx context.Context, cfg Config) error {
 		where.TCPAddr = tcpLn.Addr().String()
 		addServer(&g, log, tcpLn, httpapi.RequireBearer(token, api))
 	}
-	reapCtx, stopReaper := context.WithCancel(context.Background())
-	g.Add(func() error { return m.RunReaper(reapCtx) }, func(error) { stopReaper() })
+	if cfg.MetricsListen != "" {
+		metricsLn, err := listenMetrics(cfg.MetricsListen)
+		if err != nil {
+			return err
+		}
+		defer metricsLn.Close()
+		where.MetricsAddr = metricsLn.Addr().String()
+		addServer(&g, log, metricsLn, metricsOnly(met))
+	}
+	background, stopBackground := context.WithCancel(context.Background())
+	g.Add(func() error { return m.RunReaper(background) }, func(error) { stopBackground() })
+	g.Add(func() error { return reload.run(background) }, func(error) { stopBackground() })
+	g.Add(func() error { return watchdog(background, log, notify, m) }, func(error) { stopBackground() })
 
 	log.Info("supervisor serving", zap.String("socket", where.Socket), zap.String("tcp", where.TCPAddr),
 		zap.String("state", state), zap.String("runner", runner))
 	if cfg.Ready != nil {
 		cfg.Ready(where)
 	}
+	if err := notify.Notify(sdnotify.Ready, "STATUS=serving"); err != nil {
+		log.Warn("telling the service manager", zap.Error(err))
+	}
 	err = g.Run()
+	if nerr := notify.Notify(sdnotify.Stopping, "STATUS=stopping runners"); nerr != nil {
+		log.Warn("telling the service manager", zap.Error(nerr))
+	}
 	var sig run.SignalError
 	if errors.As(err, &sig) || errors.Is(err, context.Canceled) {
 		log.Info("supervisor stopping", zap.Error(err))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -22,15 +23,31 @@ import (
 // BenchmarkMirrorToSSE measures events per second from a runner's stdout
 // through the supervisor (reader, fan-out, SSE writer) to an SSE client on
 // a unix socket. The fake runner emits b.N events in one burst, as fast as
-// it can write them.
+// it can write them. metrics=on feeds every event to the supervisor's
+// metrics too, as the daemon does; metrics=off is the baseline.
 func BenchmarkMirrorToSSE(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "metrics=off"
+		if on {
+			name = "metrics=on"
+		}
+		b.Run(name, func(b *testing.B) { benchMirrorToSSE(b, on) })
+	}
+}
+
+func benchMirrorToSSE(b *testing.B, withMetrics bool) {
 	state := b.TempDir()
+	var observer supervisor.Observer
+	if withMetrics {
+		observer = metrics.New(func() metrics.Census { return metrics.Census{} })
+	}
 	m, err := supervisor.New(supervisor.Config{
 		StateDir:   state,
 		RunnerPath: os.Args[0],
 		Env: []string{fakerunner.EnvVar + "=" + fakerunner.ModeOn,
 			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
-		Logger: zap.NewNop(),
+		Logger:   zap.NewNop(),
+		Observer: observer,
 	})
 	if err != nil {
 		b.Fatal(err)

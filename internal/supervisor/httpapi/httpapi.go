@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -34,17 +35,23 @@ type Options struct {
 	// Console, when set, serves the web console's page at / and its
 	// files under /assets/ (internal/console).
 	Console http.Handler
+	// Metrics, when set, serves GET /metrics (internal/metrics).
+	Metrics http.Handler
+	// NotReady, when set, says why the supervisor cannot take work now
+	// (nothing when it can), for /v1/health.
+	NotReady func() []string
 }
 
 type server struct {
 	m         *supervisor.Manager
 	log       *zap.Logger
 	keepAlive time.Duration
+	notReady  func() []string
 }
 
 // New returns the API handler for m.
 func New(m *supervisor.Manager, opts Options) http.Handler {
-	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive}
+	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -67,6 +74,9 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("GET "+v+"/events", s.feed)
 	mux.HandleFunc("GET "+v+"/openapi.json", s.openAPI)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/wait", s.wait)
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics)
+	}
 	if opts.Console != nil {
 		mux.Handle("GET /{$}", opts.Console)
 		mux.Handle("GET /assets/", opts.Console)
@@ -111,7 +121,17 @@ func RequireBearer(token string, next http.Handler) http.Handler {
 }
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.HealthReply{OK: true, Proto: wire.ProtocolVersion, LiveSessions: s.m.LiveCount()})
+	build := buildinfo.Read()
+	h := api.HealthReply{OK: true, Proto: wire.ProtocolVersion, LiveSessions: s.m.LiveCount(),
+		Version: build.Version, Revision: build.Revision, Go: build.GoVersion}
+	if s.m.Closing() {
+		h.NotReady = append(h.NotReady, "the supervisor is shutting down")
+	}
+	if s.notReady != nil {
+		h.NotReady = append(h.NotReady, s.notReady()...)
+	}
+	h.Ready = len(h.NotReady) == 0
+	writeJSON(w, http.StatusOK, h)
 }
 
 func (s *server) create(w http.ResponseWriter, r *http.Request) {
