@@ -192,8 +192,8 @@ func TestScrapedMetricsMatchTheEventsThatProducedThem(t *testing.T) {
 			t.Errorf("corral_tokens_total{kind=%q} = %v, want %d", kind, v, n)
 		}
 	}
-	if n := got.histogramCount("corral_session_start_seconds"); n != 1 {
-		t.Errorf("%d session starts recorded, want 1", n)
+	if n := got.histogramCount("corral_session_start_seconds", "runner", "spare"); n != 1 {
+		t.Errorf("%d session starts in the spare recorded, want 1", n)
 	}
 	if v := got.value("corral_sessions", "state", "notLive"); v != 1 {
 		t.Errorf("after shutdown corral_sessions{state=notLive} = %v, want 1", v)
@@ -331,12 +331,17 @@ func (s scraped) sum(name string) float64 {
 	return total
 }
 
-func (s scraped) histogramCount(name string) uint64 {
-	var n uint64
+// histogramCount is the sample count of the histogram of family name
+// with the given label.
+func (s scraped) histogramCount(name, label, value string) uint64 {
 	if f := s[name]; f != nil {
 		for _, m := range f.Metric {
-			n += m.GetHistogram().GetSampleCount()
+			for _, l := range m.Label {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
 		}
 	}
-	return n
+	return 0
 }

@@ -50,6 +50,9 @@ type child struct {
 	openAsks atomic.Int32
 	// pendingHunks counts the hunks staged for review and not decided.
 	pendingHunks atomic.Int32
+	// madeLive: the runner opened a session, so its exit is a session
+	// runner's (Observer.RunnerExit); a spare or a failed start is not.
+	madeLive atomic.Bool
 	// idleSince is when the last turn ended (Unix nanoseconds by the
 	// manager's clock): the idle clock starts there, not at the call that
 	// queued the turn.

@@ -197,6 +197,7 @@ func (m *Manager) spawn(e *entry, id string) {
 	} else {
 		e.child = c
 		e.lastUsed = m.cfg.Now()
+		c.madeLive.Store(true)
 	}
 	close(e.ready)
 	m.mu.Unlock()
@@ -317,7 +318,7 @@ func (m *Manager) onExit(c *child) {
 	if m.spare.child == c {
 		m.spare.child = nil
 		c.log.Warn("spare runner exited", zap.Error(c.death))
-	} else if c.currentSession() != "" {
+	} else if c.madeLive.Load() {
 		m.cfg.Observer.RunnerExit(crash != nil)
 	}
 	for id, e := range m.entries {

@@ -1,0 +1,303 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+func TestRunnerLogLinesReachTheLogAtTheirOwnLevelWithTheSession(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	m := newManager(t, fakerunner.ModeLogLines, func(c *Config) { c.Logger = zap.New(core) })
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once the runner is gone, the supervisor has read all its stderr.
+	if err := m.Delete(ctxT(t), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]observer.LoggedEntry{}
+	for _, e := range logs.FilterLoggerName("runner").All() {
+		got[e.Message] = e
+	}
+	for _, want := range []struct {
+		msg   string
+		level zapcore.Level
+		field string
+		value any
+	}{
+		{"fake info", zapcore.InfoLevel, "n", "2"},
+		{"fake warning", zapcore.WarnLevel, "detail", `{"why":"testing"}`},
+		{"fake error", zapcore.ErrorLevel, "n", "4"},
+		{"runner stderr", zapcore.WarnLevel, "line", "not a log entry"},
+	} {
+		e, ok := got[want.msg]
+		if !ok {
+			t.Errorf("no %q in the supervisor's log; it has %v", want.msg, messages(logs.All()))
+			continue
+		}
+		if e.Level != want.level {
+			t.Errorf("%q logged at %v, want %v", want.msg, e.Level, want.level)
+		}
+		fields := e.ContextMap()
+		if fields["session"] != s.ID {
+			t.Errorf("%q has session %v, want %s", want.msg, fields["session"], s.ID)
+		}
+		if v := fieldText(fields[want.field]); v != want.value {
+			t.Errorf("%q has %s=%v, want %v", want.msg, want.field, v, want.value)
+		}
+		if _, ok := fields["ts"]; ok {
+			t.Errorf("%q kept the runner's time stamp", want.msg)
+		}
+	}
+	if _, ok := got["fake debug"]; ok {
+		t.Error("a debug line reached a log at info")
+	}
+}
+
+func messages(es []observer.LoggedEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// fieldText is a field's value as the runner wrote it.
+func fieldText(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case interface{ MarshalJSON() ([]byte, error) }:
+		raw, _ := x.MarshalJSON()
+		return string(raw)
+	}
+	return v
+}
+
+func TestRunnerLogLevelFollowsTheSupervisors(t *testing.T) {
+	for _, c := range []struct {
+		log  *zap.Logger
+		want string
+	}{
+		{zap.New(zapcore.NewNopCore()), "error"},
+		{zap.NewNop(), "error"},
+		{zap.New(mustCore(zapcore.WarnLevel)), "warn"},
+		{zap.New(mustCore(zapcore.DebugLevel)), "debug"},
+	} {
+		if got := runnerLevel(c.log); got != c.want {
+			t.Errorf("runner level %q, want %q", got, c.want)
+		}
+	}
+}
+
+func mustCore(l zapcore.Level) zapcore.Core {
+	core, _ := observer.New(l)
+	return core
+}
+
+func TestStderrLinesAreBoundedAndSplitAcrossWrites(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	sink := &stderrSink{tail: proc.NewTail(4), session: func() string { return "s1" }}
+	sink.start(zap.New(core))
+	long := make([]byte, 3*maxStderrLine)
+	for i := range long {
+		long[i] = 'x'
+	}
+	sink.Write([]byte(`{"level":"warn","msg":"split`))
+	sink.Write([]byte(` across writes"}` + "\n" + string(long)))
+	sink.Write([]byte("\n\n   \n"))
+	all := logs.All()
+	if len(all) != 2 {
+		t.Fatalf("%d entries, want 2: %v", len(all), messages(all))
+	}
+	if all[0].Message != "split across writes" || all[0].Level != zapcore.WarnLevel {
+		t.Errorf("first entry %q at %v", all[0].Message, all[0].Level)
+	}
+	if n := len(all[1].ContextMap()["line"].(string)); n != maxStderrLine {
+		t.Errorf("a long line was kept at %d bytes, want %d", n, maxStderrLine)
+	}
+}
+
+func FuzzParseLogLine(f *testing.F) {
+	for _, l := range fakerunner.LogLines {
+		f.Add([]byte(l))
+	}
+	f.Add([]byte(`{"level":"fatal","msg":"x"}`))
+	f.Add([]byte(`{"level":"dpanic","msg":"x","session":"other"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if len(line) == 0 {
+			return
+		}
+		lvl, _, _, ok := parseLogLine(line)
+		if ok && lvl > zapcore.ErrorLevel {
+			t.Fatalf("a runner's line would be logged at %v", lvl)
+		}
+	})
+}
+
+// observed is an Observer that keeps what it was told.
+type observed struct {
+	mu      sync.Mutex
+	starts  []bool // spare or not, for each start that succeeded
+	failed  int
+	events  []string
+	engines []string
+	exits   []bool
+}
+
+func (r *observed) SessionStart(took time.Duration, spare bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.failed++
+		return
+	}
+	r.starts = append(r.starts, spare)
+}
+
+func (r *observed) Event(session, engine string, typ, line []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, string(typ))
+	r.engines = append(r.engines, engine)
+}
+
+func (r *observed) RunnerExit(crashed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.exits = append(r.exits, crashed)
+}
+
+func TestObserverSeesStartsEventsAndExits(t *testing.T) {
+	rec := &observed{}
+	m := newManager(t, fakerunner.ModeOn, func(c *Config) { c.Observer = rec })
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
+	evs := readUntil(t, m, s.ID, 1, "turnEnded")
+	if err := m.Delete(ctxT(t), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	// The fake runner cannot be a spare: its session starts a runner.
+	if !slices.Equal(rec.starts, []bool{false}) {
+		t.Errorf("starts %v, want one in a runner of its own", rec.starts)
+	}
+	if !slices.Equal(rec.events, types(evs)) {
+		t.Errorf("observer saw %v, the log has %v", rec.events, types(evs))
+	}
+	for _, e := range rec.engines {
+		if e != "script" {
+			t.Fatalf("an event was reported on engine %q", e)
+		}
+	}
+	if !slices.Equal(rec.exits, []bool{false}) {
+		t.Errorf("exits %v, want one that is no crash", rec.exits)
+	}
+}
+
+func TestObserverCountsACrashAndAFailedStart(t *testing.T) {
+	rec := &observed{}
+	m := newManager(t, fakerunner.ModeCrashOnSend, func(c *Config) { c.Observer = rec })
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdSend, Text: "boom"})
+	waitFor(t, func() bool { return !m.Live(s.ID) })
+	failing := newManager(t, fakerunner.ModeFailStart, func(c *Config) { c.Observer = rec })
+	if _, err := failing.Create(ctxT(t), wire.Spec{Engine: "script"}); err == nil {
+		t.Fatal("a start the runner refused succeeded")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Equal(rec.exits, []bool{true}) || rec.failed != 1 {
+		t.Errorf("exits %v (want one crash), failed starts %d (want 1)", rec.exits, rec.failed)
+	}
+}
+
+func TestCensusCountsSessionsByStateAndALoweredCapStopsQuietRunners(t *testing.T) {
+	m := newManager(t, fakerunner.ModeAsk)
+	ctx := ctxT(t)
+	var ids []string
+	for range 3 {
+		s, err := m.Create(ctx, wire.Spec{Engine: "script"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	check := func(want map[wire.State]int, runners int) {
+		t.Helper()
+		c := m.Census()
+		for _, s := range censusStates {
+			if c.Sessions[s] != want[s] {
+				t.Errorf("census %v, want %v", c.Sessions, want)
+				break
+			}
+		}
+		if c.Runners != runners {
+			t.Errorf("census counts %d runners, want %d", c.Runners, runners)
+		}
+	}
+	check(map[wire.State]int{wire.StateIdle: 3}, 3)
+
+	mustCommand(t, m, ids[2], wire.Command{Cmd: wire.CmdSend, Text: "make"})
+	readUntil(t, m, ids[2], 1, "askOpened")
+	// The fake answers status only after the ask's mirror is written, so
+	// the supervisor has read it.
+	mustCommand(t, m, ids[2], wire.Command{Cmd: wire.CmdStatus})
+	check(map[wire.State]int{wire.StateIdle: 2, wire.StateWaitingForApproval: 1}, 3)
+
+	// Down to one: the two quiet ones stop, the one waiting for a person
+	// stays.
+	if err := m.SetMaxLive(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if m.MaxLive() != 1 {
+		t.Fatalf("MaxLive %d after SetMaxLive(1)", m.MaxLive())
+	}
+	waitFor(t, func() bool { return m.LiveCount() == 1 })
+	if !m.Live(ids[2]) {
+		t.Fatal("the session waiting for an answer was stopped")
+	}
+	check(map[wire.State]int{wire.StateWaitingForApproval: 1, StateNotLive: 2}, 1)
+	if err := m.SetMaxLive(ctx, 0); err == nil {
+		t.Error("a cap of 0 was accepted")
+	}
+}
+
+func TestAStartPastALoweredCapIsRefusedWhileEveryRunnerIsBusy(t *testing.T) {
+	m := newManager(t, fakerunner.ModeAsk)
+	ctx := ctxT(t)
+	s, err := m.Create(ctx, wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "make"})
+	readUntil(t, m, s.ID, 1, "askOpened")
+	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdStatus})
+	if err := m.SetMaxLive(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := m.Create(short, wire.Spec{Engine: "script"}); !errors.Is(err, wire.ErrUnavailable) {
+		t.Fatalf("a second session past --max-live 1 with the first busy: %v, want unavailable", err)
+	}
+}
