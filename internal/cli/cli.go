@@ -58,6 +58,8 @@ func commands() []command {
 		{"workspace", "ID [diff|commit MESSAGE...|merge]", "show, commit or merge a session's workspace (its own git worktree)", runWorkspace},
 		{"console", "[ID]", "open the web console for this supervisor (prints a one-time link)", runConsole},
 		{"schema", "", "print the API's JSON Schema, OpenAPI document or TypeScript types", runSchema},
+		{"doctor", "", "check this machine can run a supervisor; says what to fix", runDoctor},
+		{"health", "", "print the running supervisor's health; exit 1 when it is not ready", runHealth},
 		{"attach", "ID [-- COMMAND...]", "attach this terminal to a session's terminal (detach: " + detachHelp + ")", runAttach},
 	}
 }

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/internal/doctor"
+	"github.com/corral-dev/corral/internal/supervisor/daemon"
+	"github.com/corral-dev/corral/pkg/client"
+)
+
+func runDoctor(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "doctor", "", "Check that this machine can run a supervisor: the state folder's owner and mode, free disk, the runner, "+
+		"the agent CLIs and their versions, the engines' credentials, the fleet's NATS servers. Prints what to do about each failure; "+
+		"exits 1 when a check fails.")
+	var configFile, state, runner, enginesDir, credentials, engines string
+	var natsURLs multi
+	var asJSON bool
+	fs.StringVar(&configFile, "config", "", "serve's settings file: its state, runner, engines-dir and credentials are checked (flags here win)")
+	fs.StringVar(&state, "state", "", "state folder (default as serve's)")
+	fs.StringVar(&runner, "runner", "", "runner executable (default: as serve finds it)")
+	fs.StringVar(&enginesDir, "engines-dir", "", "folder of the installed agent CLIs (default $CORRAL_ENGINES_DIR)")
+	fs.StringVar(&credentials, "credentials", "", "credentials file serve is given (default: the OS keyring)")
+	fs.StringVar(&engines, "engines", strings.Join(doctor.KnownEngines(), ","), "comma-separated engines this host runs: each one's CLI and credential must be there (empty: none)")
+	fs.Var(&natsURLs, "nats", "a NATS server URL of the fleet to reach (repeatable, or comma-separated)")
+	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long a CLI's --version or a NATS connection may take")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	cfg := doctor.Config{Timeout: *timeout, FindRunner: daemon.FindRunner, EnginesDir: os.Getenv("CORRAL_ENGINES_DIR")}
+	if configFile != "" {
+		o, err := parseServe(&env{stdout: io.Discard, stderr: e.stderr}, []string{"--config", configFile})
+		if err != nil {
+			return err
+		}
+		if !set["state"] {
+			state = o.state
+		}
+		cfg.RunnerPath, cfg.EnginesDir, cfg.CredentialsFile = o.cfg.RunnerPath, o.cfg.EnginesDir, o.cfg.CredentialsFile
+	}
+	if set["runner"] {
+		cfg.RunnerPath = runner
+	}
+	if set["engines-dir"] {
+		cfg.EnginesDir = enginesDir
+	}
+	if set["credentials"] {
+		cfg.CredentialsFile = credentials
+	}
+	if cfg.StateDir, err = client.StateDir(state); err != nil {
+		return err
+	}
+	for _, name := range strings.Split(engines, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			cfg.Engines = append(cfg.Engines, name)
+		}
+	}
+	for _, u := range natsURLs {
+		for _, one := range strings.Split(u, ",") {
+			if one = strings.TrimSpace(one); one != "" {
+				cfg.NATS = append(cfg.NATS, one)
+			}
+		}
+	}
+
+	results := doctor.Run(ctx, cfg)
+	if asJSON {
+		raw, _ := json.MarshalIndent(struct {
+			OK     bool            `json:"ok"`
+			Checks []doctor.Result `json:"checks"`
+		}{!doctor.Failed(results), results}, "", "  ")
+		fmt.Fprintln(e.stdout, string(raw))
+	} else {
+		printResults(e.stdout, results)
+	}
+	if doctor.Failed(results) {
+		return exitStatus(1)
+	}
+	return nil
+}
+
+func printResults(w io.Writer, results []doctor.Result) {
+	width := 0
+	for _, r := range results {
+		width = max(width, len(r.Check))
+	}
+	failures := 0
+	for _, r := range results {
+		mark := map[doctor.Status]string{doctor.OK: "ok", doctor.Warn: "WARN", doctor.Fail: "FAIL"}[r.Status]
+		fmt.Fprintf(w, "%-4s  %-*s  %s\n", mark, width, r.Check, oneLine(r.Detail))
+		if r.Fix != "" {
+			fmt.Fprintf(w, "      %-*s  fix: %s\n", width, "", r.Fix)
+		}
+		if r.Status == doctor.Fail {
+			failures++
+		}
+	}
+	if failures > 0 {
+		fmt.Fprintf(w, "\n%d of %d checks failed.\n", failures, len(results))
+	} else {
+		fmt.Fprintf(w, "\nAll %d checks passed.\n", len(results))
+	}
+}

@@ -1,0 +1,149 @@
+// Package doctor checks that a machine can run a supervisor: the state
+// folder's owner and mode, free disk under it, the runner, the agent CLIs
+// and their versions, the credentials the engines need, and the fleet's
+// NATS servers. Each check says what it found and, when something is
+// wrong, what to do about it. `supervisor doctor` prints them.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/internal/creds"
+)
+
+// Status is a check's verdict.
+type Status string
+
+// Verdicts. Only fail makes the doctor exit non-zero.
+const (
+	OK   Status = "ok"
+	Warn Status = "warn"
+	Fail Status = "fail"
+)
+
+// Result is one check's finding.
+type Result struct {
+	Check  string `json:"check"`
+	Status Status `json:"status"`
+	// Detail says what was found.
+	Detail string `json:"detail"`
+	// Fix says what to do about a warning or a failure.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Engine CLIs the doctor knows: the engine's name, its binary and the
+// credential item it needs.
+var knownEngines = map[string]struct{ bin, item string }{
+	"claude":  {"claude", creds.AnthropicAPIKey},
+	"codex":   {"codex", creds.OpenAIAPIKey},
+	"copilot": {"copilot", creds.GitHubToken},
+}
+
+// KnownEngines lists the engines whose CLI the doctor can check.
+func KnownEngines() []string {
+	out := make([]string, 0, len(knownEngines))
+	for name := range knownEngines {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Config says what to check. The functions are the doctor's view of the
+// machine; tests replace them to stage a broken setup.
+type Config struct {
+	// StateDir is the supervisor's state folder.
+	StateDir string
+	// RunnerPath is the runner executable (empty: found as serve finds it).
+	RunnerPath string
+	// EnginesDir is the pinned install of the agent CLIs
+	// ($CORRAL_ENGINES_DIR).
+	EnginesDir string
+	// Engines are the engines this deployment runs; each one's CLI and
+	// credential must be there. The script engine needs neither.
+	Engines []string
+	// CredentialsFile is serve's --credentials; empty means the keyring.
+	CredentialsFile string
+	// NATS are the fleet's server URLs; empty when not in a fleet.
+	NATS []string
+
+	// WhoAmI is the user the state folder must belong to (default:
+	// os.Getuid, the user the supervisor runs as).
+	WhoAmI func() int
+	// Statfs reports the free and total bytes of the file system holding
+	// path (default: statfs(2)).
+	Statfs func(path string) (free, total uint64, err error)
+	// Keyring returns the credentials in the OS keyring (default:
+	// creds.Store{}.All).
+	Keyring func() (map[string]string, error)
+	// FindRunner finds the runner (default: the supervisor's own rule).
+	FindRunner func(path string) (string, error)
+	// Timeout bounds each check that runs a program or dials (default 10s).
+	Timeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.WhoAmI == nil {
+		c.WhoAmI = os.Getuid
+	}
+	if c.Statfs == nil {
+		c.Statfs = statfs
+	}
+	if c.Keyring == nil {
+		c.Keyring = func() (map[string]string, error) { return (&creds.Store{}).All() }
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+}
+
+// Run runs every check, those that wait on a program or the network at
+// the same time, and returns the results in a fixed order.
+func Run(ctx context.Context, cfg Config) []Result {
+	cfg.setDefaults()
+	checks := []func(context.Context, Config) []Result{
+		checkState, checkDisk, checkRunner, checkEngines, checkCredentials, checkNATS,
+	}
+	found := make([][]Result, len(checks))
+	var wg sync.WaitGroup
+	for i, check := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found[i] = check(ctx, cfg)
+		}()
+	}
+	wg.Wait()
+	var out []Result
+	for _, rs := range found {
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// Failed reports whether any result is a failure.
+func Failed(results []Result) bool {
+	for _, r := range results {
+		if r.Status == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+func ok(check, format string, args ...any) Result {
+	return Result{Check: check, Status: OK, Detail: fmt.Sprintf(format, args...)}
+}
+
+func failed(check, fix, format string, args ...any) Result {
+	return Result{Check: check, Status: Fail, Detail: fmt.Sprintf(format, args...), Fix: fix}
+}
+
+func warned(check, fix, format string, args ...any) Result {
+	return Result{Check: check, Status: Warn, Detail: fmt.Sprintf(format, args...), Fix: fix}
+}
