@@ -4,6 +4,10 @@
 GO       ?= go
 BIN      := bin
 PKGS     := ./...
+# The version stamped into the binaries (/v1/health, corral_build_info,
+# supervisor health --client-version): the git description of the tree.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/corral-dev/corral/internal/buildinfo.Version=$(VERSION)
 # The pinned agent CLIs that engine tests drive.
 export CORRAL_ENGINES_DIR := $(CURDIR)/deploy/engines
 
@@ -16,7 +20,7 @@ all: build
 # that every other session's runner starts faster and smaller.
 # The web console (web/) is built first: the supervisor embeds it.
 build: web
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/supervisor ./cmd/runner ./cmd/plugin-runner ./cmd/corral-script-plugin
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/supervisor ./cmd/runner ./cmd/plugin-runner ./cmd/corral-script-plugin
 
 # A supervisor in a temporary state folder with a demo session on the script
 # engine, watched in this terminal. No API key needed.
