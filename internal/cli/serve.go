@@ -19,6 +19,7 @@ type serveOptions struct {
 	cfg                  daemon.Config
 	state, level, format string
 	config               string
+	check                bool
 }
 
 // serveFlags defines serve's flags into o. A config file (--config) sets
@@ -39,6 +40,7 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs.StringVar(&cfg.CredentialsFile, "credentials", "", "credentials file (mode 0600) handed to runners instead of the keyring")
 	fs.StringVar(&cfg.EnginesDir, "engines-dir", os.Getenv("CORRAL_ENGINES_DIR"), "folder of the installed agent CLIs (CORRAL_ENGINES_DIR for runners)")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&o.check, "check", false, "check the settings (command line and --config) and exit: 0 when they are valid, 2 when not")
 	fs.StringVar(&o.format, "log-format", "console", "log format: console (for a person) or json (one object a line, for a log collector); runners' lines are logged again in it")
 	return fs
 }
@@ -90,6 +92,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	log, level, err := newLogger(o.level, o.format)
 	if err != nil {
 		return usageError{err}
+	}
+	if o.check {
+		fmt.Fprintf(e.stdout, "settings are valid (state %s, max-live %d, log-level %s)\n", cfg.StateDir, cfg.MaxLive, level.Level())
+		return nil
 	}
 	defer log.Sync()
 	cfg.Logger, cfg.LogLevel = log, &level
