@@ -223,3 +223,18 @@ func TestSIGHUPWithoutConfigKeepsTheSupervisorUp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestWatchdogIsPingedWhileTheManagerAnswers(t *testing.T) {
+	notes := notifySocket(t)
+	t.Setenv("WATCHDOG_USEC", "200000") // a ping every 100 ms
+	t.Setenv("WATCHDOG_PID", "")
+	serve(t, t.TempDir(), nil)
+	if n := next(t, notes); !strings.HasPrefix(n, "READY=1") {
+		t.Fatalf("first notification %q", n)
+	}
+	for range 2 {
+		if n := next(t, notes); n != "WATCHDOG=1\n" {
+			t.Fatalf("notification %q, want WATCHDOG=1", n)
+		}
+	}
+}
