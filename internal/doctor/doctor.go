@@ -126,6 +126,22 @@ func Run(ctx context.Context, cfg Config) []Result {
 	return out
 }
 
+// each runs check on every item at the same time (each may wait on a
+// program or the network) and returns the results in the items' order.
+func each(items []string, check func(string) Result) []Result {
+	out := make([]Result, len(items))
+	var wg sync.WaitGroup
+	for i, item := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = check(item)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // Failed reports whether any result is a failure.
 func Failed(results []Result) bool {
 	for _, r := range results {

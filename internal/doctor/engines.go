@@ -36,18 +36,7 @@ func checkRunner(_ context.Context, cfg Config) []Result {
 // --version. Whether the version is one Corral supports, the engine itself
 // checks when a session starts (docs/engines.md).
 func checkEngines(ctx context.Context, cfg Config) []Result {
-	out := make([]Result, len(cfg.Engines))
-	done := make(chan struct{})
-	for i, name := range cfg.Engines {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			out[i] = checkEngine(ctx, cfg, name)
-		}()
-	}
-	for range cfg.Engines {
-		<-done
-	}
-	return out
+	return each(cfg.Engines, func(name string) Result { return checkEngine(ctx, cfg, name) })
 }
 
 func checkEngine(ctx context.Context, cfg Config, name string) Result {

@@ -10,18 +10,7 @@ import (
 // checkNATS connects to each of the fleet's NATS servers: the TCP
 // connection, the server's INFO, CONNECT and a PING answered.
 func checkNATS(_ context.Context, cfg Config) []Result {
-	out := make([]Result, len(cfg.NATS))
-	done := make(chan struct{})
-	for i, server := range cfg.NATS {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			out[i] = checkNATSServer(server, cfg)
-		}()
-	}
-	for range cfg.NATS {
-		<-done
-	}
-	return out
+	return each(cfg.NATS, func(server string) Result { return checkNATSServer(server, cfg) })
 }
 
 func checkNATSServer(server string, cfg Config) Result {
