@@ -161,7 +161,10 @@ func Samples() []Sample {
 	created := spec
 	created.ID, created.EngineSession, created.Cwd = "", "", "/home/me/app"
 	created.Workspace = &wire.Workspace{Base: "main", Branch: "corral/9afafddc"}
-	add("route.health.reply", "HealthReply", api.HealthReply{OK: true, Proto: wire.ProtocolVersion, LiveSessions: 3})
+	add("route.health.reply", "HealthReply", api.HealthReply{OK: true, Proto: wire.ProtocolVersion, LiveSessions: 3,
+		Version: "v0.4.0-12-g869b98d", Revision: "869b98d6f0e3a1c2b4d5e6f708192a3b4c5d6e7f", Go: "go1.26.8", Ready: true})
+	add("route.health.notReady", "HealthReply", api.HealthReply{OK: true, Proto: wire.ProtocolVersion,
+		Version: "v0.4.0", Go: "go1.26.8", NotReady: []string{"the supervisor is shutting down"}})
 	add("route.createSession.request", "Spec", created)
 	add("route.createSession.reply", "SessionReply", api.SessionReply{OK: true, Session: &session})
 	add("route.listSessions.reply", "SessionsReply", api.SessionsReply{OK: true, Sessions: []api.Session{session, {ID: "9b0d4f11a2c3", Spec: wire.Spec{ID: "9b0d4f11a2c3", Engine: "codex"}, UpdatedAt: ts}}})

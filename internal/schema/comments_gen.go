@@ -16,6 +16,8 @@ var Comments = map[string]string{
 	"github.com/corral-dev/corral/pkg/api.FeedItem.Stream":             "Stream tells the subscriber where it stands in the stream.",
 	"github.com/corral-dev/corral/pkg/api.HealthReply":                 "HealthReply is the body of GET /v1/health.",
 	"github.com/corral-dev/corral/pkg/api.HealthReply.LiveSessions":    "Sessions counts the sessions with a live runner.",
+	"github.com/corral-dev/corral/pkg/api.HealthReply.Ready":           "Ready is false while the supervisor cannot take work (it is stopping, or a fleet node has lost its link); NotReady says why.",
+	"github.com/corral-dev/corral/pkg/api.HealthReply.Version":         "Version is the supervisor's build: the version the Makefile stamps, else the module's; Revision the VCS revision it was built from; Go the toolchain.",
 	"github.com/corral-dev/corral/pkg/api.Lifecycle":                   "Lifecycle is a change in a session's life.",
 	"github.com/corral-dev/corral/pkg/api.Lifecycle.Error":             "Error is why the runner failed (sessionFailed).",
 	"github.com/corral-dev/corral/pkg/api.Lifecycle.Reason":            "Reason says why the runner was stopped (sessionReaped): idle or room.",

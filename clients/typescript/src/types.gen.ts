@@ -351,6 +351,13 @@ export interface HealthReply {
   proto: number;
   /** Sessions counts the sessions with a live runner. */
   liveSessions: number;
+  /** Version is the supervisor's build: the version the Makefile stamps, else the module's; Revision the VCS revision it was built from; Go the toolchain. */
+  version: string;
+  revision?: string;
+  go: string;
+  /** Ready is false while the supervisor cannot take work (it is stopping, or a fleet node has lost its link); NotReady says why. */
+  ready: boolean;
+  notReady?: string[];
 }
 
 /** Hunk is one reviewable change: a run of changed lines with up to three lines of context on each side. Line numbers are 1-based and follow git: a zero-length range names the line before it (0 at the top of the file). */
