@@ -1,31 +1,34 @@
 // Package eventlog is a session's append-only events.jsonl: one JSON event
 // per line, seq starting at 1 and continuing across reopenings, never
-// repeating and never skipping.
+// repeating and never skipping while the file is sound.
 //
 // Appends are group-committed: Append assigns the seq and encodes the line
-// at once; one batch at a time is written with one write(2) and its bytes
-// handed to the Written callback (the runner mirrors them to the
-// supervisor). An Append that finds no write under way writes its own line
-// there and then, so a lone event (a user's message) does not wait for a
-// goroutine to wake; lines appended during a write are batched by a writer
-// goroutine. An event therefore reaches a shell
-// only after the operating system has it, so a crash of the runner loses no
-// event a shell has seen. Sync flushes and fsyncs; the runner calls it at
-// every turn end, stop and shutdown, so a crash of the machine loses at most
-// the events since the last of those.
+// at once, and returns only once the line is in the file (or with the error
+// that kept it out). The first appender to find no write under way writes
+// every pending line with one write(2) and hands the batch to the Written
+// callback (the runner mirrors it to the supervisor); appenders that arrive
+// during that write wait, and one of them writes their lines as the next
+// batch. A lone event therefore costs one write and no goroutine hand-off,
+// and an event reaches a shell only after the operating system has it, so a
+// crash of the runner loses no event a shell has seen. Sync flushes and
+// fsyncs; the runner calls it at every turn end, stop and shutdown, so a
+// crash of the machine loses at most the events since the last of those.
 //
-// A crash mid-write leaves a torn last line. Open cuts everything after the
-// last newline, so a partial line is never read as an event and nothing
-// before it is lost.
+// A log never refuses to open because of its content: Open moves damaged
+// lines (a torn tail, garbage, NULs, blank lines, a line whose seq is out of
+// order) aside to a sibling file and records a logRepaired event (see
+// repair.go). A log fails loudly instead when the storage does: a write or
+// sync that fails puts the log in a failed state, in which every Append
+// returns the same [*StorageError] and nothing is acknowledged that is not
+// in the file, until [Log.Probe] finds the storage writable again (see
+// failure.go).
 package eventlog
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -42,119 +45,87 @@ type Batch struct {
 
 // Options configure a Log.
 type Options struct {
-	// Written, when set, is called by the writer goroutine after each
-	// batch reached the file, in seq order. The batch's memory is reused
-	// afterwards: copy what must be kept.
+	// Written, when set, is called after each batch reached the file, in
+	// seq order, one batch at a time, by the goroutine that wrote it (an
+	// appender). The batch's memory is reused afterwards: copy what must
+	// be kept. It must not append to the log.
 	Written func(Batch)
+	// Failed, when set, is called once each time the log enters its failed
+	// state, with the error every Append now returns, by the goroutine
+	// whose write or sync failed, without the log's lock held. It must not
+	// append to the log.
+	Failed func(*StorageError)
 	// Now stamps events; defaults to time.Now.
 	Now func() time.Time
+}
+
+// file is what the log needs of its *os.File; tests substitute one that
+// fails.
+type file interface {
+	io.Writer
+	io.WriterAt
+	io.Seeker
+	Truncate(size int64) error
+	Sync() error
+	Close() error
 }
 
 // Log is an open events.jsonl.
 type Log struct {
 	path    string
-	f       *os.File
+	f       file
 	written func(Batch)
+	failed  func(*StorageError)
 	now     func() time.Time
 
 	mu       sync.Mutex
-	seq      int64 // last assigned
+	done     *sync.Cond // signalled when a batch is written or the log fails
+	seq      int64      // last assigned
+	durable  int64      // last seq whose line is in the file
+	end      int64      // file offset just past the line of durable
 	pending  []byte
-	starts   []int // line start offsets in pending
-	firstSeq int64 // seq of the first pending line
-	err      error // sticky write error
+	starts   []int         // line start offsets in pending
+	firstSeq int64         // seq of the first pending line
+	flushing bool          // a batch is being written
+	err      *StorageError // the failed state: set until Probe clears it
+	lastErr  *StorageError // the latest failure, kept after Probe
+	failures int           // failures so far, so a waiter knows its batch failed
 	closed   bool
-	wake     chan struct{}
-	idle     *sync.Cond // signalled when pending drains
-	flushing bool
-	done     chan struct{}
 	spare    []byte
+	repair   *Repair
 }
 
 // ErrClosed is returned by Append after Close.
 var ErrClosed = errors.New("event log is closed")
 
-// Open opens or creates the log at path, repairing a torn last line.
+// Open opens or creates the log at path. Damaged lines are moved aside to
+// path+DamagedSuffix and a logRepaired event is appended (Repaired says
+// what was moved); a log never fails to open for its content, only when
+// the storage cannot be read or written.
 func Open(path string, opts Options) (*Log, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, end, last, rep, err := openRepaired(path, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open event log: %w", err)
-	}
-	last, end, err := repair(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open event log %s: %w", path, err)
-	}
-	if err := f.Truncate(end); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cut torn tail of %s: %w", path, err)
-	}
-	if _, err := f.Seek(end, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seek event log: %w", err)
+		return nil, err
 	}
 	l := &Log{
-		path: path, f: f, written: opts.Written, now: opts.Now,
-		seq: last, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		path: path, f: f, written: opts.Written, failed: opts.Failed, now: opts.Now,
+		seq: last, durable: last, end: end, repair: rep,
 	}
 	if l.now == nil {
 		l.now = time.Now
 	}
-	l.idle = sync.NewCond(&l.mu)
-	go l.writer()
+	l.done = sync.NewCond(&l.mu)
+	if rep != nil && l.written != nil {
+		l.written(Batch{Lines: [][]byte{rep.line}, FirstSeq: rep.Event.Seq})
+	}
 	return l, nil
 }
 
-// repair finds the end of the last complete line and the seq it holds.
-// Only newline-terminated lines are events; a line that is complete but does
-// not parse (which the writer never produces) is an error, since cutting it
-// would lose data silently.
-func repair(f *os.File) (lastSeq, end int64, err error) {
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return 0, 0, err
-	}
-	const chunk = 64 << 10
-	var tail []byte
-	pos := size
-	for pos > 0 {
-		n := int64(chunk)
-		if n > pos {
-			n = pos
-		}
-		pos -= n
-		buf := make([]byte, n)
-		if _, err := f.ReadAt(buf, pos); err != nil {
-			return 0, 0, err
-		}
-		tail = append(buf, tail...)
-		nl := bytes.LastIndexByte(tail, '\n')
-		if nl < 0 {
-			continue
-		}
-		end = pos + int64(nl) + 1
-		prev := bytes.LastIndexByte(tail[:nl], '\n')
-		if prev < 0 && pos > 0 {
-			continue // the last complete line starts before this chunk
-		}
-		line := tail[prev+1 : nl]
-		var ev struct {
-			Seq int64 `json:"seq"`
-		}
-		if err := json.Unmarshal(line, &ev); err != nil || ev.Seq <= 0 {
-			return 0, 0, fmt.Errorf("last complete line at offset %d is not an event: %q", pos+int64(prev+1), clip(line))
-		}
-		return ev.Seq, end, nil
-	}
-	return 0, 0, nil
-}
+// Path is the file the log is kept in.
+func (l *Log) Path() string { return l.path }
 
-func clip(b []byte) []byte {
-	if len(b) > 80 {
-		return b[:80]
-	}
-	return b
-}
+// Repaired returns what Open moved aside, or nil when the log was sound.
+func (l *Log) Repaired() *Repair { return l.repair }
 
 // LastSeq returns the seq of the last appended event.
 func (l *Log) LastSeq() int64 {
@@ -163,8 +134,9 @@ func (l *Log) LastSeq() int64 {
 	return l.seq
 }
 
-// Append records an event and returns it. data is encoded as the event's
-// data; nil leaves it out.
+// Append records an event and returns it once its line is in the file.
+// data is encoded as the event's data; nil leaves it out. In the failed
+// state it returns the log's *StorageError and assigns no seq.
 func (l *Log) Append(typ wire.EventType, data any) (wire.Event, error) {
 	var raw json.RawMessage
 	if data != nil {
@@ -181,54 +153,50 @@ func (l *Log) Append(typ wire.EventType, data any) (wire.Event, error) {
 	if l.err != nil {
 		return wire.Event{}, l.err
 	}
-	l.seq++
-	ev := wire.Event{Seq: l.seq, TS: l.now().UTC(), Type: typ, Data: raw}
+	ev := wire.Event{Seq: l.seq + 1, TS: l.now().UTC(), Type: typ, Data: raw}
 	line, err := json.Marshal(ev)
 	if err != nil {
-		l.seq--
 		return wire.Event{}, fmt.Errorf("encode %s event: %w", typ, err)
 	}
+	l.seq = ev.Seq
 	if len(l.starts) == 0 {
 		l.firstSeq = ev.Seq
 	}
 	l.starts = append(l.starts, len(l.pending))
 	l.pending = append(l.pending, line...)
 	l.pending = append(l.pending, '\n')
-	if l.flushing {
-		// The batch being written is followed by one with this line.
-		return ev, nil
+	failures := l.failures
+	for l.durable < ev.Seq {
+		if l.failures != failures {
+			// This line's batch failed (and the log may have been
+			// probed back to health since): it is not in the file.
+			return wire.Event{}, l.lastErr
+		}
+		if l.flushing {
+			l.done.Wait()
+			continue
+		}
+		// Nothing is being written: write this batch here rather than
+		// hand it to another goroutine, whose wake-up on a busy machine
+		// takes longer than the write.
+		l.writeBatchLocked()
 	}
-	// Nothing is being written: write this batch here rather than wake
-	// the writer goroutine, whose wake-up on a busy machine takes longer
-	// than the write. Lines appended meanwhile are left to the writer.
-	l.flushing = true
-	l.writeBatchLocked()
-	l.flushing = false
-	l.afterBatchLocked()
 	return ev, nil
 }
 
-// afterBatchLocked hands what was appended during a write to the writer
-// goroutine, or tells Flush that everything is written.
-func (l *Log) afterBatchLocked() {
-	if len(l.pending) > 0 {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-		return
-	}
-	l.idle.Broadcast()
-}
-
 // writeBatchLocked writes the pending lines and hands them to Written; l.mu
-// is held on entry and exit but not during the write. The caller has set
-// l.flushing, so batches are written one at a time and in order.
+// is held on entry and exit but not during the write. Only one batch is
+// written at a time (l.flushing), so batches reach the file in seq order.
 func (l *Log) writeBatchLocked() {
+	l.flushing = true
 	buf, starts, first := l.pending, l.starts, l.firstSeq
+	last := first + int64(len(starts)) - 1
 	l.pending, l.starts = l.spare[:0], nil
 	l.mu.Unlock()
-	_, err := l.f.Write(buf)
+	n, err := l.f.Write(buf)
+	if err == nil && n < len(buf) {
+		err = io.ErrShortWrite
+	}
 	if err == nil && l.written != nil {
 		lines := make([][]byte, len(starts))
 		for i, s := range starts {
@@ -241,31 +209,14 @@ func (l *Log) writeBatchLocked() {
 		l.written(Batch{Lines: lines, FirstSeq: first})
 	}
 	l.mu.Lock()
-	if err != nil {
-		l.err = fmt.Errorf("write event log: %w", err)
-	}
+	l.flushing = false
 	l.spare = buf
-}
-
-func (l *Log) writer() {
-	defer close(l.done)
-	for range l.wake {
-		l.mu.Lock()
-		// An Append writing its own batch hands on what follows it.
-		for !l.flushing && len(l.pending) > 0 {
-			l.flushing = true
-			l.writeBatchLocked()
-			l.flushing = false
-		}
-		if !l.flushing {
-			l.idle.Broadcast()
-		}
-		closed := l.closed
-		l.mu.Unlock()
-		if closed {
-			return
-		}
+	if err != nil {
+		l.failLocked("write", err)
+	} else {
+		l.durable, l.end = last, l.end+int64(n)
 	}
+	l.done.Broadcast()
 }
 
 // Flush waits until every appended event has been written to the file (and
@@ -273,41 +224,51 @@ func (l *Log) writer() {
 func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for (len(l.pending) > 0 || l.flushing) && l.err == nil {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-		l.idle.Wait()
-	}
-	return l.err
+	return l.flushLocked()
 }
 
-// Sync flushes and fsyncs the file.
+func (l *Log) flushLocked() error {
+	for l.err == nil && (len(l.pending) > 0 || l.flushing) {
+		if l.flushing {
+			l.done.Wait()
+			continue
+		}
+		l.writeBatchLocked()
+	}
+	if l.err != nil {
+		return l.err
+	}
+	return nil
+}
+
+// Sync flushes and fsyncs the file. A sync that fails puts the log in its
+// failed state: the kernel may have dropped the pages it could not write.
 func (l *Log) Sync() error {
 	if err := l.Flush(); err != nil {
 		return err
 	}
 	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("sync event log: %w", err)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.failLocked("sync", err)
+		return l.err
 	}
 	return nil
 }
 
 // Close syncs and closes the log. Appends after Close fail with ErrClosed.
+// A log in its failed state closes too, returning its error.
 func (l *Log) Close() error {
 	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
+	if l.closed {
+		l.mu.Unlock()
 		return ErrClosed
 	}
+	l.mu.Unlock()
 	err := l.Sync()
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	close(l.wake)
-	<-l.done
 	if cerr := l.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close event log: %w", cerr)
 	}

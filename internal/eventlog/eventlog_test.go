@@ -2,7 +2,6 @@ package eventlog
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -59,62 +58,6 @@ func TestSeqContinuesAcrossReopen(t *testing.T) {
 		}
 	}
 	wantContiguous(t, seqs(t, path), 15)
-}
-
-// TestTornTailAtEveryOffset cuts the last line at every byte offset, as a
-// crash mid-write would, and checks that reopening keeps every earlier event,
-// drops the partial one, and continues the seq without a gap or repeat.
-func TestTornTailAtEveryOffset(t *testing.T) {
-	dir := t.TempDir()
-	full := filepath.Join(dir, "full.jsonl")
-	l, err := Open(full, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendN(t, l, 3)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lastStart := len(data) - 1
-	for lastStart > 0 && data[lastStart-1] != '\n' {
-		lastStart--
-	}
-	for cut := lastStart; cut <= len(data); cut++ {
-		path := filepath.Join(dir, "cut.jsonl")
-		if err := os.WriteFile(path, data[:cut], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		l, err := Open(path, Options{})
-		if err != nil {
-			t.Fatalf("cut at %d: open: %v", cut, err)
-		}
-		kept := 2
-		if cut == len(data) {
-			kept = 3
-		}
-		if got := l.LastSeq(); got != int64(kept) {
-			t.Fatalf("cut at %d: LastSeq %d, want %d", cut, got, kept)
-		}
-		appendN(t, l, 1)
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		wantContiguous(t, seqs(t, path), kept+1)
-	}
-}
-
-func TestCorruptCompleteLineIsAnError(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.jsonl")
-	if err := os.WriteFile(path, []byte("{\"seq\":1,\"type\":\"x\"}\nnot json\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(path, Options{}); err == nil {
-		t.Fatal("opening a log whose last complete line is garbage succeeded; it must refuse rather than lose data")
-	}
 }
 
 func TestLongLastLineAcrossChunks(t *testing.T) {

@@ -15,8 +15,9 @@ import (
 var ErrStop = errors.New("stop scan")
 
 // Scan calls fn for every complete event line in r with seq >= from, in
-// order. A torn last line (no newline) is ignored. line is valid only during
-// the call.
+// order. Lines that are not events (damage the next Open moves aside) and
+// a torn last line (no newline) are skipped, so a damaged log never stops a
+// reader. line is valid only during the call.
 func Scan(r io.Reader, from int64, fn func(seq int64, line []byte) error) error {
 	lr := wire.NewLineReader(r, 0)
 	for {
@@ -34,16 +35,11 @@ func Scan(r io.Reader, from int64, fn func(seq int64, line []byte) error) error 
 		if !lr.Terminated() {
 			return nil
 		}
-		var head struct {
-			Seq int64 `json:"seq"`
-		}
-		if err := json.Unmarshal(line, &head); err != nil {
-			return fmt.Errorf("read event log: bad line: %w", err)
-		}
-		if head.Seq < from {
+		seq, reason := parseLine(line)
+		if reason != "" || seq < from {
 			continue
 		}
-		if err := fn(head.Seq, line); err != nil {
+		if err := fn(seq, line); err != nil {
 			if errors.Is(err, ErrStop) {
 				return nil
 			}

@@ -255,5 +255,24 @@ func (s *Stream) fill() (bool, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("read event log: %w", err)
 	}
+	if m == 0 && s.replaced() {
+		// A runner that repaired the log renamed a new file over it:
+		// read that one from its start; the seqs already delivered are
+		// skipped.
+		s.f.Close()
+		s.f, s.buf, s.start, s.skipping = nil, s.buf[:0], 0, false
+		return s.fill()
+	}
 	return m > 0, nil
+}
+
+// replaced reports whether the log's path now names another file than the
+// one being read.
+func (s *Stream) replaced() bool {
+	open, err := s.f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(s.path)
+	return err == nil && !os.SameFile(open, now)
 }

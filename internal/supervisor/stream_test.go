@@ -242,3 +242,37 @@ func TestStreamSkipsUnreadableAndOversizedLines(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStreamFollowsARepairedLog has a runner's repair rename a new log over
+// the one a stream is reading: the stream reads on in the new file, without
+// a gap or a repeat.
+func TestStreamFollowsARepairedLog(t *testing.T) {
+	l := newFakeLog(t)
+	for i := 0; i < 3; i++ {
+		l.append(false)
+	}
+	l.f.Write([]byte("garbage\n"))
+	s := l.stream(1, false, 8)
+	ctx := context.Background()
+	if err := collect(ctx, s, 1, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Next(ctx); !errors.Is(err, io.EOF) {
+		t.Fatalf("Next at the end = %v, want EOF", err)
+	}
+	// The repaired log: the three events, then the next two.
+	repaired := filepath.Join(filepath.Dir(l.path), "repaired")
+	var data []byte
+	for seq := int64(1); seq <= 5; seq++ {
+		data = append(append(data, eventLine(seq)...), '\n')
+	}
+	if err := os.WriteFile(repaired, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(repaired, l.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := collect(ctx, s, 4, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -48,6 +48,7 @@ const (
 	EvRotated        EventType = "rotated"
 	EvCompacted      EventType = "compacted"
 	EvQueueChanged   EventType = "queueChanged"
+	EvLogRepaired    EventType = "logRepaired"
 )
 
 // FailureCode is the stable code of a failure event.
@@ -248,4 +249,29 @@ type RotatedData struct {
 	From   string `json:"from"`
 	To     string `json:"to"`
 	Reason string `json:"reason"` // fork, clear
+}
+
+// LogRepairedData is the data of logRepaired: damaged lines of events.jsonl
+// were moved aside when the log was opened.
+type LogRepairedData struct {
+	// File is the sibling file the damaged bytes were appended to, relative
+	// to the session folder.
+	File string `json:"file"`
+	// Ranges are the byte ranges moved, as offsets in the log as it was
+	// before the repair; at most the first 100 are listed.
+	Ranges []DamagedRange `json:"ranges"`
+	// RangeCount and Bytes count every range moved and their bytes.
+	RangeCount int   `json:"rangeCount"`
+	Bytes      int64 `json:"bytes"`
+	// LastValidSeq is the highest seq kept; this event's seq follows it.
+	LastValidSeq int64 `json:"lastValidSeq"`
+}
+
+// DamagedRange is one run of damaged bytes moved out of an event log.
+type DamagedRange struct {
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
+	// Reason says why the bytes are not an event: "not JSON", "blank line",
+	// "no seq", "seq out of order", "torn tail" (no final newline).
+	Reason string `json:"reason"`
 }
