@@ -117,7 +117,7 @@ func (sc Scenario) Validate() error {
 		v.step("fallback", sc.Fallback)
 	}
 	for _, name := range slices.Sorted(maps.Keys(sc.Vars)) {
-		if !varName.MatchString(name) {
+		if !varName().MatchString(name) {
 			v.add("vars", fmt.Sprintf("%q is not a placeholder name (letters, digits and _)", name))
 		}
 	}

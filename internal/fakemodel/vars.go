@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Placeholders let a scenario name things only known at run time, above all
@@ -15,29 +16,33 @@ import (
 // Values come from, weakest first: the scenario's vars, the working
 // directory the CLI states in its prompt (${cwd}), and WithVars.
 
-var placeholder = regexp.MustCompile(`\$\$\{|\$\{([^}]*)\}`)
+// The patterns are compiled on first use, not when the program starts: the
+// supervisor binary links this package but most of its commands never use it.
+var placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\$\{|\$\{([^}]*)\}`) })
 
-var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var varName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // cwdPatterns find the working directory in the prompts CLIs send: Codex's
 // <environment_context>, then the bullet lists of Claude Code ("- Primary
 // working directory: /w") and Copilot ("* Current working directory: /w").
-var cwdPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),
-	regexp.MustCompile(`(?im)^[ \t]*[-*]?[ \t]*(?:primary |current )?working directory:[ \t]*(\S[^\n]*?)[ \t]*$`),
-}
+var cwdPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),
+		regexp.MustCompile(`(?im)^[ \t]*[-*]?[ \t]*(?:primary |current )?working directory:[ \t]*(\S[^\n]*?)[ \t]*$`),
+	}
+})
 
 // checkPlaceholders reports malformed placeholders in s.
 func checkPlaceholders(s string) error {
-	for _, m := range placeholder.FindAllStringSubmatch(s, -1) {
+	for _, m := range placeholder().FindAllStringSubmatch(s, -1) {
 		if m[0] == "$${" {
 			continue
 		}
-		if !varName.MatchString(m[1]) {
+		if !varName().MatchString(m[1]) {
 			return fmt.Errorf("placeholder %q: a name is letters, digits and _", m[0])
 		}
 	}
-	rest := placeholder.ReplaceAllString(s, "")
+	rest := placeholder().ReplaceAllString(s, "")
 	if i := strings.Index(rest, "${"); i >= 0 {
 		return fmt.Errorf("placeholder at %q is not closed with }", truncate(rest[i:], 20))
 	}
@@ -48,7 +53,7 @@ func checkPlaceholders(s string) error {
 // where s is (identity for text, JSON string escaping inside JSON).
 func expand(s string, vars map[string]string, escape func(string) string) (string, error) {
 	var missing []string
-	out := placeholder.ReplaceAllStringFunc(s, func(m string) string {
+	out := placeholder().ReplaceAllStringFunc(s, func(m string) string {
 		if m == "$${" {
 			return "${"
 		}
@@ -76,7 +81,7 @@ func jsonEscape(s string) string {
 
 // detectCwd finds the working directory a request's prompt states.
 func detectCwd(c *conversation) string {
-	for _, p := range cwdPatterns {
+	for _, p := range cwdPatterns() {
 		for _, m := range c.messages {
 			for _, t := range m.texts {
 				if sub := p.FindStringSubmatch(t); sub != nil {

@@ -51,9 +51,12 @@ func middleDiff(a, b [][]byte, timeout time.Duration, capacity int) ([]block, er
 	case len(a) == 0 || len(b) == 0:
 		return []block{{0, len(a), 0, len(b)}}, nil
 	}
-	ta, tb, ok := tokenize(a, b, capacity)
+	ta, tb, ntok, ok := tokenize(a, b, capacity)
 	if !ok {
 		return windowedDiff(a, b, timeout, capacity)
+	}
+	if len(ta)+len(tb) >= anchorMinLines {
+		return anchoredDiff(ta, tb, ntok, timeout)
 	}
 	return diffTokens(ta, tb, timeout)
 }
@@ -82,7 +85,7 @@ func windowedDiff(a, b [][]byte, timeout time.Duration, capacity int) ([]block, 
 	for i < len(a) && j < len(b) {
 		wa, wb := a[i:min(i+window, len(a))], b[j:min(j+window, len(b))]
 		last := i+len(wa) == len(a) && j+len(wb) == len(b)
-		ta, tb, ok := tokenize(wa, wb, capacity)
+		ta, tb, _, ok := tokenize(wa, wb, capacity)
 		if !ok {
 			return nil, errors.New("line window exceeds the token capacity")
 		}
@@ -137,9 +140,9 @@ func cutScript(blocks []block, na, limit int) (ci, cj int) {
 // tokenize maps every line to a token so that two lines get the same token
 // exactly when they are equal. Lines found on one side only can never
 // match, so all of a's get token 0 and all of b's token 1; that keeps the
-// token count at the number of distinct shared lines plus two. It reports
-// false when that exceeds capacity.
-func tokenize(a, b [][]byte, capacity int) (ta, tb []int32, ok bool) {
+// token count at the number of distinct shared lines plus two. It returns
+// the token count, and reports false when that exceeds capacity.
+func tokenize(a, b [][]byte, capacity int) (ta, tb []int32, ntok int, ok bool) {
 	distinct := newLineSet(len(a))
 	ta = make([]int32, len(a))
 	for i, line := range a {
@@ -158,7 +161,7 @@ func tokenize(a, b [][]byte, capacity int) (ta, tb []int32, ok bool) {
 		}
 		if token[id] == 0 {
 			if int(next) >= capacity {
-				return nil, nil, false
+				return nil, nil, 0, false
 			}
 			token[id] = next
 			next++
@@ -168,64 +171,85 @@ func tokenize(a, b [][]byte, capacity int) (ta, tb []int32, ok bool) {
 	for i, id := range ta {
 		ta[i] = token[id]
 	}
-	return ta, tb, true
+	return ta, tb, int(next), true
 }
 
-// lineSet numbers distinct lines. It keys them by a 64-bit hash, which
-// spares a string copy of every line, and falls back to the line itself
-// for the rare line whose hash an earlier, different line already took.
+// lineSet numbers distinct lines. It is an open-addressing hash table of
+// 64-bit line hashes, which spares a string copy of every line and, unlike
+// a Go map, probes a flat array; lines whose hashes are equal are told
+// apart by their bytes.
 type lineSet struct {
-	hash      func([]byte) uint64
-	byHash    map[uint64]int32 // hash → first line with that hash
-	colliding map[string]int32 // later lines whose hash was taken
-	lines     [][]byte         // id → line
+	hash  func([]byte) uint64
+	slots []slot   // a power of two, at most half full
+	lines [][]byte // id → line
+}
+
+// slot holds a line's hash and its id plus one (0: empty).
+type slot struct {
+	hash uint64
+	id   int32
 }
 
 func newLineSet(size int) *lineSet {
 	seed := maphash.MakeSeed()
+	n := 16
+	for n < 2*size {
+		n *= 2
+	}
 	return &lineSet{
-		hash:   func(line []byte) uint64 { return maphash.Bytes(seed, line) },
-		byHash: make(map[uint64]int32, size),
-		lines:  make([][]byte, 0, size),
+		hash:  func(line []byte) uint64 { return maphash.Bytes(seed, line) },
+		slots: make([]slot, n),
+		lines: make([][]byte, 0, size),
+	}
+}
+
+// lookup returns the slot that holds line, or the empty slot where it
+// belongs.
+func (s *lineSet) lookup(line []byte) *slot {
+	h := s.hash(line)
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &s.slots[i]
+		if sl.id == 0 || (sl.hash == h && bytes.Equal(s.lines[sl.id-1], line)) {
+			sl.hash = h
+			return sl
+		}
 	}
 }
 
 // find returns the id of line, if it was added.
 func (s *lineSet) find(line []byte) (int32, bool) {
-	id, ok := s.byHash[s.hash(line)]
-	if !ok {
-		return 0, false
-	}
-	if bytes.Equal(s.lines[id], line) {
-		return id, true
-	}
-	id, ok = s.colliding[string(line)]
-	return id, ok
+	sl := s.lookup(line)
+	return sl.id - 1, sl.id != 0
 }
 
 // add returns the id of line, numbering it if it is new.
 func (s *lineSet) add(line []byte) int32 {
-	h := s.hash(line)
-	id, ok := s.byHash[h]
-	if ok && bytes.Equal(s.lines[id], line) {
-		return id
+	if 2*(len(s.lines)+1) > len(s.slots) {
+		s.grow()
 	}
-	if ok {
-		if id, ok := s.colliding[string(line)]; ok {
-			return id
+	sl := s.lookup(line)
+	if sl.id == 0 {
+		s.lines = append(s.lines, line)
+		sl.id = int32(len(s.lines))
+	}
+	return sl.id - 1
+}
+
+func (s *lineSet) grow() {
+	old := s.slots
+	s.slots = make([]slot, 2*len(old))
+	mask := uint64(len(s.slots) - 1)
+	for _, sl := range old {
+		if sl.id == 0 {
+			continue
 		}
+		i := sl.hash & mask
+		for s.slots[i].id != 0 {
+			i = (i + 1) & mask
+		}
+		s.slots[i] = sl
 	}
-	id = int32(len(s.lines))
-	s.lines = append(s.lines, line)
-	if !ok {
-		s.byHash[h] = id
-		return id
-	}
-	if s.colliding == nil {
-		s.colliding = map[string]int32{}
-	}
-	s.colliding[string(line)] = id
-	return id
 }
 
 // runeCapacity is how many tokens fit in distinct valid runes: every code
