@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package smallfs gives a test a small, real file system that fills up: a
 // tmpfs of a chosen size mounted in a private mount namespace, so that a
 // full disk (ENOSPC) is met through the kernel and not a fake, and the

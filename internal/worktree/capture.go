@@ -1,0 +1,398 @@
+// Package worktree captures every change made to a worktree by something
+// other than the engine's own edit tools — a shell command, a formatter, a
+// code generator, a build — and reports it as hunk edits (pkg/hunks) that a
+// reviewer can see and revert one by one. Created, modified, deleted and
+// renamed files are all reported, binary files as binary edits, untracked
+// and ignored files as well as tracked ones; only git's own folder (.git)
+// is left out.
+//
+// A Capture keeps an index of the worktree (per file: size, mtime, ctime,
+// inode and mode, and the git blob id of its content) and a content store
+// holding the version of every file the index knows, so that a changed
+// file's previous version can be diffed and put back. Files whose content
+// git's index already holds are not copied: git gives them back. Where the
+// system allows it (Linux), inotify follows every folder, so Before and
+// After read only the paths that changed: with nothing changed, a call
+// costs a read of an empty event queue whatever the size of the tree.
+// Elsewhere, or when the kernel drops events (its queue is full) or runs
+// out of watches, a walk of the tree compares every file's stat.
+//
+// The runner calls Before just before a shell command (or a turn) and
+// After once it has ended: After returns what changed in between. Changes
+// made between an After and the next Before (the engine's reviewed edits, a
+// person in an editor) are taken into the index silently. See
+// docs/hunks.md for the review rule.
+package worktree
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/corral-dev/corral/pkg/hunks"
+)
+
+// DefaultMaxContent is the largest file whose versions are kept. A change
+// to a larger file is reported (path, sizes, blob ids) but cannot be
+// reverted.
+const DefaultMaxContent = 64 << 20
+
+// Options configure a Capture.
+type Options struct {
+	// Store is the folder of the content store, in the session folder.
+	Store string
+	// MaxContent bounds the size of the versions kept; 0 means
+	// DefaultMaxContent.
+	MaxContent int64
+	// Walk makes the capture walk the tree at every Before and After
+	// instead of following it with inotify.
+	Walk bool
+}
+
+// ChangeKind says what happened to a path.
+type ChangeKind string
+
+// Change kinds.
+const (
+	Created  ChangeKind = "create"
+	Modified ChangeKind = "modify"
+	Deleted  ChangeKind = "delete"
+	Renamed  ChangeKind = "rename"
+)
+
+// Change is one path changed between Before and After.
+type Change struct {
+	Kind ChangeKind
+	// Path is slash-separated and relative to the worktree; From is a
+	// renamed file's previous path.
+	Path, From string
+	// Edit holds the hunks: text line by line, a binary file as one
+	// whole-file hunk, a symlink as its target. A pure rename has none.
+	// Nil when the previous version was not kept (over MaxContent).
+	Edit *hunks.Edit
+	// Symlink is set when the path is (or was) a symbolic link.
+	Symlink bool
+	// Unrevertible says why the change cannot be put back, if it cannot.
+	Unrevertible string
+}
+
+// Capture follows one worktree.
+type Capture struct {
+	root       string
+	store      *Store
+	git        *gitBlobs
+	maxContent int64
+
+	mu    sync.Mutex
+	index map[string]*entry
+	w     *watcher // nil: walk the tree
+}
+
+// Open indexes the worktree at root, keeping the content of every file
+// git does not hold, and starts following it.
+func Open(root string, opts Options) (*Capture, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	store, err := OpenStore(opts.Store)
+	if err != nil {
+		return nil, err
+	}
+	c := &Capture{root: root, store: store, git: readGitBlobs(root), maxContent: opts.MaxContent, index: map[string]*entry{}}
+	if c.maxContent <= 0 {
+		c.maxContent = DefaultMaxContent
+	}
+	if !opts.Walk {
+		if w, err := newWatcher(root); err == nil {
+			c.w = w
+		}
+	}
+	if _, err := c.walkAll(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Watching reports whether the capture follows the tree with inotify
+// rather than walking it.
+func (c *Capture) Watching() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.w != nil
+}
+
+// Close stops following the worktree.
+func (c *Capture) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.w == nil {
+		return nil
+	}
+	err := c.w.close()
+	c.w = nil
+	return err
+}
+
+// Before brings the index up to date with the worktree: whatever changed
+// since the last After becomes the baseline the next After is compared
+// with.
+func (c *Capture) Before() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.scan()
+	return err
+}
+
+// After returns every change since Before, in path order, and makes the
+// worktree as it is now the baseline.
+func (c *Capture) After() ([]Change, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ups, err := c.scan()
+	if err != nil {
+		return nil, err
+	}
+	return c.changes(ups)
+}
+
+// update is one path whose indexed version changed: old or new is nil for
+// an absent file.
+type update struct {
+	path     string
+	old, new *entry
+	data     []byte // the new content
+}
+
+// scan finds what changed since the last scan and updates the index.
+func (c *Capture) scan() ([]update, error) {
+	if c.w == nil {
+		return c.walkAll()
+	}
+	dirty := map[string]bool{}
+	overflow, err := c.w.drain(dirty)
+	if err != nil {
+		return nil, err
+	}
+	if overflow {
+		return c.walkAll()
+	}
+	paths := make([]string, 0, len(dirty))
+	for p := range dirty {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var ups []update
+	for _, p := range paths {
+		if err := c.refreshPath(p, &ups); err != nil {
+			return nil, err
+		}
+	}
+	return ups, nil
+}
+
+// walkAll compares every file of the tree with the index, watching every
+// folder it enters when following the tree.
+func (c *Capture) walkAll() ([]update, error) {
+	var ups []update
+	seen := map[string]bool{}
+	err := walk(c.root, "", c.watchDir, func(rel string, info fs.FileInfo) error {
+		seen[rel] = true
+		return c.refreshFile(rel, info, &ups)
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.removeUnder("", seen, &ups)
+	return ups, nil
+}
+
+// watchDir watches a folder the walk entered; past the system's limit on
+// watches the capture walks the tree from then on.
+func (c *Capture) watchDir(rel string) error {
+	if c.w == nil {
+		return nil
+	}
+	if err := c.w.add(rel); err != nil {
+		c.w.close()
+		c.w = nil
+	}
+	return nil
+}
+
+// refreshPath brings the index up to date for a path an event named: a
+// file, a folder (walked whole), or something gone.
+func (c *Capture) refreshPath(rel string, ups *[]update) error {
+	info, err := os.Lstat(c.abs(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.removeUnder(rel, nil, ups)
+		return nil
+	case err != nil:
+		return fmt.Errorf("capture %s: %w", rel, err)
+	case info.IsDir():
+		if skipDir(rel) {
+			return nil
+		}
+		seen := map[string]bool{}
+		err := walk(c.root, rel, c.watchDir, func(r string, info fs.FileInfo) error {
+			seen[r] = true
+			return c.refreshFile(r, info, ups)
+		})
+		if err != nil {
+			return err
+		}
+		c.removeUnder(rel, seen, ups)
+		return nil
+	case tracked(info):
+		return c.refreshFile(rel, info, ups)
+	}
+	c.removeUnder(rel, nil, ups)
+	return nil
+}
+
+// refreshFile indexes one file, reading it only when its stat changed.
+func (c *Capture) refreshFile(rel string, info fs.FileInfo, ups *[]update) error {
+	key := keyOf(info)
+	old := c.index[rel]
+	if old != nil && old.stat == key {
+		return nil
+	}
+	data, err := readContent(c.abs(rel), info)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.removeUnder(rel, nil, ups)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("capture %s: %w", rel, err)
+	}
+	id := hunks.BlobID(data)
+	if old != nil && old.blob == id && old.stat.mode&fs.ModeSymlink == key.mode&fs.ModeSymlink {
+		old.stat = key // touched, not changed
+		return nil
+	}
+	ne := &entry{stat: key, blob: id}
+	switch {
+	case c.git.has(id):
+		ne.kept = true
+	case int64(len(data)) <= c.maxContent:
+		if _, err := c.store.Put(data); err != nil {
+			return err
+		}
+		ne.kept = true
+	}
+	c.index[rel] = ne
+	*ups = append(*ups, update{path: rel, old: old, new: ne, data: data})
+	return nil
+}
+
+// removeUnder drops from the index rel and everything under it that seen
+// (nil: nothing) does not hold.
+func (c *Capture) removeUnder(rel string, seen map[string]bool, ups *[]update) {
+	for p, e := range c.index {
+		inside := rel == "" || p == rel || strings.HasPrefix(p, rel+"/")
+		if inside && !seen[p] {
+			delete(c.index, p)
+			*ups = append(*ups, update{path: p, old: e})
+		}
+	}
+}
+
+func (c *Capture) abs(rel string) string { return filepath.Join(c.root, filepath.FromSlash(rel)) }
+
+// content returns the version of a file the index entry e names.
+func (c *Capture) content(e *entry) ([]byte, error) {
+	if !e.kept {
+		return nil, ErrNoContent
+	}
+	data, err := c.store.Get(e.blob)
+	if err == nil {
+		return data, nil
+	}
+	if c.git.has(e.blob) {
+		return c.git.get(e.blob)
+	}
+	return nil, err
+}
+
+// changes turns index updates into changes, pairing a deleted file with a
+// created one of the same content as a rename.
+func (c *Capture) changes(ups []update) ([]Change, error) {
+	sort.Slice(ups, func(i, j int) bool { return ups[i].path < ups[j].path })
+	deleted := map[string][]int{} // blob → deleted updates
+	for i, u := range ups {
+		if u.new == nil {
+			deleted[u.old.blob] = append(deleted[u.old.blob], i)
+		}
+	}
+	renamedFrom, renamedTo := map[int]bool{}, map[int]bool{}
+	var out []Change
+	for i, u := range ups {
+		if u.old != nil {
+			continue
+		}
+		if from := deleted[u.new.blob]; len(from) > 0 {
+			j := from[0]
+			deleted[u.new.blob] = from[1:]
+			renamedFrom[j], renamedTo[i] = true, true
+			out = append(out, Change{Kind: Renamed, Path: u.path, From: ups[j].path, Symlink: isLink(u.new) || isLink(ups[j].old)})
+		}
+	}
+	for i, u := range ups {
+		if renamedFrom[i] || renamedTo[i] {
+			continue
+		}
+		ch, err := c.change(u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func isLink(e *entry) bool { return e != nil && e.stat.mode&fs.ModeSymlink != 0 }
+
+// change diffs one update into a Change.
+func (c *Capture) change(u update) (Change, error) {
+	ch := Change{Path: u.path, Symlink: isLink(u.old) || isLink(u.new)}
+	var old, new hunks.Snapshot
+	switch {
+	case u.old == nil:
+		ch.Kind = Created
+	case u.new == nil:
+		ch.Kind = Deleted
+	default:
+		ch.Kind = Modified
+	}
+	if u.new != nil {
+		new = hunks.Present(u.data)
+	}
+	if u.old != nil {
+		data, err := c.content(u.old)
+		if errors.Is(err, ErrNoContent) {
+			ch.Unrevertible = fmt.Sprintf("the previous version (%d bytes) was over the %d-byte limit of kept versions", u.old.stat.size, c.maxContent)
+			return ch, nil
+		}
+		if err != nil {
+			return Change{}, fmt.Errorf("capture %s: previous version: %w", u.path, err)
+		}
+		old = hunks.Present(data)
+	}
+	if isLink(u.old) != isLink(u.new) && u.old != nil && u.new != nil {
+		ch.Unrevertible = "a file became a symlink or a symlink a file"
+	}
+	edit, err := hunks.Diff(u.path, old, new)
+	if err != nil {
+		return Change{}, err
+	}
+	ch.Edit = edit
+	return ch, nil
+}

@@ -1,0 +1,97 @@
+package worktree
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/corral-dev/corral/pkg/hunks"
+)
+
+// ErrUnrevertible is returned by Revert for a change that cannot be put
+// back (see Change.Unrevertible).
+var ErrUnrevertible = errors.New("change cannot be reverted")
+
+// Revert takes the hunks ids of ch back out of the worktree (all of them
+// when ids is empty), working by context on the file as it is now, as
+// hunks.Edit.Revert does: a file changed since fails with a
+// *hunks.ConflictError and is left as it is. A rename is undone by moving
+// the file back. The capture's index follows, so the revert is not
+// reported as a change by the next After.
+func (c *Capture) Revert(ch Change, ids []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch.Unrevertible != "" {
+		return fmt.Errorf("revert %s: %s: %w", ch.Path, ch.Unrevertible, ErrUnrevertible)
+	}
+	var ups []update // what the revert changes is the baseline, not news
+	defer func() {
+		for _, p := range []string{ch.Path, ch.From} {
+			if p != "" {
+				c.refreshPath(p, &ups)
+			}
+		}
+	}()
+	if ch.Kind == Renamed {
+		from := c.abs(ch.From)
+		if _, err := os.Lstat(from); err == nil {
+			return fmt.Errorf("revert rename of %s: %s exists again", ch.Path, ch.From)
+		}
+		if err := os.MkdirAll(filepath.Dir(from), 0o755); err != nil {
+			return err
+		}
+		return os.Rename(c.abs(ch.Path), from)
+	}
+	if len(ids) == 0 {
+		ids = ch.Edit.IDs()
+	}
+	path := c.abs(ch.Path)
+	current, mode, err := c.readCurrent(path, ch.Symlink)
+	if err != nil {
+		return err
+	}
+	result, err := ch.Edit.Revert(current, ids)
+	if err != nil {
+		return fmt.Errorf("revert %s: %w", ch.Path, err)
+	}
+	if ch.Symlink {
+		return writeLink(path, current, result)
+	}
+	return hunks.WriteFile(path, current, result, mode)
+}
+
+// readCurrent reads the file (or symlink target) at path as it is now.
+func (c *Capture) readCurrent(path string, link bool) (hunks.Snapshot, fs.FileMode, error) {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return hunks.Snapshot{}, 0o644, nil
+	}
+	if err != nil {
+		return hunks.Snapshot{}, 0, err
+	}
+	if link != (info.Mode()&fs.ModeSymlink != 0) {
+		return hunks.Snapshot{}, 0, fmt.Errorf("revert %s: it is no longer a %s", path, map[bool]string{true: "symlink", false: "regular file"}[link])
+	}
+	data, err := readContent(path, info)
+	if err != nil {
+		return hunks.Snapshot{}, 0, err
+	}
+	return hunks.Present(data), info.Mode().Perm(), nil
+}
+
+func writeLink(path string, current, result hunks.Snapshot) error {
+	if current.Exists {
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+	}
+	if !result.Exists {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.Symlink(string(result.Data), path)
+}
