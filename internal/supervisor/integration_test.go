@@ -68,8 +68,8 @@ const scenario = `{
     {"match": "long", "steps": [{"say": "working on it"}, {"sleepMs": 120000}, {"say": "done"}]},
     {"match": "steer", "steps": [
       {"say": "reading"}, {"tool": "read", "path": "notes.txt"},
-      {"sleepMs": 3000},
-      {"tool": "read", "path": "notes.txt"}, {"say": "finished"}]}
+      {"tool": "write", "path": "steered.txt", "content": "held for review\n"},
+      {"say": "finished"}]}
   ],
   "fallback": {"steps": [{"say": "hello from the script"}]},
   "onSteer": "steered: {steer}"
@@ -351,12 +351,22 @@ func TestRealSecondSendQueuesDuringTurn(t *testing.T) {
 	}
 }
 
+// TestRealSteerLandsAtNextToolBoundary steers a turn between its first
+// tool's end and its second's. The second tool is a write held for review,
+// so the turn waits there until the test has sent the steer and accepted
+// the hunk: how fast the machine runs cannot move the steer to another
+// boundary.
 func TestRealSteerLandsAtNextToolBoundary(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "steer test"})
-	d.follow(t, id, 1, ofType(wire.EvToolFinished))
+	staged := d.follow(t, id, 1, ofType(wire.EvHunkStaged))
+	if countType(staged, wire.EvToolFinished) != 1 {
+		t.Fatalf("the write was staged after %d tools ended, want 1: %v", countType(staged, wire.EvToolFinished), types(staged))
+	}
 	d.command(t, id, wire.Command{Cmd: wire.CmdSteer, Text: "use the other file"})
+	edit := dataOf[wire.HunkStagedData](t, staged[len(staged)-1])
+	d.command(t, id, wire.Command{Cmd: wire.CmdDecideHunk, EditID: edit.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
 	evs := d.follow(t, id, 1, ofType(wire.EvTurnEnded))
 	t.Logf("events: %v", types(evs))
 	for i, ev := range evs {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -216,28 +217,54 @@ func TestRealSlowViewerIsCutWhileTheOthersCarryOn(t *testing.T) {
 // arrives in once every client has sent it on, so a buffer reused too early
 // would show a client lines from elsewhere in the stream: every line is
 // different, and both clients must get the file byte for byte.
+//
+// The program writes the file in parts of 2 MiB and waits for the owner's
+// go-ahead before each, which the test gives once both clients have the
+// previous part. A viewer is cut when it falls 4 MiB behind the fastest
+// client (docs/terminal.md), and a test's reader on a busy machine can fall
+// that far behind in a flood; paced this way it never can, whatever the
+// machine's load, and the buffers are still reused many times over.
 func TestRealFloodReachesEveryClientExactly(t *testing.T) {
+	const parts, partSize = 8, 2 << 20
 	var content []byte
-	for i := 0; len(content) < 16<<20; i++ {
+	var files []string
+	dir := t.TempDir()
+	for i := 0; len(content) < parts*partSize; i++ {
 		content = fmt.Appendf(content, "%09d\n", i)
 	}
-	file := filepath.Join(t.TempDir(), "lines")
-	if err := os.WriteFile(file, content, 0o600); err != nil {
-		t.Fatal(err)
+	content = content[:parts*partSize]
+	for p := range parts {
+		file := filepath.Join(dir, fmt.Sprintf("part%d", p))
+		if err := os.WriteFile(file, content[p*partSize:(p+1)*partSize], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file)
 	}
 	d := startTermDaemon(t)
 	id := d.newSession()
 	// In raw mode the terminal passes every byte through as it is.
-	owner := d.attach(id, client.TermOptions{Command: shell("stty raw -echo; echo ready; read go; cat " + file)})
+	owner := d.attach(id, client.TermOptions{Command: shell("stty raw -echo; echo ready; for f in " + strings.Join(files, " ") + "; do read go; cat $f; done")})
 	ro, _ := record(owner, 0, true)
 	ro.waitOutput(t, "ready")
 	viewer := d.attach(id, client.TermOptions{ReadOnly: true})
 	rv, _ := record(viewer, 0, true)
 	rv.waitOutput(t, "ready")
-	if err := owner.Input(termCtx(t), []byte("go\n")); err != nil {
-		t.Fatal(err)
+	recorders := map[string]*recorder{"owner": ro, "viewer": rv}
+	start := map[string]int{}
+	for name, r := range recorders {
+		out := r.output()
+		start[name] = bytes.Index(out, []byte("ready\n")) + len("ready\n")
 	}
-	for name, r := range map[string]*recorder{"owner": ro, "viewer": rv} {
+	for p := range parts {
+		if err := owner.Input(termCtx(t), []byte("go\n")); err != nil {
+			t.Fatal(err)
+		}
+		for name, r := range recorders {
+			want := start[name] + (p+1)*partSize
+			r.waitFor(t, fmt.Sprintf("%s to have part %d", name, p), func(r *recorder) bool { return len(r.out) >= want })
+		}
+	}
+	for name, r := range recorders {
 		if ex, err := r.ended(t); err != nil || ex == nil || ex.Code != 0 {
 			t.Fatalf("%s: exit %+v, err %v", name, ex, err)
 		}
