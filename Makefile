@@ -11,7 +11,7 @@ LDFLAGS  := -X github.com/corral-dev/corral/internal/buildinfo.Version=$(VERSION
 # The pinned agent CLIs that engine tests drive.
 export CORRAL_ENGINES_DIR := $(CURDIR)/deploy/engines
 
-.PHONY: all build web run test deps bench bench-console lint fuzz clean generate
+.PHONY: all build web run test deps bench bench-console lint fuzz clean generate reliability
 
 all: build
 
@@ -46,6 +46,14 @@ web:
 # from the Go types; a test fails while they are stale.
 generate:
 	$(GO) generate ./internal/schema
+
+# The reliability harness at full size (runner kill -9 at 1,000 random
+# points, every damage at every offset of a log's last lines, 1,000 sessions
+# x 100 commands); it rewrites the figures in docs/reliability.md. make test
+# runs the same scenarios small.
+reliability:
+	CORRAL_RELIABILITY=full CORRAL_RELIABILITY_REPORT=$(CURDIR)/docs/reliability.md \
+	  $(GO) test -count=1 -timeout 90m -v -run . ./internal/reliability/
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
