@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/internal/atomicfile"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -90,7 +91,10 @@ func (e *Engine) save() error {
 	if err := os.MkdirAll(filepath.Dir(e.statePath()), 0o700); err != nil {
 		return &engine.Failure{Code: wire.FailEngineError, Message: "save script state", Err: err}
 	}
-	if err := os.WriteFile(e.statePath(), raw, 0o600); err != nil {
+	// Replaced, not rewritten in place: a runner killed mid-write must not
+	// leave a torn state that no later runner can resume from (the
+	// reliability harness's runner kills found one).
+	if err := atomicfile.WriteNoSync(e.statePath(), raw, 0o600); err != nil {
 		return &engine.Failure{Code: wire.FailEngineError, Message: "save script state", Err: err}
 	}
 	return nil
