@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/testenv"
 )
 
 // BenchmarkProcessVsGit runs `supervisor hunks diff OLD NEW` and
@@ -22,10 +24,7 @@ import (
 // ratio, which is the figure to quote: the machine's load moves both alike.
 // deploy/bench/hunks-vs-git.sh runs it.
 func BenchmarkProcessVsGit(b *testing.B) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		b.Fatalf("the git binary is required: %v", err)
-	}
+	git := testenv.NeedGit(b)
 	sup := buildSupervisor(b)
 	for _, bc := range []struct {
 		name           string

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/sessiondir"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/worktree"
 	"github.com/corral-dev/corral/pkg/hunks"
 )
@@ -285,9 +286,7 @@ func TestBigFileOverTheLimit(t *testing.T) {
 // TestTrackedContentComesFromGit: files git holds are not copied, and
 // still revert.
 func TestTrackedContentComesFromGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is required")
-	}
+	testenv.NeedGit(t)
 	root := tree(t, base)
 	store := filepath.Join(t.TempDir(), "store")
 	c, err := worktree.Open(root, worktree.Options{Store: store})
