@@ -127,11 +127,12 @@ func (l *Log) Path() string { return l.path }
 // Repaired returns what Open moved aside, or nil when the log was sound.
 func (l *Log) Repaired() *Repair { return l.repair }
 
-// LastSeq returns the seq of the last appended event.
+// LastSeq returns the seq of the last event in the file: an event being
+// appended, or one whose write failed, does not count.
 func (l *Log) LastSeq() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.seq
+	return l.durable
 }
 
 // Append records an event and returns it once its line is in the file.
@@ -250,6 +251,9 @@ func (l *Log) Sync() error {
 	if err := l.f.Sync(); err != nil {
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		for l.flushing {
+			l.done.Wait() // a batch written meanwhile is counted first
+		}
 		l.failLocked("sync", err)
 		return l.err
 	}

@@ -50,6 +50,7 @@ func (l *Log) failLocked(op string, err error) {
 	}
 	l.lastErr = l.err
 	l.failures++
+	l.seq = l.durable // the dropped lines' seqs were never acknowledged
 	l.pending, l.starts = l.pending[:0], nil
 	// Best effort: shrinking a file needs no room. Probe tries again.
 	_ = l.f.Truncate(l.end)
@@ -113,7 +114,5 @@ func (l *Log) Probe() error {
 		return stillFailed(err)
 	}
 	l.err = nil
-	l.seq = l.durable
-	l.pending, l.starts = l.pending[:0], nil
 	return nil
 }

@@ -114,6 +114,9 @@ func TestFailedWriteFailsEveryLaterAppend(t *testing.T) {
 	if err2 := l.Err(); err2 != err {
 		t.Fatalf("Err = %v, want %v", err2, err)
 	}
+	if got := l.LastSeq(); got != 3 {
+		t.Fatalf("LastSeq %d in the failed state, want 3, the last event in the file", got)
+	}
 	if len(failed) != 1 || failed[0] != serr {
 		t.Fatalf("Failed called %d times (%v), want once", len(failed), failed)
 	}
