@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/corral-dev/corral/internal/eventlog"
@@ -105,7 +106,7 @@ func TestDamageIsMovedAside(t *testing.T) {
 			for _, r := range rep.Ranges {
 				reasons = append(reasons, r.Reason)
 			}
-			if !equal(reasons, tt.reasons) {
+			if !slices.Equal(reasons, tt.reasons) {
 				t.Errorf("reasons %q, want %q", reasons, tt.reasons)
 			}
 			if rep.Data.LastValidSeq != tt.kept || rep.Event.Seq != tt.kept+1 || rep.Event.Type != wire.EvLogRepaired {
@@ -183,18 +184,6 @@ func TestLogReplacedUnderAReaderIsANewFile(t *testing.T) {
 	if os.SameFile(before, after) {
 		t.Fatal("a repaired log kept its inode: readers holding it would not see the repair")
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // FuzzRepair damages a real log at offsets and with bytes the fuzzer

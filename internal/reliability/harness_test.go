@@ -5,19 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/eventlog"
-	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/sessiondir"
-	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -36,30 +33,7 @@ func size(short, long int) int {
 
 var report Report
 
-// bins holds the supervisor and runner binaries built for this run.
-var bins struct{ dir, supervisor, runner string }
-
 func TestMain(m *testing.M) {
-	code := run(m)
-	os.Exit(code)
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "corral-reliability-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bins.dir = dir
-	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-		"github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the binaries: %v\n%s", err, out)
-		return 1
-	}
-	bins.supervisor, bins.runner = filepath.Join(dir, "supervisor"), filepath.Join(dir, "runner")
 	code := m.Run()
 	if path := os.Getenv("CORRAL_RELIABILITY_REPORT"); path != "" && code == 0 {
 		sizeName, command := "short", "go test ./internal/reliability/"
@@ -68,101 +42,57 @@ func run(m *testing.M) int {
 		}
 		if err := WriteInto(path, report.Table(sizeName, command)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return 1
+			code = 1
 		}
 	}
-	return code
+	os.Exit(code)
 }
 
-// daemon is a running `supervisor serve` on a fresh state folder.
+// daemon is a real `supervisor serve` on a fresh state folder, with a
+// scenario for the script engine in its work folder.
 type daemon struct {
-	t      testing.TB
-	state  string
-	cwd    string
-	cmd    *exec.Cmd
+	*testsupervisor.Supervisor
 	c      *client.Client
-	log    *testio.Buffer
-	exited chan struct{}
+	cwd    string
+	runner string // the runner binary, to recognise its processes
 }
 
-func startDaemon(t testing.TB, scenario string, extra ...string) *daemon {
+func startDaemon(t testing.TB, scenario string) *daemon {
 	t.Helper()
-	base := t.TempDir()
-	d := &daemon{t: t, state: filepath.Join(base, "state"), cwd: filepath.Join(base, "work"), log: &testio.Buffer{}, exited: make(chan struct{})}
-	if err := os.Mkdir(d.cwd, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	// Warnings only: a full run's debug log would fill the memory.
+	s := testsupervisor.Start(t, testsupervisor.Options{Args: []string{"--log-level", "warn"}})
+	_, runner := testsupervisor.Binaries(t)
+	d := &daemon{Supervisor: s, c: s.Client, cwd: s.Work, runner: runner}
 	os.WriteFile(filepath.Join(d.cwd, "notes.txt"), []byte("some notes\n"), 0o600)
 	if err := os.WriteFile(filepath.Join(d.cwd, "scenario.json"), []byte(scenario), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"serve", "--state", d.state, "--runner", bins.runner, "--log-level", "warn"}, extra...)
-	d.cmd = exec.Command(bins.supervisor, args...)
-	d.cmd.Stderr = d.log
-	proc.Configure(d.cmd)
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		d.cmd.Wait()
-		close(d.exited)
-	}()
-	t.Cleanup(d.stop)
-	var err error
-	if d.c, err = client.ForState(d.state); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := d.c.Health(context.Background()); err == nil {
-			return d
-		}
-		select {
-		case <-d.exited:
-			t.Fatalf("the supervisor exited at start:\n%s", d.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the supervisor did not answer within a minute:\n%s", d.log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop ends the supervisor with SIGTERM, as a service manager would.
-func (d *daemon) stop() {
-	select {
-	case <-d.exited:
-		return
-	default:
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		proc.KillGroup(d.cmd.Process.Pid)
-		<-d.exited
-	}
+	return d
 }
 
 func (d *daemon) create(t testing.TB, mode string) string {
 	t.Helper()
 	s, err := d.c.CreateSession(ctx(t), wire.Spec{Engine: "script", Cwd: d.cwd, Mode: mode, Scenario: filepath.Join(d.cwd, "scenario.json")})
 	if err != nil {
-		t.Fatalf("create: %v\n%s", err, d.log.String())
+		t.Fatalf("create: %v\n%s", err, d.Log())
 	}
 	return s.ID
 }
 
-func (d *daemon) sessionDir(id string) string { return filepath.Join(d.state, "sessions", id) }
+func (d *daemon) sessionDir(id string) string { return filepath.Join(d.State, "sessions", id) }
 
-// runnerPID reads the pid of the session's live runner, 0 when none.
+// runnerPID reads the pid of the session's live runner, 0 when none, or
+// when the pid file outlived its runner and the pid now names another
+// program: a reused pid is never killed.
 func (d *daemon) runnerPID(id string) int {
 	raw, err := os.ReadFile(filepath.Join(d.sessionDir(id), sessiondir.PidFile))
 	if err != nil {
 		return 0
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != d.runner {
+		return 0
+	}
 	return pid
 }
 
@@ -185,12 +115,11 @@ type logCheck struct {
 	interrupts int
 }
 
-func checkLog(t testing.TB, path string) *logCheck {
-	t.Helper()
+func checkLog(path string) (*logCheck, error) {
 	lc := &logCheck{bySeq: map[int64][]byte{}, userTexts: map[string]int{}}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var prev int64
 	open := map[int]bool{}
@@ -231,10 +160,10 @@ func checkLog(t testing.TB, path string) *logCheck {
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	lc.openTurns = len(open)
-	return lc
+	return lc, nil
 }
 
 // follower reads a session's events as a shell does, reconnecting from the

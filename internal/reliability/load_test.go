@@ -55,7 +55,7 @@ func TestManySessionsManyCommands(t *testing.T) {
 		Pass:  pass,
 	})
 	if !pass {
-		t.Fatalf("lost %d, twice %d, error %v\n%s", lost, twice, firstErr, d.log.String())
+		t.Fatalf("lost %d, twice %d, error %v\n%s", lost, twice, firstErr, d.Log())
 	}
 }
 
@@ -78,20 +78,17 @@ func loadOne(t *testing.T, d *daemon, commands int) (acked, refused, lost, twice
 	texts := make([]string, commands)
 	for i := range texts {
 		texts[i] = fmt.Sprintf("%s message %d", id, i)
-		for tries := 0; ; tries++ {
-			_, serr := d.c.Command(ctx(t), id, wire.Command{Cmd: wire.CmdSend, Text: texts[i]})
-			if serr == nil {
-				acked++
-				break
-			}
-			refused++
-			if tries > 1000 {
-				return acked, refused, 0, 0, fmt.Errorf("send: %w", serr)
-			}
-			time.Sleep(10 * time.Millisecond)
+		n, err := sendAcked(t, d, id, texts[i])
+		refused += n
+		if err != nil {
+			return acked, refused, 0, 0, err
 		}
+		acked++
 	}
-	lc := waitQuiet(t, d, id)
+	lc, err := waitQuiet(t, d, id)
+	if err != nil {
+		return acked, refused, 0, 0, err
+	}
 	for _, text := range texts {
 		switch lc.userTexts[text] {
 		case 0:

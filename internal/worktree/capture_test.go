@@ -2,9 +2,11 @@ package worktree_test
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,7 +165,7 @@ func TestCommandWritesBecomeChanges(t *testing.T) {
 						t.Errorf("%s %s has no edit: %s", ch.Kind, ch.Path, ch.Unrevertible)
 					}
 				}
-				if !sameChanges(got, tt.want) {
+				if !slices.Equal(got, tt.want) {
 					t.Fatalf("changes %v, want %v", got, tt.want)
 				}
 				// Every change reverts, leaving the tree as it was; the
@@ -173,7 +175,7 @@ func TestCommandWritesBecomeChanges(t *testing.T) {
 						t.Fatalf("revert %s %s: %v", ch.Kind, ch.Path, err)
 					}
 				}
-				if after := snapshot(t, root); !sameTree(before, after) {
+				if after := snapshot(t, root); !maps.Equal(before, after) {
 					t.Fatalf("after reverting every change the tree differs:\nbefore %q\nafter  %q", before, after)
 				}
 				if err := c.Before(); err != nil {
@@ -185,30 +187,6 @@ func TestCommandWritesBecomeChanges(t *testing.T) {
 			})
 		}
 	}
-}
-
-func sameChanges(a, b []want) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sameTree(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestChangesBetweenWindowsAreBaseline: what changes between an After and

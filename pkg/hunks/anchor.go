@@ -34,9 +34,8 @@ func anchoredDiff(ta, tb []int32, ntok int, timeout time.Duration) ([]block, err
 		if err != nil {
 			return nil, err
 		}
-		for _, bl := range gap {
-			blocks = append(blocks, block{bl.a0 + i, bl.a1 + i, bl.b0 + j, bl.b1 + j})
-		}
+		shiftBlocks(gap, i, j)
+		blocks = append(blocks, gap...)
 		i, j = ai+1, aj+1
 	}
 	return blocks, nil
@@ -72,12 +71,7 @@ func gapDiff(a, b []int32, deadline time.Time) ([]block, error) {
 			return nil, err
 		}
 	}
-	for k := range blocks {
-		blocks[k].a0 += p
-		blocks[k].a1 += p
-		blocks[k].b0 += p
-		blocks[k].b1 += p
-	}
+	shiftBlocks(blocks, p, p)
 	return blocks, nil
 }
 

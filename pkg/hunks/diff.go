@@ -111,12 +111,7 @@ func diffText(old, new []byte, timeout time.Duration) ([]Hunk, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range blocks {
-		blocks[i].a0 += before
-		blocks[i].a1 += before
-		blocks[i].b0 += before
-		blocks[i].b1 += before
-	}
+	shiftBlocks(blocks, before, before)
 	return buildHunks(a, b, blocks, bytes.Count(old[:from], []byte{'\n'})), nil
 }
 

@@ -18,6 +18,17 @@ type block struct {
 	a0, a1, b0, b1 int
 }
 
+// shiftBlocks moves blocks found in sub-slices starting at old line da and
+// new line db to the lines of the whole.
+func shiftBlocks(blocks []block, da, db int) {
+	for i := range blocks {
+		blocks[i].a0 += da
+		blocks[i].a1 += da
+		blocks[i].b0 += db
+		blocks[i].b1 += db
+	}
+}
+
 // lineDiff returns the changed blocks turning lines a into lines b.
 func lineDiff(a, b [][]byte, timeout time.Duration, capacity int) ([]block, error) {
 	// Strip equal heads and tails before hashing any line.
@@ -33,12 +44,7 @@ func lineDiff(a, b [][]byte, timeout time.Duration, capacity int) ([]block, erro
 	if err != nil {
 		return nil, err
 	}
-	for i := range blocks {
-		blocks[i].a0 += p
-		blocks[i].a1 += p
-		blocks[i].b0 += p
-		blocks[i].b1 += p
-	}
+	shiftBlocks(blocks, p, p)
 	return blocks, nil
 }
 
