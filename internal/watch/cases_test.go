@@ -145,6 +145,10 @@ var goldenCases = []goldenCase{
 		ev{"failure", `{"code":"signInExpired","message":"the model endpoint rejected the credentials (401)","action":"Sign in again, then resume the session.","stderr":["error: 401 Unauthorized","  at request (client.js:12)"]}`},
 		ev{"failure", `{"code":"permissionUnavailable","message":"rm -rf build needs approval, but the session is unattended"}`},
 	)},
+	{name: "logRepaired", covers: "logRepaired", events: opening(
+		ev{"logRepaired", `{"file":"events.jsonl.damaged","ranges":[{"offset":5120,"length":9,"reason":"not JSON"},{"offset":9001,"length":31,"reason":"torn tail"}],"rangeCount":2,"bytes":40,"lastValidSeq":41}`},
+		ev{"logRepaired", `{"file":"events.jsonl.damaged","ranges":[{"offset":0,"length":1,"reason":"blank line"},{"offset":70,"length":1,"reason":"blank line"},{"offset":140,"length":1,"reason":"blank line"}],"rangeCount":250,"bytes":250,"lastValidSeq":9}`},
+	)},
 	{name: "usage", covers: "usage", events: []ev{
 		ev{"usage", `{"inputTokens":1208,"outputTokens":20,"cacheReadTokens":0,"cacheWriteTokens":0,"costUsd":0.003924,"estimated":true,"model":"script-1"}`},
 	}},

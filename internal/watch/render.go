@@ -82,6 +82,8 @@ func (r *renderer) render() ([]string, error) {
 		return r.stopped()
 	case wire.EvFailure:
 		return r.failure()
+	case wire.EvLogRepaired:
+		return r.logRepaired()
 	case wire.EvUsage:
 		return r.usage()
 	case wire.EvContext:

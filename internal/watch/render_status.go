@@ -97,6 +97,35 @@ func (r *renderer) failure() ([]string, error) {
 	return out, nil
 }
 
+// logRepaired says that damaged lines of the log were moved aside, and
+// where to find them.
+func (r *renderer) logRepaired() ([]string, error) {
+	var d wire.LogRepairedData
+	if err := decode(r.ev, &d); err != nil {
+		return nil, err
+	}
+	ranges := "1 damaged range"
+	if d.RangeCount != 1 {
+		ranges = fmt.Sprintf("%d damaged ranges", d.RangeCount)
+	}
+	head := fmt.Sprintf("! event log repaired: %s (%s) moved to %s", ranges, byteCount(d.Bytes), clean(d.File))
+	out := []string{r.s.Fail.Render(head)}
+	for _, rg := range d.Ranges[:min(len(d.Ranges), 3)] {
+		out = append(out, indent1+r.s.Dim.Render(fmt.Sprintf("│ %s at byte %d, %s", clean(rg.Reason), rg.Offset, byteCount(rg.Length))))
+	}
+	if more := d.RangeCount - min(len(d.Ranges), 3); more > 0 {
+		out = append(out, indent1+r.s.Dim.Render(fmt.Sprintf("│ and %d more", more)))
+	}
+	return out, nil
+}
+
+func byteCount(n int64) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 func (r *renderer) usage() ([]string, error) {
 	var d wire.UsageData
 	if err := decode(r.ev, &d); err != nil {
