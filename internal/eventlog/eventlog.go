@@ -5,12 +5,15 @@
 // Appends are group-committed: Append assigns the seq and encodes the line
 // at once, and returns only once the line is in the file (or with the error
 // that kept it out). The first appender to find no write under way writes
-// every pending line with one write(2) and hands the batch to the Written
-// callback (the runner mirrors it to the supervisor); appenders that arrive
-// during that write wait, and one of them writes their lines as the next
-// batch. A lone event therefore costs one write and no goroutine hand-off,
-// and an event reaches a shell only after the operating system has it, so a
-// crash of the runner loses no event a shell has seen. Sync flushes and
+// every pending line with one write(2); appenders that arrive during that
+// write wait, and one of them writes their lines as the next batch. Batches
+// in the file are then handed, in order, to the Written callback (the
+// runner mirrors them to the supervisor) by an appender: the one that wrote
+// it, unless another is already in Written, which then hands it over next
+// (so Written may itself append). A lone event therefore costs one write
+// and no goroutine hand-off, and an event reaches a shell only after the
+// operating system has it, so a crash of the runner loses no event a shell
+// has seen. Sync flushes and
 // fsyncs; the runner calls it at every turn end, stop and shutdown, so a
 // crash of the machine loses at most the events since the last of those.
 //
@@ -46,9 +49,11 @@ type Batch struct {
 // Options configure a Log.
 type Options struct {
 	// Written, when set, is called after each batch reached the file, in
-	// seq order, one batch at a time, by the goroutine that wrote it (an
-	// appender). The batch's memory is reused afterwards: copy what must
-	// be kept. It must not append to the log.
+	// seq order, one batch at a time, by an appender (the one that wrote
+	// it, unless another is already in Written). The batch's memory is
+	// reused afterwards: copy what must be kept. It may append to the log
+	// (the event is handed to Written after it returns); it must not call
+	// Flush, Sync or Close.
 	Written func(Batch)
 	// Failed, when set, is called once each time the log enters its failed
 	// state, with the error every Append now returns, by the goroutine
@@ -78,21 +83,23 @@ type Log struct {
 	failed  func(*StorageError)
 	now     func() time.Time
 
-	mu       sync.Mutex
-	done     *sync.Cond // signalled when a batch is written or the log fails
-	seq      int64      // last assigned
-	durable  int64      // last seq whose line is in the file
-	end      int64      // file offset just past the line of durable
-	pending  []byte
-	starts   []int         // line start offsets in pending
-	firstSeq int64         // seq of the first pending line
-	flushing bool          // a batch is being written
-	err      *StorageError // the failed state: set until Probe clears it
-	lastErr  *StorageError // the latest failure, kept after Probe
-	failures int           // failures so far, so a waiter knows its batch failed
-	closed   bool
-	spare    []byte
-	repair   *Repair
+	mu        sync.Mutex
+	done      *sync.Cond // signalled when a batch is written or the log fails
+	seq       int64      // last assigned
+	durable   int64      // last seq whose line is in the file
+	end       int64      // file offset just past the line of durable
+	pending   []byte
+	starts    []int         // line start offsets in pending
+	firstSeq  int64         // seq of the first pending line
+	flushing  bool          // a batch is being written
+	mirror    []toMirror    // batches in the file, not yet handed to Written
+	mirroring bool          // a goroutine is handing batches to Written
+	err       *StorageError // the failed state: set until Probe clears it
+	lastErr   *StorageError // the latest failure, kept after Probe
+	failures  int           // failures so far, so a waiter knows its batch failed
+	closed    bool
+	spare     []byte
+	repair    *Repair
 }
 
 // ErrClosed is returned by Append after Close.
@@ -182,46 +189,84 @@ func (l *Log) Append(typ wire.EventType, data any) (wire.Event, error) {
 		// takes longer than the write.
 		l.writeBatchLocked()
 	}
+	l.mirrorLocked()
 	return ev, nil
 }
 
-// writeBatchLocked writes the pending lines and hands them to Written; l.mu
-// is held on entry and exit but not during the write. Only one batch is
-// written at a time (l.flushing), so batches reach the file in seq order.
+// toMirror is a batch in the file that waits to be handed to Written.
+type toMirror struct {
+	buf    []byte
+	starts []int
+	first  int64
+}
+
+// writeBatchLocked writes the pending lines and queues them for Written;
+// l.mu is held on entry and exit but not during the write. Only one batch
+// is written at a time (l.flushing), so batches reach the file, and the
+// queue, in seq order.
 func (l *Log) writeBatchLocked() {
 	l.flushing = true
 	buf, starts, first := l.pending, l.starts, l.firstSeq
 	last := first + int64(len(starts)) - 1
-	l.pending, l.starts = l.spare[:0], nil
+	l.pending, l.starts, l.spare = l.spare[:0], nil, nil
 	l.mu.Unlock()
 	n, err := l.f.Write(buf)
 	if err == nil && n < len(buf) {
 		err = io.ErrShortWrite
 	}
-	if err == nil && l.written != nil {
-		lines := make([][]byte, len(starts))
-		for i, s := range starts {
-			e := len(buf) - 1
-			if i+1 < len(starts) {
-				e = starts[i+1] - 1
-			}
-			lines[i] = buf[s:e]
-		}
-		l.written(Batch{Lines: lines, FirstSeq: first})
-	}
 	l.mu.Lock()
 	l.flushing = false
-	l.spare = buf
-	if err != nil {
+	switch {
+	case err != nil:
+		l.spare = buf
 		l.failLocked("write", err)
-	} else {
+	case l.written != nil:
 		l.durable, l.end = last, l.end+int64(n)
+		l.mirror = append(l.mirror, toMirror{buf: buf, starts: starts, first: first})
+	default:
+		l.durable, l.end = last, l.end+int64(n)
+		l.spare = buf
 	}
 	l.done.Broadcast()
 }
 
-// Flush waits until every appended event has been written to the file (and
-// handed to Written).
+// mirrorLocked hands the batches in the file to Written, in order, unless
+// another goroutine is doing so, in which case it takes this goroutine's
+// batches too. The write and the hand-over are apart so that Written may
+// append (an appender then writes its own line and returns, and the
+// goroutine in Written hands it over next) without waiting for itself.
+func (l *Log) mirrorLocked() {
+	if l.mirroring {
+		return
+	}
+	l.mirroring = true
+	for len(l.mirror) > 0 {
+		w := l.mirror[0]
+		// The queue is a batch or two long: shift it rather than let it
+		// creep along (and reallocate) its array.
+		n := copy(l.mirror, l.mirror[1:])
+		l.mirror = l.mirror[:n]
+		l.mu.Unlock()
+		lines := make([][]byte, len(w.starts))
+		for i, s := range w.starts {
+			e := len(w.buf) - 1
+			if i+1 < len(w.starts) {
+				e = w.starts[i+1] - 1
+			}
+			lines[i] = w.buf[s:e]
+		}
+		l.written(Batch{Lines: lines, FirstSeq: w.first})
+		l.mu.Lock()
+		if l.spare == nil {
+			l.spare = w.buf
+		}
+	}
+	l.mirroring = false
+	l.done.Broadcast()
+}
+
+// Flush waits until every appended event has been written to the file and
+// handed to Written. Written must not call it.
 func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -229,17 +274,21 @@ func (l *Log) Flush() error {
 }
 
 func (l *Log) flushLocked() error {
-	for l.err == nil && (len(l.pending) > 0 || l.flushing) {
-		if l.flushing {
+	for {
+		switch {
+		case l.flushing || l.mirroring:
 			l.done.Wait()
-			continue
+		case l.err == nil && len(l.pending) > 0:
+			l.writeBatchLocked()
+		case len(l.mirror) > 0:
+			// In the failed state too: these lines are in the file.
+			l.mirrorLocked()
+		case l.err != nil:
+			return l.err
+		default:
+			return nil
 		}
-		l.writeBatchLocked()
 	}
-	if l.err != nil {
-		return l.err
-	}
-	return nil
 }
 
 // Sync flushes and fsyncs the file. A sync that fails puts the log in its

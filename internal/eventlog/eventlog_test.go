@@ -150,3 +150,36 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	l.Flush()
 }
+
+// TestWrittenMayAppend has the Written callback append an event, as a
+// runner's mirror may when a command arrives through it: the append
+// returns once its line is in the file, and Written gets it next, in order.
+func TestWrittenMayAppend(t *testing.T) {
+	var l *Log
+	var got []int64
+	var nested []int64
+	l, err := Open(filepath.Join(t.TempDir(), "events.jsonl"), Options{Written: func(b Batch) {
+		for i := range b.Lines {
+			got = append(got, b.FirstSeq+int64(i))
+		}
+		if len(nested) < 3 && b.FirstSeq%2 == 1 {
+			ev, err := l.Append(wire.EvSteerDelivered, wire.TextData{Text: "from the mirror"})
+			if err != nil {
+				t.Errorf("append from Written: %v", err)
+			}
+			nested = append(nested, ev.Seq)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 5)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(nested) != 3 {
+		t.Fatalf("appends from Written: %v", nested)
+	}
+	wantContiguous(t, got, 8)
+	wantContiguous(t, seqs(t, l.Path()), 8)
+}
