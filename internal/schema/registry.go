@@ -139,6 +139,7 @@ func Default() *Registry {
 			{Type: wire.EvRotated, Data: wire.RotatedData{}},
 			{Type: wire.EvCompacted, Data: wire.CompactedData{}},
 			{Type: wire.EvQueueChanged, Data: wire.QueueChangedData{}},
+			{Type: wire.EvLogRepaired, Data: wire.LogRepairedData{}},
 		},
 		Commands: []Command{
 			{Cmd: wire.CmdSend, Required: []string{"text"}, Result: wire.Queued{}, Doc: "Queue a message; it starts when the running turn and earlier messages end."},

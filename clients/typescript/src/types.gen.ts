@@ -160,6 +160,14 @@ export interface Crash {
   stderr?: string[];
 }
 
+/** DamagedRange is one run of damaged bytes moved out of an event log. */
+export interface DamagedRange {
+  offset: number;
+  length: number;
+  /** Reason says why the bytes are not an event: "not JSON", "blank line", "no seq", "seq out of order", "torn tail" (no final newline). */
+  reason: string;
+}
+
 /** Accept or reject a staged hunk (hunkId may be EDIT/HUNK; editId may be left out when one edit is pending). */
 export interface DecideHunkCommand {
   cmd: "decideHunk";
@@ -221,7 +229,7 @@ export interface Error {
 }
 
 /** EventType names an event. docs/events.md lists each with its fields. */
-export type EventType = "sessionStarted" | "sessionResumed" | "userMessage" | "turnStarted" | "assistantDelta" | "assistantText" | "toolStarted" | "toolFinished" | "askOpened" | "askAnswered" | "steerDelivered" | "steerRequeued" | "turnEnded" | "stopped" | "failure" | "usage" | "context" | "retry" | "hunkStaged" | "hunkDecided" | "editApplied" | "modeChanged" | "goalSet" | "goalCleared" | "goalCheck" | "spendCapSet" | "rotated" | "compacted" | "queueChanged";
+export type EventType = "sessionStarted" | "sessionResumed" | "userMessage" | "turnStarted" | "assistantDelta" | "assistantText" | "toolStarted" | "toolFinished" | "askOpened" | "askAnswered" | "steerDelivered" | "steerRequeued" | "turnEnded" | "stopped" | "failure" | "usage" | "context" | "retry" | "hunkStaged" | "hunkDecided" | "editApplied" | "modeChanged" | "goalSet" | "goalCleared" | "goalCheck" | "spendCapSet" | "rotated" | "compacted" | "queueChanged" | "logRepaired";
 
 /** FailureCode is the stable code of a failure event. */
 export type FailureCode = "engineError" | "permissionUnavailable" | "signInExpired" | "contextFull" | "spendCap" | "stalled";
@@ -435,6 +443,27 @@ export interface Line {
   eol: string;
 }
 
+/** LogRepairedData is the data of logRepaired: damaged lines of events.jsonl were moved aside when the log was opened. */
+export interface LogRepairedData {
+  /** File is the sibling file the damaged bytes were appended to, relative to the session folder. */
+  file: string;
+  /** Ranges are the byte ranges moved, as offsets in the log as it was before the repair; at most the first 100 are listed. */
+  ranges: DamagedRange[] | null;
+  /** RangeCount and Bytes count every range moved and their bytes. */
+  rangeCount: number;
+  bytes: number;
+  /** LastValidSeq is the highest seq kept; this event's seq follows it. */
+  lastValidSeq: number;
+}
+
+/** LogRepairedData is the data of logRepaired: damaged lines of events.jsonl were moved aside when the log was opened. */
+export interface LogRepairedEvent {
+  seq: number;
+  ts: string;
+  type: "logRepaired";
+  data: LogRepairedData;
+}
+
 /** Loop is a timed loop: Prompt every EveryMS milliseconds, Count times (0: no limit) or until Until (zero: no end). */
 export interface Loop {
   prompt: string;
@@ -608,7 +637,7 @@ export interface Session {
 }
 
 /** One line of a session's events.jsonl: one of the event types, told apart by type (docs/events.md). A shell ignores a type it does not know. */
-export type SessionEvent = SessionStartedEvent | SessionResumedEvent | UserMessageEvent | TurnStartedEvent | AssistantDeltaEvent | AssistantTextEvent | ToolStartedEvent | ToolFinishedEvent | AskOpenedEvent | AskAnsweredEvent | SteerDeliveredEvent | SteerRequeuedEvent | TurnEndedEvent | StoppedEvent | FailureEvent | UsageEvent | ContextEvent | RetryEvent | HunkStagedEvent | HunkDecidedEvent | EditAppliedEvent | ModeChangedEvent | GoalSetEvent | GoalClearedEvent | GoalCheckEvent | SpendCapSetEvent | RotatedEvent | CompactedEvent | QueueChangedEvent;
+export type SessionEvent = SessionStartedEvent | SessionResumedEvent | UserMessageEvent | TurnStartedEvent | AssistantDeltaEvent | AssistantTextEvent | ToolStartedEvent | ToolFinishedEvent | AskOpenedEvent | AskAnsweredEvent | SteerDeliveredEvent | SteerRequeuedEvent | TurnEndedEvent | StoppedEvent | FailureEvent | UsageEvent | ContextEvent | RetryEvent | HunkStagedEvent | HunkDecidedEvent | EditAppliedEvent | ModeChangedEvent | GoalSetEvent | GoalClearedEvent | GoalCheckEvent | SpendCapSetEvent | RotatedEvent | CompactedEvent | QueueChangedEvent | LogRepairedEvent;
 
 /** SessionReply is the body of a successful create or get. */
 export interface SessionReply {
@@ -1032,7 +1061,7 @@ export type EventOf<T extends SessionEvent["type"]> = Extract<SessionEvent, { ty
 export type CommandOf<C extends Command["cmd"]> = Extract<Command, { cmd: C }>;
 
 /** Every event type, in the order of docs/events.md. */
-export const eventTypes = ["sessionStarted", "sessionResumed", "userMessage", "turnStarted", "assistantDelta", "assistantText", "toolStarted", "toolFinished", "askOpened", "askAnswered", "steerDelivered", "steerRequeued", "turnEnded", "stopped", "failure", "usage", "context", "retry", "hunkStaged", "hunkDecided", "editApplied", "modeChanged", "goalSet", "goalCleared", "goalCheck", "spendCapSet", "rotated", "compacted", "queueChanged"] as const;
+export const eventTypes = ["sessionStarted", "sessionResumed", "userMessage", "turnStarted", "assistantDelta", "assistantText", "toolStarted", "toolFinished", "askOpened", "askAnswered", "steerDelivered", "steerRequeued", "turnEnded", "stopped", "failure", "usage", "context", "retry", "hunkStaged", "hunkDecided", "editApplied", "modeChanged", "goalSet", "goalCleared", "goalCheck", "spendCapSet", "rotated", "compacted", "queueChanged", "logRepaired"] as const;
 
 /** Every command, in the order of docs/commands.md. */
 export const commandNames = ["send", "steer", "stop", "answer", "status", "decideHunk", "setMode", "setGoal", "getGoal", "clearGoal", "markGoalDone", "setSpendCap", "forkSession", "cancelQueued"] as const;
