@@ -100,6 +100,8 @@ func events() []wire.Event {
 			Action: "sign in again: claude /login", Stderr: []string{"401 Unauthorized"}}),
 		event(28, wire.EvStopped, wire.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1, ClearedQueue: 2}),
 		event(29, wire.EvRotated, wire.RotatedData{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1", Reason: "fork"}),
+		event(30, wire.EvLogRepaired, wire.LogRepairedData{File: "events.jsonl.damaged", Ranges: []wire.DamagedRange{{Offset: 18234, Length: 41, Reason: "not JSON"}},
+			RangeCount: 1, Bytes: 41, LastValidSeq: 29}),
 	}
 }
 
