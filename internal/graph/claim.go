@@ -24,6 +24,9 @@ func (r *Run) Claim(id string, t Ticket, route *Route, owners Owners, now time.T
 	if err != nil {
 		return Node{}, err
 	}
+	if unmet := r.Unmet(n); len(unmet) > 0 {
+		return Node{}, nodeErrorf(CodeDepsUnmet, id, "node %s waits for %s", id, joinList(unmet))
+	}
 	if n.State == StateRunning {
 		c := n.Claim
 		if c != nil && c.Ticket.Nonce == t.Nonce {
@@ -41,9 +44,6 @@ func (r *Run) Claim(id string, t Ticket, route *Route, owners Owners, now time.T
 			from = &c.Ticket
 		}
 		r.Emit(EvNodeReclaimed, id, map[string]any{"from": from, "why": why})
-	}
-	if unmet := r.Unmet(n); len(unmet) > 0 {
-		return Node{}, nodeErrorf(CodeDepsUnmet, id, "node %s waits for %s", id, joinList(unmet))
 	}
 	prior = n.clone()
 	if prior.State == StateRunning {
@@ -149,6 +149,9 @@ type NodeOutcome struct {
 	Result *Result
 	// ChangedFiles are the result's claims git confirmed.
 	ChangedFiles []string
+	// Evidence names where the store keeps this outcome's result and raw
+	// text (a folder under the node's).
+	Evidence string
 }
 
 // Finish applies a node's outcome under ticket t. A judging node that
@@ -168,6 +171,7 @@ func (r *Run) Finish(id string, t Ticket, o NodeOutcome, now time.Time) (*Node, 
 	}
 	n.Claim = nil
 	n.FinishedAt = now
+	n.Evidence = o.Evidence
 	n.Reason, n.Verdict, n.Findings = "", "", nil
 	res := o.Result
 	switch {

@@ -215,6 +215,9 @@ func (r *Run) Emit(typ, node string, data any) {
 	r.events = append(r.events, Event{Run: r.ID, Type: typ, Node: node, Data: raw})
 }
 
+// Dirty reports whether the change under way has recorded anything.
+func (r *Run) Dirty() bool { return len(r.events) > 0 }
+
 // TakeEvents returns the events emitted since the last call and forgets
 // them.
 func (r *Run) TakeEvents() []Event {

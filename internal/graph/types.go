@@ -174,6 +174,9 @@ type Node struct {
 	// Superseded records results and interruptions that arrived under a
 	// ticket that no longer held the node: never applied.
 	Superseded []Superseded `json:"superseded,omitempty"`
+	// Evidence names the folder, under the node's in the run's folder,
+	// that holds the applied outcome's result and raw text.
+	Evidence string `json:"evidence,omitempty"`
 	// Worktree is the git worktree the node ran in, when isolated.
 	Worktree string `json:"worktree,omitempty"`
 }
