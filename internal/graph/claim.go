@@ -63,6 +63,20 @@ func (r *Run) Claim(id string, t Ticket, route *Route, owners Owners, now time.T
 	return prior, nil
 }
 
+// CanClaim reports whether node id could be claimed now by a ticket that
+// is not the one holding it: the refusal Claim would give, except that a
+// running node is not checked for a dead owner.
+func (r *Run) CanClaim(id string) error {
+	n, err := r.runnable(id)
+	if err != nil {
+		return err
+	}
+	if unmet := r.Unmet(n); len(unmet) > 0 {
+		return nodeErrorf(CodeDepsUnmet, id, "node %s waits for %s", id, joinList(unmet))
+	}
+	return nil
+}
+
 // runnable finds a node that may still run: it exists, in an open run, and
 // has not finished or been retired.
 func (r *Run) runnable(id string) (*Node, error) {

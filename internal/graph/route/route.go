@@ -23,7 +23,13 @@ import (
 // Prober checks that an engine can run a node now: its CLI is there, the
 // credentials work, the model answers.
 type Prober interface {
-	Probe(ctx context.Context, engine, model string) error
+	Probe(ctx context.Context, t Target) error
+}
+
+// Target is what a probe checks: an engine, a model, and the model
+// endpoint the node's session would use.
+type Target struct {
+	Engine, Model, Endpoint string
 }
 
 // DefaultTTL is how long a probe's answer is reused.
@@ -40,7 +46,7 @@ type Router struct {
 	flight map[probeKey]chan struct{}
 }
 
-type probeKey struct{ engine, model string }
+type probeKey = Target
 
 type probeAnswer struct {
 	ready  bool
@@ -106,7 +112,7 @@ func (rt *Router) route(ctx context.Context, r *graph.Run, n *graph.Node, probe 
 	var seen []string
 	for _, c := range cands {
 		model, note := Resolve(r.Policy.Models, c.Engine, c.Model)
-		p := rt.probe(ctx, c.Engine, model, probe)
+		p := rt.probe(ctx, Target{c.Engine, model, sp.ModelEndpoint}, probe)
 		out.Probes = append(out.Probes, p)
 		if p.Ready {
 			out.Engine, out.Model = c.Engine, model
@@ -135,16 +141,15 @@ const notProbed = "not probed yet"
 // probe answers whether engine+model is ready, from the cache when fresh;
 // without live, an uncached candidate is taken as ready (to be probed when
 // the node runs).
-func (rt *Router) probe(ctx context.Context, engine, model string, live bool) graph.Probe {
-	p := graph.Probe{Engine: engine, Model: model}
-	if rt.prober == nil || engine == "script" {
+func (rt *Router) probe(ctx context.Context, k Target, live bool) graph.Probe {
+	p := graph.Probe{Engine: k.Engine, Model: k.Model}
+	if rt.prober == nil || k.Engine == "script" {
 		p.Ready, p.Detail = true, "built in"
-		if rt.prober == nil && engine != "script" {
+		if rt.prober == nil && k.Engine != "script" {
 			p.Detail = "no prober: taken as ready"
 		}
 		return p
 	}
-	k := probeKey{engine, model}
 	for {
 		rt.mu.Lock()
 		if a, ok := rt.cache[k]; ok && rt.now().Sub(a.at) < rt.ttl {
@@ -170,7 +175,7 @@ func (rt *Router) probe(ctx context.Context, engine, model string, live bool) gr
 		done := make(chan struct{})
 		rt.flight[k] = done
 		rt.mu.Unlock()
-		err := rt.prober.Probe(ctx, engine, model)
+		err := rt.prober.Probe(ctx, k)
 		a := probeAnswer{ready: err == nil, detail: "ready", at: rt.now()}
 		if err != nil {
 			a.detail = oneLine(err.Error())

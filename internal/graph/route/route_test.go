@@ -19,11 +19,11 @@ type prober struct {
 	calls map[string]int
 }
 
-func (p *prober) Probe(_ context.Context, engine, model string) error {
+func (p *prober) Probe(_ context.Context, t Target) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls[engine]++
-	if why, ok := p.fail[engine]; ok {
+	p.calls[t.Engine]++
+	if why, ok := p.fail[t.Engine]; ok {
 		return errors.New(why)
 	}
 	return nil
