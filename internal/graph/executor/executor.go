@@ -43,13 +43,13 @@ type Executor struct {
 
 // inflight is a node this process holds a claim on.
 type inflight struct {
-	ticket  graph.Ticket
-	prior   graph.Node
-	busy    bool
-	session string // the session waiting for a person
-	from    int64  // where its wait goes on
-	tries   int
-	base    *gitcheck.Baseline
+	ticket   graph.Ticket
+	prior    graph.Node
+	busy     bool
+	session  string // the session waiting for a person
+	from     int64  // where its wait goes on
+	tries    int
+	base     *gitcheck.Baseline
 	worktree string
 }
 
