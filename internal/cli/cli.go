@@ -60,6 +60,8 @@ func commands() []command {
 		{"schema", "", "print the API's JSON Schema, OpenAPI document or TypeScript types", runSchema},
 		{"doctor", "", "check this machine can run a supervisor; says what to fix", runDoctor},
 		{"health", "", "print the running supervisor's health; exit 1 when it is not ready", runHealth},
+		{"graph", "open|next|run|submit|retry|status", "graph runs over sessions: plan, spec, critique, implement, test, gate, report", runGraph},
+		{"mcp", "", "serve Corral's MCP tools (graph runs, sessions) on stdio", runMCP},
 		{"attach", "ID [-- COMMAND...]", "attach this terminal to a session's terminal (detach: " + detachHelp + ")", runAttach},
 	}
 }

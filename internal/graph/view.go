@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -26,6 +28,49 @@ type Verdict struct {
 	Claim string `json:"claim,omitempty"`
 	// Briefing is the briefing of a node routed to self.
 	Briefing string `json:"briefing,omitempty"`
+}
+
+// Line is the verdict in one line (and, for a node routed to self, the
+// briefing after it): what a caller reads.
+func (v Verdict) Line() string {
+	engine := v.Engine
+	if v.Model != "" {
+		engine += "/" + v.Model
+	}
+	switch {
+	case v.Claim != "":
+		return fmt.Sprintf("%s routed to self (claim %s): do what the briefing says, then submit the result with this claim.\n\n%s", v.NodeID, v.Claim, Printable(v.Briefing))
+	case v.NeedsHuman:
+		return fmt.Sprintf("%s running · %s · session %s %s", v.NodeID, engine, v.Session, v.Reason)
+	}
+	parts := []string{v.NodeID + " " + string(v.State)}
+	if v.Verdict != "" {
+		parts = append(parts, v.Verdict)
+	}
+	if !v.StageOK && v.State.Finished() {
+		parts = append(parts, "stage failed")
+	}
+	if engine != "" {
+		parts = append(parts, engine)
+	}
+	if v.Superseded {
+		parts = append(parts, "superseded")
+	}
+	if v.Reason != "" {
+		parts = append(parts, Printable(strings.Join(strings.Fields(v.Reason), " ")))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Printable replaces control characters (which an agent's text may hold,
+// escape sequences among them) so text is safe to print on a terminal.
+func Printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 // VerdictOf is a node's compact verdict.

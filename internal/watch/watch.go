@@ -57,6 +57,10 @@ type Options struct {
 	NoInput bool
 	// Plain forces the plain transcript.
 	Plain bool
+	// Graph, when set, shows that graph run instead of sessions (its
+	// Flow tab, or the one Tab names: flow or nodes).
+	Graph string
+	Tab   string
 }
 
 // RegisterFlags adds the watch flags to fs.
@@ -65,6 +69,8 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Follow, "follow", true, "keep following live events; --follow=false stops at the end of the log")
 	fs.BoolVar(&o.NoInput, "no-input", false, "never prompt or read keys, even when stdin is a terminal")
 	fs.BoolVar(&o.Plain, "plain", false, "plain text without colour or spinner, one event per line")
+	fs.StringVar(&o.Graph, "graph", "", "show this graph run (read-only): its Flow and Nodes tabs")
+	fs.StringVar(&o.Tab, "tab", "flow", "with --graph: the tab to open, flow or nodes")
 }
 
 // Main runs `watch [ID] [--from N] [--follow=false] [--no-input] [--plain]`
@@ -135,6 +141,9 @@ func Run(ctx context.Context, c *client.Client, o Options, stdin io.Reader, stdo
 	}
 	if !cfg.interactive {
 		stdin = nil
+	}
+	if o.Graph != "" {
+		return runGraph(ctx, cfg, c, stdin, stdout)
 	}
 	return run(ctx, cfg, clientSource{c}, c, stdin, stdout, stderr)
 }

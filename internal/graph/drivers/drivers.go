@@ -9,9 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/corral-dev/corral/internal/client"
 	"github.com/corral-dev/corral/internal/graph/executor"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

@@ -20,6 +20,8 @@ import (
 	"github.com/corral-dev/corral/internal/console"
 	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/sdnotify"
+	"github.com/corral-dev/corral/internal/graph/drivers"
+	"github.com/corral-dev/corral/internal/graph/service"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
 	"github.com/oklog/run"
@@ -209,7 +211,12 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	api := httpapi.New(m, httpapi.Options{Logger: log, Console: console.Handler(console.Assets()), Metrics: met.Handler()})
+	// Graph runs' nodes run in this supervisor's own sessions.
+	graphs, err := service.New(service.Config{State: state, Sessions: drivers.Manager(m), Probe: true, Logger: log.Named("graph")})
+	if err != nil {
+		return err
+	}
+	api := httpapi.New(m, httpapi.Options{Logger: log, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs})
 	socket := filepath.Join(state, SocketName)
 	unixLn, err := listenUnix(socket)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/buildinfo"
+	"github.com/corral-dev/corral/internal/graph/service"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -40,6 +41,8 @@ type Options struct {
 	// NotReady, when set, says why the supervisor cannot take work now
 	// (nothing when it can), for /v1/health.
 	NotReady func() []string
+	// Graphs serves /v1/graphs; nil answers them unavailable.
+	Graphs *service.Service
 }
 
 type server struct {
@@ -81,6 +84,15 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		mux.Handle("GET /{$}", opts.Console)
 		mux.Handle("GET /assets/", opts.Console)
 	}
+	g := newGraphs(s, opts.Graphs)
+	mux.HandleFunc("POST "+v+"/graphs", g.open)
+	mux.HandleFunc("GET "+v+"/graphs", g.list)
+	mux.HandleFunc("GET "+v+"/graphs/{run}", g.status)
+	mux.HandleFunc("GET "+v+"/graphs/{run}/next", g.next)
+	mux.HandleFunc("POST "+v+"/graphs/{run}/nodes/{node}/run", g.run)
+	mux.HandleFunc("POST "+v+"/graphs/{run}/nodes/{node}/submit", g.submit)
+	mux.HandleFunc("POST "+v+"/graphs/{run}/retry", g.retry)
+	mux.HandleFunc("GET "+v+"/graphs/{run}/events", g.events)
 	// Known paths with another method, and unknown paths, still answer
 	// in JSON.
 	for path, allow := range map[string]string{
@@ -93,6 +105,13 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		v + "/events":                           "GET",
 		v + "/openapi.json":                     "GET",
 		v + "/sessions/{id}/wait":               "GET",
+		v + "/graphs":                           "GET, POST",
+		v + "/graphs/{run}":                     "GET",
+		v + "/graphs/{run}/next":                "GET",
+		v + "/graphs/{run}/nodes/{node}/run":    "POST",
+		v + "/graphs/{run}/nodes/{node}/submit": "POST",
+		v + "/graphs/{run}/retry":               "POST",
+		v + "/graphs/{run}/events":              "GET",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
