@@ -30,6 +30,9 @@ func Brief(r *Run, n *Node, results Results, worktree string) string {
 	if worktree != "" {
 		w("Work in %s.\n\n", worktree)
 	}
+	if n.Reclaimed > 0 {
+		w("Note: an earlier run of this node was interrupted (whoever ran it is gone). The worktree may hold part of its work; check before you build on it.\n\n")
+	}
 	plan := results(r.latestPassed(StagePlan, ""))
 	switch n.Stage {
 	case StagePlan:

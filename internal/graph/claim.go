@@ -44,6 +44,7 @@ func (r *Run) Claim(id string, t Ticket, route *Route, owners Owners, now time.T
 			from = &c.Ticket
 		}
 		r.Emit(EvNodeReclaimed, id, map[string]any{"from": from, "why": why})
+		n.Reclaimed++
 	}
 	prior = n.clone()
 	if prior.State == StateRunning {

@@ -116,7 +116,11 @@ type Run struct {
 	// one.
 	Rev int64 `json:"rev"`
 	// EventSeq is the seq of the last graph event written.
-	EventSeq int64  `json:"eventSeq"`
+	EventSeq int64 `json:"eventSeq"`
+	// Tail holds the events of the last change, so that a change whose
+	// events a crash kept out of events.jsonl gets them appended by the
+	// next one, before its own: the feed has no gap.
+	Tail []Event `json:"tail,omitempty"`
 	Policy   Policy `json:"policy"`
 	// Spec is the live spec: the last one setgoal produced that a spec
 	// retry has not retired. SpecVersion counts specs produced.
@@ -166,6 +170,9 @@ type Node struct {
 	Sessions   []string  `json:"sessions,omitempty"`
 	StartedAt  time.Time `json:"startedAt,omitzero"`
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// Reclaimed counts the claims taken over from an owner that had gone:
+	// the briefing warns that an interrupted run may have left work behind.
+	Reclaimed int `json:"reclaimed,omitempty"`
 	// Malformed counts results refused as malformed in this claim.
 	Malformed int `json:"malformed,omitempty"`
 	// ChangedFiles are the files the node's result claimed and git

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -199,12 +200,16 @@ func (s *Store) write(r *graph.Run) error {
 	now := s.clock.Now()
 	r.Rev++
 	r.UpdatedAt = now
+	// The previous change's events go first if a crash kept them out of
+	// the file.
+	missing := r.Tail
 	events := r.TakeEvents()
 	for i := range events {
 		r.EventSeq++
 		events[i].Seq = r.EventSeq
 		events[i].TS = now
 	}
+	r.Tail = events
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode run %s: %w", r.ID, err)
@@ -213,19 +218,29 @@ func (s *Store) write(r *graph.Run) error {
 	if err := atomicfile.Write(filepath.Join(dir, runFile), raw, 0o600); err != nil {
 		return err
 	}
-	if len(events) > 0 {
-		// The events follow the change they describe; run.json is the
-		// truth, so they are not synced.
-		appendEvents(filepath.Join(dir, eventsFile), events)
-	}
-	return nil
+	// The events follow the change they describe; run.json is the truth,
+	// so they are not synced.
+	return appendEvents(filepath.Join(dir, eventsFile), missing, events)
 }
 
-// appendEvents appends event lines in one write, first cutting a torn
-// last line a crash left.
-func appendEvents(path string, events []graph.Event) error {
+// appendEvents appends a change's event lines in one write, after cutting
+// a torn last line a crash left and adding whichever of the previous
+// change's events (missing) the file lacks.
+func appendEvents(path string, missing, events []graph.Event) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	last, err := lastSeq(f)
+	if err != nil {
+		return err
+	}
 	var buf bytes.Buffer
-	for _, e := range events {
+	for _, e := range slices.Concat(missing, events) {
+		if e.Seq <= last {
+			continue
+		}
 		line, err := json.Marshal(e)
 		if err != nil {
 			return err
@@ -233,37 +248,51 @@ func appendEvents(path string, events []graph.Event) error {
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := repairTail(f); err != nil {
-		return err
+	if buf.Len() == 0 {
+		return nil
 	}
 	_, err = f.Write(buf.Bytes())
 	return err
 }
 
-// repairTail truncates f after its last newline when its last line is
-// incomplete.
-func repairTail(f *os.File) error {
+// lastSeq returns the seq of f's last complete event line, first cutting
+// an incomplete last line. It reads the file's end only, growing the
+// window until the last line fits.
+func lastSeq(f *os.File) (int64, error) {
 	fi, err := f.Stat()
 	if err != nil || fi.Size() == 0 {
-		return err
+		return 0, err
 	}
-	var last [1]byte
-	if _, err := f.ReadAt(last[:], fi.Size()-1); err != nil {
-		return err
+	size := fi.Size()
+	for window := int64(4 << 10); ; window *= 4 {
+		off := max(size-window, 0)
+		raw, err := io.ReadAll(io.NewSectionReader(f, off, size-off))
+		if err != nil {
+			return 0, err
+		}
+		end := bytes.LastIndexByte(raw, '\n')
+		if end < 0 && off > 0 && window < maxEventLine {
+			continue // an incomplete line longer than the window
+		}
+		if end+1 < len(raw) {
+			// A crash cut the last line short.
+			if err := f.Truncate(off + int64(end+1)); err != nil {
+				return 0, err
+			}
+		}
+		if end < 0 {
+			return 0, nil
+		}
+		start := bytes.LastIndexByte(raw[:end], '\n') + 1
+		if start == 0 && off > 0 && window < maxEventLine {
+			continue // the last line starts before the window
+		}
+		var e struct {
+			Seq int64 `json:"seq"`
+		}
+		json.Unmarshal(raw[start:end], &e)
+		return e.Seq, nil
 	}
-	if last[0] == '\n' {
-		return nil
-	}
-	raw, err := io.ReadAll(io.NewSectionReader(f, 0, fi.Size()))
-	if err != nil {
-		return err
-	}
-	return f.Truncate(int64(bytes.LastIndexByte(raw, '\n') + 1))
 }
 
 // List reads every run, most recently updated first. Runs that cannot be

@@ -164,6 +164,40 @@ func TestATornEventLineIsCutBeforeTheNextAppend(t *testing.T) {
 	}
 }
 
+// A crash between writing run.json and appending the change's events
+// loses no event: the next change appends them before its own.
+func TestEventsACrashKeptOutOfTheFileComeWithTheNextChange(t *testing.T) {
+	s := openStore(t, Options{})
+	newRun(t, s, "r1")
+	path := filepath.Join(s.Dir("r1"), eventsFile)
+	before, _ := os.ReadFile(path)
+	if _, err := s.Update(context.Background(), "r1", func(r *graph.Run) error {
+		r.Emit("lost", "", nil)
+		r.Emit("lost too", "", nil)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// As if the process died after the rename: the file lacks the change.
+	if err := os.WriteFile(path, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(context.Background(), "r1", func(r *graph.Run) error { r.Emit("next", "", nil); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	events, _, _ := s.EventsFrom("r1", 0)
+	var types []string
+	for i, e := range events {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i+1, e.Seq)
+		}
+		types = append(types, e.Type)
+	}
+	if want := []string{graph.EvRunOpened, "lost", "lost too", "next"}; strings.Join(types, ",") != strings.Join(want, ",") {
+		t.Fatalf("events %v, want %v", types, want)
+	}
+}
+
 func TestReadersNeverSeeHalfAFile(t *testing.T) {
 	s := openStore(t, Options{})
 	newRun(t, s, "r1")
