@@ -120,8 +120,8 @@ type Run struct {
 	// Tail holds the events of the last change, so that a change whose
 	// events a crash kept out of events.jsonl gets them appended by the
 	// next one, before its own: the feed has no gap.
-	Tail []Event `json:"tail,omitempty"`
-	Policy   Policy `json:"policy"`
+	Tail   []Event `json:"tail,omitempty"`
+	Policy Policy  `json:"policy"`
 	// Spec is the live spec: the last one setgoal produced that a spec
 	// retry has not retired. SpecVersion counts specs produced.
 	Spec        *Spec `json:"spec,omitempty"`
