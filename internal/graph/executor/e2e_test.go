@@ -522,3 +522,40 @@ func TestIsolatedSubgoalsGetWorktreesMergedBeforeTheReport(t *testing.T) {
 		t.Errorf("the report's briefing does not say what merged:\n%s", b)
 	}
 }
+
+// A caller that gives up while its node runs releases the claim: the
+// session is stopped and the node goes back to pending as it was.
+func TestACallerThatGivesUpReleasesTheClaim(t *testing.T) {
+	rg := newRig(t)
+	rg.open(t, graphtest.Policy("crash"))
+	rg.happyStart(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := rg.x.Run(ctx, "r1", "implement:U1")
+		done <- err
+	}()
+	// Give up once the node's session is working on its turn.
+	var session string
+	for session == "" {
+		if n := rg.load(t).Node("implement:U1"); len(n.Sessions) == 1 {
+			st, err := rg.m.Get(context.Background(), n.Sessions[0])
+			if err == nil && st.Status != nil && st.Status.State == wire.StateWorking {
+				session = n.Sessions[0]
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a run whose caller gave up returned no error")
+	}
+	n := rg.load(t).Node("implement:U1")
+	if n.State != graph.StatePending || n.Claim != nil || len(n.Sessions) != 0 {
+		t.Fatalf("after the caller left: %+v", n)
+	}
+	st, err := rg.m.Get(context.Background(), session)
+	if err != nil || st.Status == nil || st.Status.State == wire.StateWorking {
+		t.Fatalf("the node's session still works: %+v %v", st.Status, err)
+	}
+}
