@@ -55,7 +55,6 @@ func (r *Run) Claim(id string, t Ticket, route *Route, owners Owners, now time.T
 	n.Claim = &Claim{Ticket: t, ClaimedAt: now, Self: route != nil && route.Engine == Self}
 	n.Route = route
 	n.StartedAt = now
-	n.Malformed = 0
 	data := map[string]any{"ticket": t}
 	if route != nil {
 		data["engine"], data["model"], data["reason"] = route.Engine, route.Model, route.Reason
@@ -122,9 +121,10 @@ func (r *Run) Release(id string, t Ticket, prior Node, why string, now time.Time
 	if err != nil {
 		return err
 	}
-	superseded := n.Superseded
+	superseded, malformed, reclaimed := n.Superseded, n.Malformed, n.Reclaimed
 	*n = prior.clone()
-	n.Superseded = superseded
+	// What happened under the claim stays on the record.
+	n.Superseded, n.Malformed, n.Reclaimed = superseded, malformed, reclaimed
 	r.Emit(EvNodeReleased, id, map[string]any{"why": clip(why, 300)})
 	return nil
 }

@@ -173,7 +173,8 @@ type Node struct {
 	// Reclaimed counts the claims taken over from an owner that had gone:
 	// the briefing warns that an interrupted run may have left work behind.
 	Reclaimed int `json:"reclaimed,omitempty"`
-	// Malformed counts results refused as malformed in this claim.
+	// Malformed counts results refused as malformed since the node last
+	// finished: the second fails it.
 	Malformed int `json:"malformed,omitempty"`
 	// ChangedFiles are the files the node's result claimed and git
 	// confirmed.

@@ -29,6 +29,7 @@ func (x *Executor) Submit(ctx context.Context, run, node, claim string, raw json
 	}
 	proc := x.store.Process()
 	var tk graph.Ticket
+	var prior *graph.Node // set when this submit claimed the node itself
 	switch {
 	case claim != "":
 		// The node's claim holds this nonce, or the submission is
@@ -44,7 +45,8 @@ func (x *Executor) Submit(ctx context.Context, run, node, claim string, raw json
 		tk = proc.NewTicket()
 		rt := &graph.Route{Engine: graph.Self, Reason: "submitted by the caller", At: x.store.Clock().Now()}
 		if _, err := x.store.Update(ctx, run, func(r *graph.Run) error {
-			_, err := r.Claim(node, tk, rt, proc, x.store.Clock().Now())
+			p, err := r.Claim(node, tk, rt, proc, x.store.Clock().Now())
+			prior = &p
 			return err
 		}); err != nil {
 			proc.Drop(tk)
@@ -69,6 +71,12 @@ func (x *Executor) Submit(ctx context.Context, run, node, claim string, raw json
 			return x.superseded(run, node, f, err)
 		}
 		if count < maxTries {
+			if prior != nil {
+				// The claim was this submit's own: the node goes back
+				// to pending, the malformed result on its record.
+				f.prior = *prior
+				x.abandon(run, node, f, perr)
+			}
 			return graph.Verdict{}, perr
 		}
 		return x.finish(ctx, run, node, f, graph.NodeOutcome{Reason: "malformed result twice: " + perr.Error()}, string(raw))
