@@ -107,9 +107,9 @@ func renderFlow(b *strings.Builder, st *graph.Status, s Style) {
 	// Now / Next / Blocked.
 	var now []string
 	for _, r := range st.Now {
-		who := r.Engine
+		who := clean(r.Engine)
 		if r.Model != "" {
-			who += "/" + r.Model
+			who += "/" + clean(r.Model)
 		}
 		now = append(now, fmt.Sprintf("%s (%s, %s)", r.Node, who, duration(r.ElapsedMS)))
 	}
@@ -232,13 +232,13 @@ func renderNodes(b *strings.Builder, st *graph.Status, s Style) {
 		return s.Dim.Render("· ") + n.NodeID + s.Dim.Render(" waits for "+strings.Join(waits, ", "))
 	})
 	section("Doing", doing, func(n graph.NodeRow) string {
-		who := n.Engine
+		who := clean(n.Engine)
 		if n.Model != "" {
-			who += "/" + n.Model
+			who += "/" + clean(n.Model)
 		}
 		line := mark(n.State, s) + " " + n.NodeID + " " + s.Dim.Render(who)
 		if n.Route != nil {
-			line += s.Dim.Render(" · " + n.Route.Reason)
+			line += s.Dim.Render(" · " + brief(n.Route.Reason, 160))
 		}
 		return line
 	})
@@ -258,7 +258,7 @@ func verdictText(v graph.Verdict) string {
 		parts = append(parts, v.Verdict)
 	}
 	if v.Engine != "" {
-		parts = append(parts, v.Engine)
+		parts = append(parts, clean(v.Engine))
 	}
 	if v.Reason != "" {
 		parts = append(parts, brief(v.Reason, 80))
