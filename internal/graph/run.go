@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,29 @@ func (r *Run) Index() {
 	if r.Budgets == nil {
 		r.Budgets = map[string]int{}
 	}
+}
+
+// Check validates a decoded run's shape, so that nothing built on it can
+// trip on a missing or doubled node, and builds its index.
+func (r *Run) Check() error {
+	seen := make(map[string]bool, len(r.Nodes))
+	for i, n := range r.Nodes {
+		switch {
+		case n == nil:
+			return fmt.Errorf("node %d is null", i+1)
+		case n.ID == "":
+			return fmt.Errorf("node %d has no id", i+1)
+		case seen[n.ID]:
+			return fmt.Errorf("node %s appears twice", n.ID)
+		case !slices.Contains(Stages, n.Stage):
+			return fmt.Errorf("node %s has an unknown stage %q", n.ID, n.Stage)
+		case !slices.Contains(states, n.State):
+			return fmt.Errorf("node %s has an unknown state %q", n.ID, n.State)
+		}
+		seen[n.ID] = true
+	}
+	r.Index()
+	return nil
 }
 
 // Node returns the node of that id, or nil.

@@ -86,6 +86,9 @@ const (
 	StateUnreachable State = "unreachable" // a deps ancestor failed for good
 )
 
+// states lists every node state.
+var states = []State{StatePending, StateRunning, StatePassed, StateRejected, StateFailed, StateSkipped, StateUnreachable}
+
 // Finished reports whether the node ran to an outcome.
 func (s State) Finished() bool {
 	return s == StatePassed || s == StateRejected || s == StateFailed

@@ -162,7 +162,9 @@ func decodeRun(id string, raw []byte) (*graph.Run, error) {
 	if r.ID != id {
 		return nil, graph.Errorf(graph.CodeStoreDamaged, "run %s: run.json names run %q", id, r.ID)
 	}
-	r.Index()
+	if err := r.Check(); err != nil {
+		return nil, graph.Errorf(graph.CodeStoreDamaged, "run %s: run.json is damaged: %v", id, err)
+	}
 	return &r, nil
 }
 

@@ -566,3 +566,28 @@ func TestTwentyStealersOneWinner(t *testing.T) {
 		t.Fatalf("revision %d, want %d", r.Rev, 1+procs)
 	}
 }
+
+func FuzzDecodeRun(f *testing.F) {
+	r, _ := graph.New(graph.OpenOptions{ID: "r", Request: "x", Cwd: "/w"})
+	raw, _ := json.Marshal(r)
+	f.Add(raw)
+	f.Add([]byte(`{"version":1,"id":"r","nodes":[null]}`))
+	f.Add([]byte(`{"version":1,"id":"r","state":"open","nodes":[{"id":"a","state":"pending","deps":["a"]},{"id":"b","after":["zz"]}]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, err := decodeRun("r", raw)
+		if err != nil {
+			if c := graph.CodeOf(err); c != graph.CodeStoreDamaged && c != graph.CodeStoreVersion {
+				t.Fatalf("error of code %s: %v", c, err)
+			}
+			return
+		}
+		// Whatever the file held, reading it is safe.
+		graph.StatusOf(r, time.Now())
+		r.ReadyNodes()
+		r.Account()
+		for _, n := range r.Nodes {
+			r.CanClaim(n.ID)
+			graph.Brief(r, n, func(string) *graph.Result { return nil }, "")
+		}
+	})
+}
