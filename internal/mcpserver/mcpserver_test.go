@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph/graphtest"
 	"github.com/corral-dev/corral/internal/graph/service"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -20,7 +21,6 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	graphtest.Cleanup()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			os.Stderr.WriteString("goroutines left: " + err.Error() + "\n")
@@ -34,9 +34,9 @@ func TestMain(m *testing.M) {
 // returns a client session.
 func connect(t *testing.T) (*mcp.ClientSession, string) {
 	t.Helper()
-	bins := graphtest.Build(t)
+	_, runner := testsupervisor.Binaries(t)
 	state := t.TempDir()
-	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: bins.Runner, Logger: zap.NewNop(),
+	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: runner, Logger: zap.NewNop(),
 		ShutdownGrace: 5 * time.Second, KillGrace: time.Second, StartTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)

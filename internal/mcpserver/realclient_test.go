@@ -14,7 +14,9 @@ import (
 	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/internal/graph/graphtest"
 	"github.com/corral-dev/corral/internal/graph/store"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testsupervisor"
 )
 
 // The pinned Claude Code CLI, configured with `supervisor mcp` as its MCP
@@ -22,10 +24,10 @@ import (
 // drives it to complete: the fake model's turns call the graph tools, each
 // step waiting for the tool result the previous one should have given.
 func TestClaudeCodeDrivesAGraphRunThroughSupervisorMCP(t *testing.T) {
-	claude, _ := graphtest.RequireCLI(t, "claude")
-	bins := graphtest.Build(t)
-	state := t.TempDir()
-	graphtest.StartSupervisor(t, bins, state)
+	claude := filepath.Join(testenv.NeedEngineCLI(t, "claude"), "node_modules", ".bin", "claude")
+	supervisorBin, _ := testsupervisor.Binaries(t)
+	sup := testsupervisor.Start(t, testsupervisor.Options{})
+	state := sup.State
 	repo := graphtest.Repo(t)
 
 	// Each node, and the verdict its passing result carries (Claude Code
@@ -61,7 +63,7 @@ func TestClaudeCodeDrivesAGraphRunThroughSupervisorMCP(t *testing.T) {
 	home := t.TempDir()
 	cfg := filepath.Join(home, "mcp.json")
 	writeJSON(t, cfg, map[string]any{"mcpServers": map[string]any{
-		"corral": map[string]any{"command": bins.Supervisor, "args": []string{"mcp", "--state", state}},
+		"corral": map[string]any{"command": supervisorBin, "args": []string{"mcp", "--state", state}},
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -193,6 +193,26 @@ func (s *Supervisor) Stop() {
 	s.cmd = nil
 }
 
+// Kill kills the supervisor with SIGKILL, as a crash would, and waits for
+// it to be gone; its runners die with it (their parent-death signal).
+// Restart starts it again.
+func (s *Supervisor) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+	s.cmd = nil
+}
+
+// PID is the running supervisor's process id.
+func (s *Supervisor) PID() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Restart stops the supervisor and starts it again on the same state folder
 // and TCP address.
 func (s *Supervisor) Restart() {

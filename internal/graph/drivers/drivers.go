@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/corral-dev/corral/internal/graph/executor"
 	"github.com/corral-dev/corral/internal/supervisor"
@@ -37,7 +38,23 @@ func (s clientSessions) Delete(ctx context.Context, id string) error {
 }
 
 func (s clientSessions) Events(ctx context.Context, id string, from int64, follow bool) (executor.Events, error) {
-	st, err := s.c.Events(ctx, id, client.EventsOptions{From: from, Follow: follow})
+	opts := client.EventsOptions{From: from, Follow: follow}
+	if follow {
+		// A stream that reconnects after the supervisor restarted would
+		// otherwise wait for ever: the session's runner died with it and
+		// nothing starts a new one. A status command does, and the new
+		// runner closes the turn the crash left open (interrupted).
+		opts.OnReconnect = func(lost error) {
+			if lost == nil {
+				go func() {
+					wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+					defer cancel()
+					s.c.Command(wctx, id, wire.Command{Cmd: wire.CmdStatus})
+				}()
+			}
+		}
+	}
+	st, err := s.c.Events(ctx, id, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,13 +15,8 @@ import (
 	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/internal/graph/graphtest"
 	"github.com/corral-dev/corral/internal/graph/store"
+	"github.com/corral-dev/corral/internal/testsupervisor"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	graphtest.Cleanup()
-	os.Exit(code)
-}
 
 // api is an HTTP client of a supervisor's socket.
 type api struct {
@@ -102,9 +96,8 @@ func load(t *testing.T, state, run string) *graph.Run {
 // started again on the state folder takes the node over (its claim's owner
 // is dead), runs it, and the run completes.
 func TestTheSupervisorKilledMidNodeThenRestartedCompletesTheRun(t *testing.T) {
-	bins := graphtest.Build(t)
-	state := t.TempDir()
-	first := graphtest.StartSupervisor(t, bins, state)
+	sup := testsupervisor.Start(t, testsupervisor.Options{})
+	state := sup.State
 	a := newAPI(state)
 	defer a.close()
 	repo := graphtest.Repo(t)
@@ -121,8 +114,8 @@ func TestTheSupervisorKilledMidNodeThenRestartedCompletesTheRun(t *testing.T) {
 	for {
 		n := load(t, state, "k1").Node("implement:U1")
 		if n.State == graph.StateRunning && len(n.Sessions) == 1 {
-			if n.Claim.Ticket.PID != first.Cmd.Process.Pid {
-				t.Fatalf("the claim's owner is pid %d, not the supervisor's %d", n.Claim.Ticket.PID, first.Cmd.Process.Pid)
+			if n.Claim.Ticket.PID != sup.PID() {
+				t.Fatalf("the claim's owner is pid %d, not the supervisor's %d", n.Claim.Ticket.PID, sup.PID())
 			}
 			break
 		}
@@ -131,13 +124,13 @@ func TestTheSupervisorKilledMidNodeThenRestartedCompletesTheRun(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	first.Kill(t)
+	sup.Kill()
 	cancel()
 	if n := load(t, state, "k1").Node("implement:U1"); n.State != graph.StateRunning {
 		t.Fatalf("after the crash implement:U1 is %s", n.State)
 	}
 
-	graphtest.StartSupervisor(t, bins, state)
+	sup.Restart()
 	a.close()
 	a.runNode(t, "k1", "implement:U1")
 	for _, n := range []string{"test:U1", "gate:U1", "gate:goal", "report"} {

@@ -13,12 +13,11 @@ import (
 
 	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/internal/graph/graphtest"
+	"github.com/corral-dev/corral/internal/testsupervisor"
 )
 
 func TestTheGraphRoutes(t *testing.T) {
-	bins := graphtest.Build(t)
-	state := t.TempDir()
-	graphtest.StartSupervisor(t, bins, state)
+	state := testsupervisor.Start(t, testsupervisor.Options{}).State
 	a := newAPI(state)
 	defer a.close()
 	repo := graphtest.Repo(t)
@@ -95,9 +94,8 @@ func TestTheGraphRoutes(t *testing.T) {
 }
 
 func TestTheGraphCLI(t *testing.T) {
-	bins := graphtest.Build(t)
-	state := t.TempDir()
-	graphtest.StartSupervisor(t, bins, state)
+	supervisorBin, _ := testsupervisor.Binaries(t)
+	state := testsupervisor.Start(t, testsupervisor.Options{}).State
 	repo := graphtest.Repo(t)
 	policy := graphtest.Policy("happy")
 	policy.Stages[graph.StagePlan] = graph.StagePolicy{Engine: graph.Self}
@@ -106,7 +104,7 @@ func TestTheGraphCLI(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, bins.Supervisor, args...)
+		cmd := exec.CommandContext(ctx, supervisorBin, args...)
 		cmd.Dir = repo
 		cmd.Stdin = strings.NewReader(stdin)
 		var out, errb bytes.Buffer

@@ -14,6 +14,8 @@ import (
 	"github.com/corral-dev/corral/internal/graph/route"
 	"github.com/corral-dev/corral/internal/graph/store"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/internal/testsupervisor"
 	"go.uber.org/zap"
 )
 
@@ -21,8 +23,8 @@ import (
 // probe that runs a real turn against the fake model, completes: its
 // result block comes back through Codex and the node passes.
 func TestANodeRoutedToTheRealCodexCLICompletes(t *testing.T) {
-	_, engines := graphtest.RequireCLI(t, "codex")
-	bins := graphtest.Build(t)
+	engines := testenv.NeedEngineCLI(t, "codex")
+	_, runner := testsupervisor.Binaries(t)
 	yes := true
 	srv := fakemodel.New(fakemodel.Scenario{
 		Name:  "codex plans",
@@ -40,7 +42,7 @@ func TestANodeRoutedToTheRealCodexCLICompletes(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 
 	state := t.TempDir()
-	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: bins.Runner, Logger: zap.NewNop(),
+	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: runner, Logger: zap.NewNop(),
 		Env: []string{"CORRAL_ENGINES_DIR=" + engines}, Credentials: map[string]string{"openai-api-key": "test-key"},
 		ShutdownGrace: 5 * time.Second, KillGrace: time.Second, StartTimeout: 2 * time.Minute})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph/route"
 	"github.com/corral-dev/corral/internal/graph/store"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -25,7 +26,6 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	graphtest.Cleanup()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			os.Stderr.WriteString("goroutines left: " + err.Error() + "\n")
@@ -46,9 +46,9 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	bins := graphtest.Build(t)
+	_, runner := testsupervisor.Binaries(t)
 	state := t.TempDir()
-	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: bins.Runner, Logger: zap.NewNop(),
+	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: runner, Logger: zap.NewNop(),
 		ShutdownGrace: 5 * time.Second, KillGrace: time.Second, StartTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)

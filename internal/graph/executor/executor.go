@@ -284,6 +284,11 @@ func (x *Executor) wait(ctx context.Context, run, node string, f *inflight) (gra
 	case Idle:
 		return x.finish(ctx, run, node, f, graph.NodeOutcome{Reason: "the session went idle without a turn"}, "")
 	}
+	if w.Outcome == "interrupted" {
+		// The session's runner died (a crash, the supervisor killed): no
+		// outcome of the node's; it may run again.
+		return x.abandon(run, node, f, fmt.Errorf("%s's session %s was interrupted (its runner died); run the node again", node, f.session))
+	}
 	if w.Outcome != "done" {
 		reason := fmt.Sprintf("the session's turn ended %s", w.Outcome)
 		if w.Failure != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral-dev/corral/internal/testenv"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -74,17 +76,6 @@ func FuzzParseStatus(f *testing.F) {
 	})
 }
 
-// requireGit skips without git, except in CI, where it fails.
-func requireGit(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("git is needed: %v", err)
-		}
-		t.Skipf("git is needed: %v", err)
-	}
-}
-
 func run(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=T", "-c", "user.email=t@t"}, args...)...)
@@ -105,7 +96,7 @@ func write(t *testing.T, dir, name, content string) {
 // repo makes a repository with a few committed files and an ignore rule.
 func repo(t *testing.T) string {
 	t.Helper()
-	requireGit(t)
+	testenv.NeedGit(t)
 	dir := t.TempDir()
 	run(t, dir, "init", "-q", "-b", "main")
 	write(t, dir, "a b.txt", "one\n")
@@ -193,7 +184,7 @@ func TestClaimsFromASubfolder(t *testing.T) {
 }
 
 func TestNotAGitWorktree(t *testing.T) {
-	requireGit(t)
+	testenv.NeedGit(t)
 	if _, err := Snapshot(context.Background(), t.TempDir()); err != ErrNotGit {
 		t.Fatalf("snapshot outside git: %v, want ErrNotGit", err)
 	}

@@ -1,93 +1,20 @@
-// Package graphtest helps test graph runs end to end: it builds the
-// project's binaries, finds the per-stage script-engine scenarios in its
-// testdata, makes policies from them, and makes git repositories to run
-// in.
+// Package graphtest helps test graph runs end to end: it finds the
+// per-stage script-engine scenarios in its testdata, makes policies from
+// them, makes git repositories to run in, and builds large runs for
+// benchmarks.
 package graphtest
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/corral-dev/corral/internal/graph"
+	"github.com/corral-dev/corral/internal/testenv"
 )
-
-// Binaries are the project's programs, built for a test binary's run.
-type Binaries struct {
-	Dir        string
-	Supervisor string
-	Runner     string
-}
-
-var built struct {
-	once sync.Once
-	bins Binaries
-	err  error
-}
-
-// Build builds cmd/supervisor and cmd/runner once per test binary; Cleanup
-// removes them (call it from TestMain).
-func Build(t testing.TB) Binaries {
-	t.Helper()
-	built.once.Do(func() {
-		root, err := ModuleRoot()
-		if err != nil {
-			built.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "corral-graph-bin-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/supervisor", "./cmd/runner")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out.String())
-			return
-		}
-		built.bins = Binaries{Dir: dir, Supervisor: filepath.Join(dir, "supervisor"), Runner: filepath.Join(dir, "runner")}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.bins
-}
-
-// Cleanup removes the built binaries.
-func Cleanup() {
-	if built.bins.Dir != "" {
-		os.RemoveAll(built.bins.Dir)
-	}
-}
-
-// ModuleRoot is the folder holding go.mod.
-func ModuleRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("no caller")
-	}
-	dir := filepath.Dir(file)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above %s", file)
-		}
-		dir = parent
-	}
-}
 
 // ScenarioDir is the folder of scenario sets (testdata/scenarios).
 func ScenarioDir() string {
@@ -122,21 +49,10 @@ func Policy(set string) graph.Policy {
 	return p
 }
 
-// RequireGit skips a test without git, except in CI, where it fails.
-func RequireGit(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("git is needed: %v", err)
-		}
-		t.Skipf("git is needed: %v", err)
-	}
-}
-
 // Repo makes a git repository with one commit.
 func Repo(t testing.TB) string {
 	t.Helper()
-	RequireGit(t)
+	testenv.NeedGit(t)
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
