@@ -214,7 +214,6 @@ type Event struct {
 // Graph event types. docs/graph.md lists their data.
 const (
 	EvRunOpened        = "runOpened"
-	EvRouted           = "routed"
 	EvNodeClaimed      = "nodeClaimed"
 	EvNodeReclaimed    = "nodeReclaimed"
 	EvNodeReleased     = "nodeReleased"

@@ -26,10 +26,10 @@ var ErrNotGit = errors.New("not inside a git worktree")
 const maxHashed = 64 << 20
 
 // git runs git in dir with settings that keep it from running anything
-// the repository configures (fsmonitor, hooks) and from taking locks a
-// concurrent agent's git would trip on.
+// the repository configures (fsmonitor, hooks: the repository is not
+// trusted) and from taking locks a concurrent agent's git would trip on.
 func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	full := append([]string{"-C", dir, "-c", "core.fsmonitor=false", "-c", "core.quotepath=false"}, args...)
+	full := append([]string{"-C", dir, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=false"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
 	var stderr bytes.Buffer
