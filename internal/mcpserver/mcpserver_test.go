@@ -12,11 +12,8 @@ import (
 	"github.com/corral-dev/corral/internal/graph/drivers"
 	"github.com/corral-dev/corral/internal/graph/graphtest"
 	"github.com/corral-dev/corral/internal/graph/service"
-	"github.com/corral-dev/corral/internal/supervisor"
-	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
 )
 
 func TestMain(m *testing.M) {
@@ -34,13 +31,7 @@ func TestMain(m *testing.M) {
 // returns a client session.
 func connect(t *testing.T) (*mcp.ClientSession, string) {
 	t.Helper()
-	_, runner := testsupervisor.Binaries(t)
-	state := t.TempDir()
-	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: runner, Logger: zap.NewNop(),
-		ShutdownGrace: 5 * time.Second, KillGrace: time.Second, StartTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, state := graphtest.Manager(t)
 	sessions := drivers.Manager(m)
 	svc, err := service.New(service.Config{State: state, Sessions: sessions})
 	if err != nil {
@@ -61,11 +52,6 @@ func connect(t *testing.T) (*mcp.ClientSession, string) {
 		cs.Close()
 		ss.Wait()
 		cancel()
-		sctx, done := context.WithTimeout(context.Background(), 30*time.Second)
-		defer done()
-		if err := m.Shutdown(sctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
 	})
 	return cs, graphtest.Repo(t)
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/corral-dev/corral/internal/graph/store"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/testenv"
-	"github.com/corral-dev/corral/internal/testsupervisor"
-	"go.uber.org/zap"
 )
 
 // A node routed by engine auto to the real Codex CLI, behind a readiness
@@ -24,7 +22,6 @@ import (
 // result block comes back through Codex and the node passes.
 func TestANodeRoutedToTheRealCodexCLICompletes(t *testing.T) {
 	engines := testenv.NeedEngineCLI(t, "codex")
-	_, runner := testsupervisor.Binaries(t)
 	yes := true
 	srv := fakemodel.New(fakemodel.Scenario{
 		Name:  "codex plans",
@@ -41,17 +38,9 @@ func TestANodeRoutedToTheRealCodexCLICompletes(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Close() })
 
-	state := t.TempDir()
-	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: runner, Logger: zap.NewNop(),
-		Env: []string{"CORRAL_ENGINES_DIR=" + engines}, Credentials: map[string]string{"openai-api-key": "test-key"},
-		ShutdownGrace: 5 * time.Second, KillGrace: time.Second, StartTimeout: 2 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		m.Shutdown(ctx)
+	m, state := graphtest.Manager(t, func(c *supervisor.Config) {
+		c.Env = []string{"CORRAL_ENGINES_DIR=" + engines}
+		c.Credentials = map[string]string{"openai-api-key": "test-key"}
 	})
 	st, err := store.ForState(state, store.Options{})
 	if err != nil {

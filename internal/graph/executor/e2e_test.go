@@ -18,10 +18,8 @@ import (
 	"github.com/corral-dev/corral/internal/graph/route"
 	"github.com/corral-dev/corral/internal/graph/store"
 	"github.com/corral-dev/corral/internal/supervisor"
-	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
 )
 
 func TestMain(m *testing.M) {
@@ -46,20 +44,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	_, runner := testsupervisor.Binaries(t)
-	state := t.TempDir()
-	m, err := supervisor.New(supervisor.Config{StateDir: state, RunnerPath: runner, Logger: zap.NewNop(),
-		ShutdownGrace: 5 * time.Second, KillGrace: time.Second, StartTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := m.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	m, state := graphtest.Manager(t)
 	st, err := store.ForState(state, store.Options{})
 	if err != nil {
 		t.Fatal(err)

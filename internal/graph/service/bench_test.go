@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/corral-dev/corral/internal/graph/graphapi"
 	"github.com/corral-dev/corral/internal/graph/graphtest"
@@ -26,32 +25,18 @@ func benchService(b *testing.B) *Service {
 	return svc
 }
 
-// bench times fn per call and reports the median in milliseconds.
-func bench(b *testing.B, fn func() error) {
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		t := time.Now()
-		if err := fn(); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(t))
-	}
-	b.ReportMetric(float64(graphtest.Median(ds).Microseconds())/1000, "p50-ms")
-}
-
 // BenchmarkGraph500 times graph_next and graph_status on a 500-node run,
 // each reading the run from disk, beside the read alone (the floor).
 func BenchmarkGraph500(b *testing.B) {
 	svc := benchService(b)
 	ctx := context.Background()
 	b.Run("load", func(b *testing.B) {
-		bench(b, func() error { _, err := svc.Store().Load("big"); return err })
+		graphtest.P50(b, func() error { _, err := svc.Store().Load("big"); return err })
 	})
 	b.Run("next", func(b *testing.B) {
-		bench(b, func() error { _, err := svc.Next(ctx, graphapi.RunRef{RunID: "big"}); return err })
+		graphtest.P50(b, func() error { _, err := svc.Next(ctx, graphapi.RunRef{RunID: "big"}); return err })
 	})
 	b.Run("status", func(b *testing.B) {
-		bench(b, func() error { _, err := svc.Status(ctx, graphapi.StatusRequest{RunID: "big"}); return err })
+		graphtest.P50(b, func() error { _, err := svc.Status(ctx, graphapi.StatusRequest{RunID: "big"}); return err })
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/corral-dev/corral/internal/atomicfile"
 	"github.com/corral-dev/corral/internal/graph"
@@ -29,10 +28,10 @@ func BenchmarkMutation(b *testing.B) {
 		raw, _ := json.Marshal(r)
 		floor := filepath.Join(b.TempDir(), "run.json")
 		b.Run(size.name+"/floor", func(b *testing.B) {
-			timed(b, func() error { return atomicfile.Write(floor, raw, 0o600) })
+			graphtest.P50(b, func() error { return atomicfile.Write(floor, raw, 0o600) })
 		})
 		b.Run(size.name+"/update", func(b *testing.B) {
-			timed(b, func() error {
+			graphtest.P50(b, func() error {
 				_, err := s.Update(context.Background(), "r", func(r *graph.Run) error {
 					r.Emit("bench", "", nil)
 					return nil
@@ -41,18 +40,4 @@ func BenchmarkMutation(b *testing.B) {
 			})
 		})
 	}
-}
-
-// timed times fn per call and reports the median in milliseconds.
-func timed(b *testing.B, fn func() error) {
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		t := time.Now()
-		if err := fn(); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(t))
-	}
-	b.ReportMetric(float64(graphtest.Median(ds).Microseconds())/1000, "p50-ms")
 }
