@@ -46,7 +46,8 @@ func runGraph(ctx context.Context, e *env, args []string) error {
 		return usagef("which graph command?")
 	}
 	if args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
-		graphUsage(e.stdout)
+		// Like every command's --help, on stderr.
+		graphUsage(e.stderr)
 		return nil
 	}
 	sub, rest := args[0], args[1:]
