@@ -591,3 +591,32 @@ func FuzzDecodeRun(f *testing.F) {
 		}
 	})
 }
+
+func TestWhenATicketNoLongerHolds(t *testing.T) {
+	p := Self()
+	held := p.NewTicket()
+	dropped := p.NewTicket()
+	p.Drop(dropped)
+	parent := graph.Ticket{PID: os.Getppid(), Boot: p.Boot(), Nonce: "aa"}
+	reused := parent
+	reused.Start = 1 // the parent started at another time: its pid was reused
+	for name, tc := range map[string]struct {
+		t    graph.Ticket
+		gone bool
+		why  string
+	}{
+		"held by this process":        {held, false, ""},
+		"this pid, no longer held":    {dropped, true, "no longer holds"},
+		"from another boot":           {graph.Ticket{PID: os.Getppid(), Boot: "other", Nonce: "bb"}, true, "another boot"},
+		"a dead owner":                {graph.Ticket{PID: deadPID(t), Boot: p.Boot(), Nonce: "cc"}, true, "is dead"},
+		"a live owner":                {parent, false, ""},
+		"a live pid, another process": {reused, true, "belongs to another process"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			gone, why := p.Gone(tc.t)
+			if gone != tc.gone || !strings.Contains(why, tc.why) {
+				t.Fatalf("Gone = %v, %q; want %v, %q", gone, why, tc.gone, tc.why)
+			}
+		})
+	}
+}
