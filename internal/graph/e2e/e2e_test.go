@@ -95,7 +95,7 @@ func load(t *testing.T, state, run string) *graph.Run {
 // The supervisor is killed with SIGKILL while it runs a node; a supervisor
 // started again on the state folder takes the node over (its claim's owner
 // is dead), runs it, and the run completes.
-func TestTheSupervisorKilledMidNodeThenRestartedCompletesTheRun(t *testing.T) {
+func TestSupervisorKilledMidNodeRestartedCompletes(t *testing.T) {
 	sup := testsupervisor.Start(t, testsupervisor.Options{})
 	state := sup.State
 	a := newAPI(state)
