@@ -224,8 +224,11 @@ func (s *Store) write(r *graph.Run) error {
 		return err
 	}
 	// The events follow the change they describe; run.json is the truth,
-	// so they are not synced.
-	return appendEvents(filepath.Join(dir, eventsFile), missing, events)
+	// so they are not synced. The change is made once run.json is: an
+	// append that fails (a full disk) does not undo it, and the run's tail
+	// brings the events in with the next change.
+	appendEvents(filepath.Join(dir, eventsFile), missing, events)
+	return nil
 }
 
 // appendEvents appends a change's event lines in one write, after cutting

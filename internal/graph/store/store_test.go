@@ -620,3 +620,27 @@ func TestWhenATicketNoLongerHolds(t *testing.T) {
 		})
 	}
 }
+
+// A change whose events cannot be appended (here: events.jsonl is a
+// folder, as good as a full disk for it) is still made, and reported made.
+func TestAChangeIsMadeOnceRunJSONIsWrittenWhateverItsEvents(t *testing.T) {
+	s := openStore(t, Options{})
+	newRun(t, s, "r1")
+	path := filepath.Join(s.Dir("r1"), eventsFile)
+	os.Remove(path)
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Update(context.Background(), "r1", func(r *graph.Run) error { r.Emit("kept", "", nil); return nil })
+	if err != nil || r.Rev != 2 {
+		t.Fatalf("update: rev %v, %v", r, err)
+	}
+	os.Remove(path)
+	if _, err := s.Update(context.Background(), "r1", func(r *graph.Run) error { r.Emit("next", "", nil); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	events, _, _ := s.EventsFrom("r1", 0)
+	if len(events) != 2 || events[0].Type != "kept" || events[1].Type != "next" {
+		t.Fatalf("events %+v: the lost change's events did not come with the next", events)
+	}
+}
