@@ -135,15 +135,10 @@ func (x *Executor) judge(ctx context.Context, run, node string, f *inflight, tex
 		err = r.CheckResult(n, res)
 	}
 	if err != nil {
-		count, merr := x.noteMalformed(ctx, run, node, f, err)
-		if merr != nil {
-			return x.superseded(run, node, f, merr)
-		}
-		if count < maxTries {
+		return x.malformed(ctx, run, node, f, err, text, func() (graph.Verdict, error) {
 			note := fmt.Sprintf("Your previous answer to this briefing could not be used: %s. Answer again, from the start.", err.Error())
 			return x.session(ctx, r, node, f, "", note)
-		}
-		return x.finish(ctx, run, node, f, graph.NodeOutcome{Reason: "malformed result twice: " + err.Error()}, text)
+		})
 	}
 	o := graph.NodeOutcome{StageOK: true, Result: res}
 	if len(res.ChangedFiles) > 0 && f.base != nil {
@@ -162,6 +157,20 @@ func (x *Executor) judge(ctx context.Context, run, node string, f *inflight, tex
 		}
 	}
 	return x.finish(ctx, run, node, f, o, text)
+}
+
+// malformed records a malformed result: the first time, again decides
+// what comes next (a fresh session, a refusal); the second fails the node
+// with the raw text kept as evidence.
+func (x *Executor) malformed(ctx context.Context, run, node string, f *inflight, why error, raw string, again func() (graph.Verdict, error)) (graph.Verdict, error) {
+	count, err := x.noteMalformed(ctx, run, node, f, why)
+	if err != nil {
+		return x.superseded(run, node, f, err)
+	}
+	if count < maxTries {
+		return again()
+	}
+	return x.finish(ctx, run, node, f, graph.NodeOutcome{Reason: "malformed result twice: " + why.Error()}, raw)
 }
 
 func (x *Executor) noteMalformed(ctx context.Context, run, node string, f *inflight, why error) (int, error) {

@@ -66,11 +66,7 @@ func (x *Executor) Submit(ctx context.Context, run, node, claim string, raw json
 		perr = r.CheckResult(n, res)
 	}
 	if perr != nil {
-		count, err := x.noteMalformed(ctx, run, node, f, perr)
-		if err != nil {
-			return x.superseded(run, node, f, err)
-		}
-		if count < maxTries {
+		return x.malformed(ctx, run, node, f, perr, string(raw), func() (graph.Verdict, error) {
 			if prior != nil {
 				// The claim was this submit's own: the node goes back
 				// to pending, the malformed result on its record.
@@ -78,8 +74,7 @@ func (x *Executor) Submit(ctx context.Context, run, node, claim string, raw json
 				x.abandon(run, node, f, perr)
 			}
 			return graph.Verdict{}, perr
-		}
-		return x.finish(ctx, run, node, f, graph.NodeOutcome{Reason: "malformed result twice: " + perr.Error()}, string(raw))
+		})
 	}
 	o := graph.NodeOutcome{StageOK: true, Result: res}
 	if len(res.ChangedFiles) > 0 {
