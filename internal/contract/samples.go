@@ -203,6 +203,7 @@ func Samples() []Sample {
 	add("route.terminal.fatal", "TermFrame", api.TermFrame{Type: api.FrameError, Code: wire.CodeTimeout, Message: "fell 4 MiB behind", Fatal: true})
 	add("route.terminal.exit", "TermFrame", api.TermFrame{Type: api.FrameExit, ExitCode: ptr(-1), Signal: "SIGKILL"})
 	add("route.terminal.resize", "TermFrame", api.TermFrame{Type: api.FrameResize, Cols: 100, Rows: 30})
+	graphSamples(add)
 	// A few runner messages.
 	add("wire.liveEnsure", "Message", wire.Message{T: wire.TLiveEnsure, ReqID: "1", Spec: &spec, Dir: "/state/sessions/3f2a9c0d1e4b"})
 	add("wire.inject", "Message", wire.Message{T: wire.TInject, ReqID: "2", Command: &wire.Command{Cmd: wire.CmdSend, Text: "hi"}})

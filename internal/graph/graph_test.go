@@ -72,7 +72,7 @@ func (d *driver) wantReady(want ...string) {
 	}
 }
 
-func (d *driver) state(id string) State {
+func (d *driver) state(id string) NodeState {
 	d.t.Helper()
 	n := d.r.Node(id)
 	if n == nil {

@@ -291,7 +291,7 @@ func (r *Run) settle(dead *Node, out *RetryOutcome, now time.Time) {
 	switch {
 	case specChain && r.SpecVersion == 0:
 		r.State = RunBlocked
-		r.Outcome = &Outcome{Shipped: []string{}, NotShipped: []Missing{}, Reason: "no spec was ever produced: " + cause}
+		r.Outcome = &Account{Shipped: []string{}, NotShipped: []Missing{}, Reason: "no spec was ever produced: " + cause}
 		r.Emit(EvRunBlocked, dead.ID, map[string]any{"reason": r.Outcome.Reason})
 		return
 	case specChain && r.liveNode(StageReport, "") == nil:
@@ -329,8 +329,8 @@ func (r *Run) updateState(now time.Time) {
 
 // Account is what has shipped and what has not, as the run stands: a
 // subgoal ships when its live gate passed.
-func (r *Run) Account() *Outcome {
-	o := &Outcome{Shipped: []string{}, NotShipped: []Missing{}}
+func (r *Run) Account() *Account {
+	o := &Account{Shipped: []string{}, NotShipped: []Missing{}}
 	if r.Spec != nil {
 		for _, s := range r.Spec.Subgoals {
 			g := r.LiveGate(s.ID)

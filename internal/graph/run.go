@@ -202,7 +202,7 @@ func (r *Run) ReadyNodes() []*Node {
 }
 
 // Event is one line of a run's graph events (events.jsonl in its folder).
-type Event struct {
+type RunEvent struct {
 	Seq  int64           `json:"seq"`
 	TS   time.Time       `json:"ts"`
 	Run  string          `json:"run"`
@@ -235,7 +235,7 @@ func (r *Run) Emit(typ, node string, data any) {
 	if data != nil {
 		raw, _ = json.Marshal(data)
 	}
-	r.events = append(r.events, Event{Run: r.ID, Type: typ, Node: node, Data: raw})
+	r.events = append(r.events, RunEvent{Run: r.ID, Type: typ, Node: node, Data: raw})
 }
 
 // Dirty reports whether the change under way has recorded anything.
@@ -243,7 +243,7 @@ func (r *Run) Dirty() bool { return len(r.events) > 0 }
 
 // TakeEvents returns the events emitted since the last call and forgets
 // them.
-func (r *Run) TakeEvents() []Event {
+func (r *Run) TakeEvents() []RunEvent {
 	ev := r.events
 	r.events = nil
 	return ev

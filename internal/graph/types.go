@@ -72,25 +72,25 @@ var doneVerdict = map[Stage]string{
 }
 
 // State is where a node is.
-type State string
+type NodeState string
 
 // Node states. A node is finished when passed, rejected or failed; terminal
 // when it can never run again (finished, skipped or unreachable).
 const (
-	StatePending     State = "pending"     // waiting for its edges, or ready
-	StateRunning     State = "running"     // claimed
-	StatePassed      State = "passed"      // finished: worked, and a judge's verdict was positive
-	StateRejected    State = "rejected"    // finished: a judge worked and said no
-	StateFailed      State = "failed"      // finished: the stage itself failed
-	StateSkipped     State = "skipped"     // retired by a retry before it ran
-	StateUnreachable State = "unreachable" // a deps ancestor failed for good
+	StatePending     NodeState = "pending"     // waiting for its edges, or ready
+	StateRunning     NodeState = "running"     // claimed
+	StatePassed      NodeState = "passed"      // finished: worked, and a judge's verdict was positive
+	StateRejected    NodeState = "rejected"    // finished: a judge worked and said no
+	StateFailed      NodeState = "failed"      // finished: the stage itself failed
+	StateSkipped     NodeState = "skipped"     // retired by a retry before it ran
+	StateUnreachable NodeState = "unreachable" // a deps ancestor failed for good
 )
 
 // states lists every node state.
-var states = []State{StatePending, StateRunning, StatePassed, StateRejected, StateFailed, StateSkipped, StateUnreachable}
+var states = []NodeState{StatePending, StateRunning, StatePassed, StateRejected, StateFailed, StateSkipped, StateUnreachable}
 
 // Finished reports whether the node ran to an outcome.
-func (s State) Finished() bool {
+func (s NodeState) Finished() bool {
 	return s == StatePassed || s == StateRejected || s == StateFailed
 }
 
@@ -123,8 +123,8 @@ type Run struct {
 	// Tail holds the events of the last change, so that a change whose
 	// events a crash kept out of events.jsonl gets them appended by the
 	// next one, before its own: the feed has no gap.
-	Tail   []Event `json:"tail,omitempty"`
-	Policy Policy  `json:"policy"`
+	Tail   []RunEvent `json:"tail,omitempty"`
+	Policy Policy     `json:"policy"`
 	// Spec is the live spec: the last one setgoal produced that a spec
 	// retry has not retired. SpecVersion counts specs produced.
 	Spec        *Spec `json:"spec,omitempty"`
@@ -135,10 +135,10 @@ type Run struct {
 	Nodes   []*Node        `json:"nodes"`
 	// Outcome is the account of a finished run, written by Corral when the
 	// run ends, whatever the report node said.
-	Outcome *Outcome `json:"outcome,omitempty"`
+	Outcome *Account `json:"outcome,omitempty"`
 
 	index  map[string]*Node
-	events []Event // emitted by the change under way, for the store to append
+	events []RunEvent // emitted by the change under way, for the store to append
 }
 
 // Node is one step of a run.
@@ -150,13 +150,13 @@ type Node struct {
 	// node ids of later attempts end in ":N".
 	Attempt int `json:"attempt"`
 	// SpecVersion is the spec the node belongs to (0 before any spec).
-	SpecVersion int      `json:"specVersion,omitempty"`
-	Deps        []string `json:"deps,omitempty"`
-	After       []string `json:"after,omitempty"`
-	State       State    `json:"state"`
-	StageOK     bool     `json:"stageOk"`
-	Verdict     string   `json:"verdict,omitempty"`
-	Reason      string   `json:"reason,omitempty"`
+	SpecVersion int       `json:"specVersion,omitempty"`
+	Deps        []string  `json:"deps,omitempty"`
+	After       []string  `json:"after,omitempty"`
+	State       NodeState `json:"state"`
+	StageOK     bool      `json:"stageOk"`
+	Verdict     string    `json:"verdict,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
 	// Final marks a failure settled for good: a retry found the budget
 	// gone.
 	Final bool `json:"final,omitempty"`
@@ -302,7 +302,7 @@ type Check struct {
 }
 
 // Outcome is the account of a finished run.
-type Outcome struct {
+type Account struct {
 	Shipped    []string  `json:"shipped"`
 	NotShipped []Missing `json:"notShipped"`
 	// Goal is the goal gate's verdict, or "unreachable".
@@ -314,7 +314,7 @@ type Outcome struct {
 
 // Missing is a subgoal that did not ship, and why.
 type Missing struct {
-	Subgoal string `json:"subgoal"`
-	State   State  `json:"state"`
-	Reason  string `json:"reason"`
+	Subgoal string    `json:"subgoal"`
+	State   NodeState `json:"state"`
+	Reason  string    `json:"reason"`
 }

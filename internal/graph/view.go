@@ -9,14 +9,14 @@ import (
 // Verdict is the compact account of a node a caller gets: enough to decide
 // what to do next, never the node's whole result (that stays in the run).
 type Verdict struct {
-	NodeID  string `json:"nodeId"`
-	Stage   Stage  `json:"stage"`
-	Engine  string `json:"engine,omitempty"`
-	Model   string `json:"model,omitempty"`
-	State   State  `json:"state"`
-	StageOK bool   `json:"stageOk"`
-	Verdict string `json:"verdict,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	NodeID  string    `json:"nodeId"`
+	Stage   Stage     `json:"stage"`
+	Engine  string    `json:"engine,omitempty"`
+	Model   string    `json:"model,omitempty"`
+	State   NodeState `json:"state"`
+	StageOK bool      `json:"stageOk"`
+	Verdict string    `json:"verdict,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
 	// Superseded is set when the caller's result or interruption arrived
 	// under a ticket that no longer held the node.
 	Superseded bool `json:"superseded,omitempty"`
@@ -83,7 +83,7 @@ func VerdictOf(n *Node) Verdict {
 }
 
 // Status is one run as graph_status shows it.
-type Status struct {
+type RunStatus struct {
 	ID        string    `json:"runId"`
 	State     RunState  `json:"state"`
 	Request   string    `json:"request"`
@@ -100,7 +100,7 @@ type Status struct {
 	Blocked  []Blocked    `json:"blocked"`
 	Last     *Verdict     `json:"last,omitempty"`
 	Nodes    []NodeRow    `json:"nodes"`
-	Outcome  *Outcome     `json:"outcome,omitempty"`
+	Outcome  *Account     `json:"outcome,omitempty"`
 }
 
 // StageCount counts a stage's live nodes by state.
@@ -125,9 +125,9 @@ type SubgoalRow struct {
 
 // NodeRef is a node's id and where it stands.
 type NodeRef struct {
-	ID      string `json:"id"`
-	State   State  `json:"state"`
-	Verdict string `json:"verdict,omitempty"`
+	ID      string    `json:"id"`
+	State   NodeState `json:"state"`
+	Verdict string    `json:"verdict,omitempty"`
 }
 
 // Running is a node being run now.
@@ -142,9 +142,9 @@ type Running struct {
 // Blocked is a live node that stops progress until something is done: a
 // failure to retry (Retry names the target), or a node waiting on one.
 type Blocked struct {
-	Node   string `json:"node"`
-	State  State  `json:"state"`
-	Reason string `json:"reason"`
+	Node   string    `json:"node"`
+	State  NodeState `json:"state"`
+	Reason string    `json:"reason"`
 	// Retry is the graph_retry target that moves on ("" means the spec;
 	// absent when no retry applies).
 	Retry *string `json:"retry,omitempty"`
@@ -164,8 +164,8 @@ type NodeRow struct {
 }
 
 // StatusOf is a run's status at time now.
-func StatusOf(r *Run, now time.Time) *Status {
-	st := &Status{ID: r.ID, State: r.State, Request: clip(r.Request, 500), Cwd: r.Cwd, CreatedAt: r.CreatedAt,
+func StatusOf(r *Run, now time.Time) *RunStatus {
+	st := &RunStatus{ID: r.ID, State: r.State, Request: clip(r.Request, 500), Cwd: r.Cwd, CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt, Rev: r.Rev, Now: []Running{}, Next: []string{}, Blocked: []Blocked{}, Nodes: make([]NodeRow, 0, len(r.Nodes)),
 		Outcome: r.Outcome}
 	counts := make(map[Stage]*StageCount, len(Stages))

@@ -3,6 +3,7 @@ package schema
 import (
 	"reflect"
 
+	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/hunks"
@@ -107,7 +108,7 @@ func Default() *Registry {
 		Types: []any{
 			wire.Spec{}, api.Session{}, wire.Reply{}, wire.Error{}, wire.Status{},
 			api.SessionReply{}, api.SessionsReply{}, api.HealthReply{}, api.WaitReply{},
-			api.FeedItem{}, api.TermFrame{}, wire.Message{},
+			api.FeedItem{}, api.TermFrame{}, wire.Message{}, graph.RunEvent{},
 		},
 		Events: []Event{
 			{Type: wire.EvSessionStarted, Data: wire.SessionStartedData{}, Doc: "The session became live in a runner, with an empty log."},
@@ -172,6 +173,9 @@ func Default() *Registry {
 			typeOf[gate.Category]():      {string(gate.CategoryShell), string(gate.CategoryEdit), string(gate.CategoryRead), string(gate.CategoryNetwork), string(gate.CategoryWeb), string(gate.CategoryMCP)},
 			typeOf[hunks.Kind]():         {string(hunks.KindModify), string(hunks.KindCreate), string(hunks.KindDelete)},
 			typeOf[hunks.Op]():           {"context", "delete", "add"},
+			typeOf[graph.Stage]():        stages(),
+			typeOf[graph.NodeState]():    {string(graph.StatePending), string(graph.StateRunning), string(graph.StatePassed), string(graph.StateRejected), string(graph.StateFailed), string(graph.StateSkipped), string(graph.StateUnreachable)},
+			typeOf[graph.RunState]():     {string(graph.RunOpen), string(graph.RunComplete), string(graph.RunBlocked)},
 		},
 		FieldEnums: map[string][]string{
 			"Spec.mode":                  modes,
@@ -186,6 +190,7 @@ func Default() *Registry {
 			"TurnEndedData.outcome":      {"done", "stopped", "failed", "interrupted"},
 			"ToolFinishedData.outcome":   {"ok", "error", "denied", "partial", "stopped"},
 			"RotatedData.reason":         {"fork", "clear"},
+			"StagePolicy.mode":           modes,
 			"TermFrame.type":             {api.FrameOpened, api.FrameExit, api.FrameError, api.FrameResize},
 			"TermFrame.role":             {api.RoleOwner, api.RoleReadOnly},
 			"Term.role":                  {api.RoleOwner, api.RoleReadOnly},
@@ -193,12 +198,14 @@ func Default() *Registry {
 		},
 		RawTypes: map[string]reflect.Type{
 			"AskOpenedData.parts": typeOf[[]gate.Part](),
+			"SubmitBody.result":   typeOf[graph.Result](),
 		},
 		RawRefs: map[string]string{
 			"FeedItem.event":   "SessionEvent",
 			"WaitReply.events": "SessionEvent",
 			"Message.event":    "SessionEvent",
 			"Reply.result":     "",
+			"RunEvent.data":    "",
 			"Message.result":   "",
 			"Message.args":     "",
 		},
@@ -211,8 +218,33 @@ func Default() *Registry {
 			"Status.queued":          true, // runner.status, and the status of a session without a runner
 			"Status.openAsks":        true,
 			"Status.pendingEdits":    true,
+			// graph.StatusOf, graph.SummaryOf, graph.Run.Account,
+			// graph.Run.Retry and the graph service make these.
+			"RunStatus.stages":          true,
+			"RunStatus.now":             true,
+			"RunStatus.next":            true,
+			"RunStatus.blocked":         true,
+			"RunStatus.nodes":           true,
+			"Summary.running":           true,
+			"Account.shipped":           true,
+			"Account.notShipped":        true,
+			"OpenResponse.ready":        true,
+			"NextResponse.ready":        true,
+			"NextResponse.running":      true,
+			"NextResponse.blocked":      true,
+			"RetryResponse.unreachable": true,
+			"RetryResponse.ready":       true,
 		},
 	}
 }
 
 var modes = []string{"review", "auto", "readonly"}
+
+// stages are the graph stages' names.
+func stages() []string {
+	out := make([]string, len(graph.Stages))
+	for i, s := range graph.Stages {
+		out[i] = string(s)
+	}
+	return out
+}

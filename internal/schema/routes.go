@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"github.com/corral-dev/corral/internal/graph/graphapi"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -8,6 +9,7 @@ import (
 // routes are the HTTP API's routes (docs/api.md).
 func routes() []Route {
 	id := "/v1/sessions/{id}"
+	run := "/v1/graphs/{run}"
 	return []Route{
 		{Method: "GET", Path: "/v1/health", Summary: "Whether the supervisor answers, and how many sessions are live.", Reply: api.HealthReply{}},
 		{Method: "GET", Path: "/v1/openapi.json", Summary: "This document.", Reply: map[string]any{}},
@@ -35,6 +37,18 @@ func routes() []Route {
 		{Method: "GET", Path: id + "/workspace", Summary: "The session's workspace: its worktree, branch, and changes against the base.", Reply: api.WorkspaceReply{}},
 		{Method: "POST", Path: id + "/workspace/commit", Summary: "Commit everything in the workspace.", Body: api.CommitRequest{}, Reply: api.CommitReply{}},
 		{Method: "POST", Path: id + "/workspace/merge", Summary: "Merge the workspace's branch into its base branch, locally, never forced.", Body: struct{}{}, Reply: api.MergeReply{}},
+		{Method: "POST", Path: "/v1/graphs", Summary: "Open a graph run on a request (docs/graph.md).", Body: graphapi.OpenRequest{}, Status: 201, Reply: graphapi.OpenResponse{}},
+		{Method: "GET", Path: "/v1/graphs", Summary: "Every graph run, with the nodes running now and the last to finish.", Reply: graphapi.StatusResponse{}},
+		{Method: "GET", Path: run, Summary: "One graph run: stage rail, subgoals, now / next / blocked, nodes and routing.", Reply: graphapi.StatusResponse{}},
+		{Method: "GET", Path: run + "/next", Summary: "The nodes that may run now and how each would be routed, what runs, what is blocked.", Reply: graphapi.NextResponse{}},
+		{Method: "POST", Path: run + "/nodes/{node}/run", Summary: "Run one node to its verdict, in the supervisor; the request lasts as long as the node.", Reply: graphapi.VerdictResponse{}},
+		{Method: "POST", Path: run + "/nodes/{node}/submit", Summary: "Submit the result of a node the caller ran itself.", Body: graphapi.SubmitBody{}, Reply: graphapi.VerdictResponse{}},
+		{Method: "POST", Path: run + "/retry", Summary: "Retry a failure, or settle it when the budget is gone.", Body: graphapi.RetryBody{}, Reply: graphapi.RetryResponse{}},
+		{Method: "GET", Path: run + "/events", Summary: "The run's graph events: its log, then live until the run ends.", Stream: "RunEvent", Params: append([]Param{
+			{Name: "from", In: "query", Schema: intg, Doc: "the first seq wanted (0 and 1: everything)"},
+			{Name: "follow", In: "query", Schema: boo, Doc: "false ends the stream at the end of the log (default true)"},
+			{Name: "Last-Event-ID", In: "header", Schema: intg, Doc: "the last seq received: the stream resumes after it (wins over from)"},
+		}, streamParams...)},
 		{Method: "GET", Path: id + "/terminals/{termId}", Summary: "Attach to a terminal of the session (WebSocket).", Frames: "TermFrame", Params: []Param{
 			{Name: "role", In: "query", Schema: enum(api.RoleOwner, api.RoleReadOnly), Doc: "the role asked for (default read-only)"},
 			{Name: "cols", In: "query", Schema: intg, Doc: "the window's width, 1 to 65535"},

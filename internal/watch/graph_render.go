@@ -26,7 +26,7 @@ func (t GraphTab) String() string {
 
 // RenderGraph renders a graph run's status as one tab of the graph view.
 // It is a pure function of the status, so the view is golden-tested.
-func RenderGraph(st *graph.Status, tab GraphTab, s Style) string {
+func RenderGraph(st *graph.RunStatus, tab GraphTab, s Style) string {
 	var b strings.Builder
 	head := fmt.Sprintf("● graph run %s · %s", st.ID, runState(st.State, s))
 	b.WriteString(head + "\n")
@@ -63,7 +63,7 @@ func runState(rs graph.RunState, s Style) string {
 }
 
 // mark is a node state's one-character sign.
-func mark(state graph.State, s Style) string {
+func mark(state graph.NodeState, s Style) string {
 	switch state {
 	case graph.StatePassed:
 		return s.OK.Render("✓")
@@ -79,7 +79,7 @@ func mark(state graph.State, s Style) string {
 	return s.Dim.Render("·")
 }
 
-func renderFlow(b *strings.Builder, st *graph.Status, s Style) {
+func renderFlow(b *strings.Builder, st *graph.RunStatus, s Style) {
 	// The stage rail: each stage's live nodes, done of total.
 	var rail []string
 	for _, c := range st.Stages {
@@ -201,7 +201,7 @@ func cell(label string, n *graph.NodeRef, s Style) string {
 	return out
 }
 
-func renderNodes(b *strings.Builder, st *graph.Status, s Style) {
+func renderNodes(b *strings.Builder, st *graph.RunStatus, s Style) {
 	var todo, doing, done []graph.NodeRow
 	ready := map[string]bool{}
 	for _, id := range st.Next {

@@ -103,12 +103,12 @@ type graphModel struct {
 	tab    GraphTab
 	follow bool
 	style  Style
-	st     *graph.Status
+	st     *graph.RunStatus
 	err    error
 }
 
 type graphStatusMsg struct {
-	st  *graph.Status
+	st  *graph.RunStatus
 	err error
 }
 

@@ -78,7 +78,7 @@ func TestGraphViewMatchesGoldenFiles(t *testing.T) {
 // fakeGraphs serves a sequence of statuses, the last one for ever.
 type fakeGraphs struct {
 	mu    sync.Mutex
-	seq   []*graph.Status
+	seq   []*graph.RunStatus
 	calls int
 }
 
@@ -97,7 +97,7 @@ func TestPlainGraphPrintsAFrameAtEachChangeUntilTheRunEnds(t *testing.T) {
 	done := *open
 	done.Rev++
 	done.State = graph.RunComplete
-	src := &fakeGraphs{seq: []*graph.Status{open, &same, &done}}
+	src := &fakeGraphs{seq: []*graph.RunStatus{open, &same, &done}}
 	var out strings.Builder
 	cfg := config{Options: Options{Graph: "r1", Follow: true}, plain: true}
 	if err := plainGraph(context.Background(), cfg, src, FlowTab, &out); err != nil {
@@ -113,7 +113,7 @@ func TestPlainGraphPrintsAFrameAtEachChangeUntilTheRunEnds(t *testing.T) {
 
 func TestTheGraphViewSwitchesTabsAndOnlyReads(t *testing.T) {
 	st := graph.StatusOf(sampleRun(t), time.Now())
-	m := &graphModel{ctx: context.Background(), src: &fakeGraphs{seq: []*graph.Status{st}}, run: "r1", follow: true, style: PlainStyle()}
+	m := &graphModel{ctx: context.Background(), src: &fakeGraphs{seq: []*graph.RunStatus{st}}, run: "r1", follow: true, style: PlainStyle()}
 	if cmd := m.Init(); cmd == nil {
 		t.Fatal("no first read")
 	}

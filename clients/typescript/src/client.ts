@@ -8,6 +8,18 @@ import type {
   CommitRequest,
   MergeReply,
   MergeResult,
+  NextResponse,
+  OpenRequest,
+  OpenResponse,
+  RetryBody,
+  RetryResponse,
+  RunEvent,
+  RunStatus,
+  StatusResponse,
+  SubmitBody,
+  Summary,
+  Verdict,
+  VerdictResponse,
   WorkspaceReply,
   WorkspaceStatus,
   FeedItem,
@@ -210,6 +222,64 @@ export class CorralClient {
   async mergeWorkspace(id: string, signal?: AbortSignal): Promise<MergeResult> {
     const r = await this.call<MergeReply>("POST", `/sessions/${encodeURIComponent(id)}/workspace/merge`, {}, signal);
     return r.result as MergeResult;
+  }
+
+  /** Opens a graph run on a request (docs/graph.md); answers its id and first ready nodes. */
+  openGraph(req: OpenRequest, signal?: AbortSignal): Promise<OpenResponse> {
+    return this.call<OpenResponse>("POST", "/graphs", req, signal);
+  }
+
+  /** Every graph run, with the nodes running now and the last to finish. */
+  async graphs(signal?: AbortSignal): Promise<Summary[]> {
+    const r = await this.call<StatusResponse>("GET", "/graphs", undefined, signal);
+    return r.runs ?? [];
+  }
+
+  /** One graph run's status. */
+  async graph(run: string, signal?: AbortSignal): Promise<RunStatus> {
+    const r = await this.call<StatusResponse>("GET", `/graphs/${encodeURIComponent(run)}`, undefined, signal);
+    return r.run as RunStatus;
+  }
+
+  /** The nodes that may run now and how each would be routed, what runs, what is blocked. */
+  graphNext(run: string, signal?: AbortSignal): Promise<NextResponse> {
+    return this.call<NextResponse>("GET", `/graphs/${encodeURIComponent(run)}/next`, undefined, signal);
+  }
+
+  /** Runs one node to its verdict in the supervisor; the request lasts as long as the node. */
+  async runNode(run: string, node: string, signal?: AbortSignal): Promise<Verdict> {
+    const r = await this.call<VerdictResponse>("POST", `/graphs/${encodeURIComponent(run)}/nodes/${encodeURIComponent(node)}/run`, undefined, signal);
+    return r.verdict as Verdict;
+  }
+
+  /** Submits the result of a node the caller ran itself. */
+  async submitNode(run: string, node: string, body: SubmitBody, signal?: AbortSignal): Promise<Verdict> {
+    const r = await this.call<VerdictResponse>("POST", `/graphs/${encodeURIComponent(run)}/nodes/${encodeURIComponent(node)}/submit`, body, signal);
+    return r.verdict as Verdict;
+  }
+
+  /** Retries a failure (a subgoal; none: the spec; "report"), or settles it when the budget is gone. */
+  retryGraph(run: string, subgoal?: string, signal?: AbortSignal): Promise<RetryResponse> {
+    const body: RetryBody = subgoal === undefined ? {} : { subgoal };
+    return this.call<RetryResponse>("POST", `/graphs/${encodeURIComponent(run)}/retry`, body, signal);
+  }
+
+  /**
+   * A graph run's events, in seq order; a followed stream (the default)
+   * reconnects and resumes like events(), and ends after the event that
+   * ends the run (runComplete, runBlocked).
+   */
+  async *graphEvents(run: string, opts: EventsOptions = {}): AsyncGenerator<RunEvent> {
+    const follow = opts.follow ?? true;
+    let next = Math.max(opts.from ?? 1, 1);
+    const path = () => `/graphs/${encodeURIComponent(run)}/events?` + new URLSearchParams({ format: "ndjson", from: String(next), follow: String(follow) });
+    for await (const line of this.lines(path, follow, opts, replyEnd)) {
+      const ev = JSON.parse(line) as RunEvent;
+      if (ev.seq < next) continue; // given before a reconnection
+      next = ev.seq + 1;
+      yield ev;
+      if (ev.type === "runComplete" || ev.type === "runBlocked") return;
+    }
   }
 
   /**

@@ -17,6 +17,9 @@ import {
   type Command,
   type CommandOf,
   type FeedItem,
+  type OpenRequest,
+  type RunEvent,
+  type SubmitBody,
   type Reply,
   type SessionEvent,
   type Spec,
@@ -132,6 +135,45 @@ test("every route's reply decodes", async () => {
     assert.deepEqual(w, read(name));
     write(name, "WaitReply", w);
   }
+});
+
+test("every graph route's reply decodes", async () => {
+  const reply = (name: string) => serving(() => json(read(name)));
+  let sent: unknown;
+  const echoing = (name: string) =>
+    serving((_, init) => {
+      sent = init?.body === undefined ? undefined : JSON.parse(String(init.body));
+      return json(read(name));
+    });
+  const opened = await echoing("route.openGraph.reply").openGraph(read("route.openGraph.request") as OpenRequest);
+  assert.deepEqual(sent, read("route.openGraph.request"));
+  write("route.openGraph.request", "OpenRequest", sent);
+  write("route.openGraph.reply", "OpenResponse", opened);
+  write("route.graphs.reply", "StatusResponse", { ok: true, runs: await reply("route.graphs.reply").graphs() });
+  write("route.graph.reply", "StatusResponse", { ok: true, run: await reply("route.graph.reply").graph("r1") });
+  write("route.graphNext.reply", "NextResponse", await reply("route.graphNext.reply").graphNext("r1"));
+  for (const name of ["route.runNode.reply", "route.runNode.needsHuman", "route.runNode.self"]) {
+    write(name, "VerdictResponse", { ok: true, verdict: await reply(name).runNode("r1", "gate:U3") });
+  }
+  const submitted = await echoing("route.submitNode.reply").submitNode("r1", "report", read("route.submitNode.request") as SubmitBody);
+  assert.deepEqual(sent, read("route.submitNode.request"));
+  write("route.submitNode.request", "SubmitBody", sent);
+  write("route.submitNode.reply", "VerdictResponse", { ok: true, verdict: submitted });
+  for (const name of ["route.retryGraph.reply", "route.retryGraph.settled"]) {
+    const r = await echoing(name).retryGraph("r1", "U3");
+    assert.deepEqual(sent, read("route.retryGraph.request"));
+    write(name, "RetryResponse", r);
+  }
+  write("route.retryGraph.request", "RetryBody", sent);
+});
+
+test("a graph run's events decode", async () => {
+  const samples = of("route.graphEvents.").map((s) => ({ name: s.name, ev: read(s.name) as RunEvent }));
+  const c = serving(() => ndjson(samples.map((s) => s.ev)));
+  const got: RunEvent[] = [];
+  for await (const ev of c.graphEvents("r1", { follow: false })) got.push(ev);
+  assert.deepEqual(got, samples.map((s) => s.ev));
+  samples.forEach((s, i) => write(s.name, "RunEvent", got[i]));
 });
 
 test("every item of the multiplexed stream decodes, and streamEnded ends it", async () => {

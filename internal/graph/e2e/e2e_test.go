@@ -162,7 +162,7 @@ func TestSupervisorKilledMidNodeRestartedCompletes(t *testing.T) {
 }
 
 // events reads a run's graph events as NDJSON, without following.
-func (a *api) events(t *testing.T, run string) []graph.Event {
+func (a *api) events(t *testing.T, run string) []graph.RunEvent {
 	t.Helper()
 	resp, err := a.hc.Get("http://corral/v1/graphs/" + run + "/events?format=ndjson&follow=false")
 	if err != nil {
@@ -170,9 +170,9 @@ func (a *api) events(t *testing.T, run string) []graph.Event {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var out []graph.Event
+	var out []graph.RunEvent
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var e graph.Event
+		var e graph.RunEvent
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("event line %q: %v", line, err)
 		}

@@ -87,7 +87,7 @@ func TestTheGraphRoutes(t *testing.T) {
 		t.Fatalf("stream starts %q", blocks[:2])
 	}
 	lastLines := strings.Split(blocks[len(blocks)-1], "\n")
-	var e graph.Event
+	var e graph.RunEvent
 	if err := json.Unmarshal([]byte(strings.TrimPrefix(lastLines[2], "data: ")), &e); err != nil || e.Type != graph.EvRunComplete {
 		t.Fatalf("last block %q (%v)", blocks[len(blocks)-1], err)
 	}

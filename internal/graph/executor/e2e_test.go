@@ -55,7 +55,7 @@ func (rg *rig) open(t *testing.T, p graph.Policy) string {
 	return r.ID
 }
 
-func (rg *rig) run(t *testing.T, node string, want graph.State) graph.Verdict {
+func (rg *rig) run(t *testing.T, node string, want graph.NodeState) graph.Verdict {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

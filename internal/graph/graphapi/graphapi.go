@@ -92,8 +92,54 @@ type StatusRequest struct {
 
 // StatusReply is one run's status or every run's summary.
 type StatusReply struct {
-	Run  *graph.Status   `json:"run,omitempty"`
-	Runs []graph.Summary `json:"runs,omitempty"`
+	Run  *graph.RunStatus `json:"run,omitempty"`
+	Runs []graph.Summary  `json:"runs,omitempty"`
+}
+
+// The bodies of the /v1/graphs routes' successful replies: each
+// operation's reply with "ok": true (docs/api.md).
+type (
+	// OpenResponse answers POST /v1/graphs.
+	OpenResponse struct {
+		OK bool `json:"ok"`
+		OpenReply
+	}
+	// NextResponse answers GET /v1/graphs/{run}/next.
+	NextResponse struct {
+		OK bool `json:"ok"`
+		NextReply
+	}
+	// VerdictResponse answers a node's run or submit.
+	VerdictResponse struct {
+		OK      bool           `json:"ok"`
+		Verdict *graph.Verdict `json:"verdict"`
+	}
+	// RetryResponse answers POST /v1/graphs/{run}/retry.
+	RetryResponse struct {
+		OK bool `json:"ok"`
+		RetryReply
+	}
+	// StatusResponse answers GET /v1/graphs and GET /v1/graphs/{run}.
+	StatusResponse struct {
+		OK bool `json:"ok"`
+		StatusReply
+	}
+)
+
+// SubmitBody is the body of POST /v1/graphs/{run}/nodes/{node}/submit.
+type SubmitBody struct {
+	// Claim is the token a run gave for a node routed to self; empty
+	// claims a pending node in the same step.
+	Claim string `json:"claim,omitempty"`
+	// Result is the node's result object (docs/graph.md, Results).
+	Result json.RawMessage `json:"result"`
+}
+
+// RetryBody is the body of POST /v1/graphs/{run}/retry.
+type RetryBody struct {
+	// Subgoal is the subgoal to retry; empty retries the spec, "report"
+	// the report.
+	Subgoal string `json:"subgoal,omitempty"`
 }
 
 // ErrorBody is a failed graph operation as the HTTP API and the MCP
@@ -125,4 +171,4 @@ func ToError(err error) ErrorBody {
 	return ErrorBody{Message: we.Message, Code: we.Code, StatusCode: we.StatusCode, GraphCode: graph.Code(we.Code)}
 }
 
-// Event types of a run's graph event stream are graph.Event's.
+// Event types of a run's graph event stream are graph.RunEvent's.

@@ -234,7 +234,7 @@ func (s *Store) write(r *graph.Run) error {
 // appendEvents appends a change's event lines in one write, after cutting
 // a torn last line a crash left and adding whichever of the previous
 // change's events (missing) the file lacks.
-func appendEvents(path string, missing, events []graph.Event) error {
+func appendEvents(path string, missing, events []graph.RunEvent) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -329,7 +329,7 @@ const maxEventLine = 1 << 20
 // EventsFrom reads a run's complete event lines from byte offset on, and
 // returns them with the offset after the last one read. A torn last line
 // is left for a later read.
-func (s *Store) EventsFrom(id string, offset int64) ([]graph.Event, int64, error) {
+func (s *Store) EventsFrom(id string, offset int64) ([]graph.RunEvent, int64, error) {
 	if !graph.ValidRunID(id) {
 		return nil, offset, unknownRun(id)
 	}
@@ -348,7 +348,7 @@ func (s *Store) EventsFrom(id string, offset int64) ([]graph.Event, int64, error
 	if err != nil {
 		return nil, offset, err
 	}
-	var out []graph.Event
+	var out []graph.RunEvent
 	for {
 		i := bytes.IndexByte(raw, '\n')
 		if i < 0 {
@@ -360,7 +360,7 @@ func (s *Store) EventsFrom(id string, offset int64) ([]graph.Event, int64, error
 		if len(line) > maxEventLine {
 			continue
 		}
-		var e graph.Event
+		var e graph.RunEvent
 		if json.Unmarshal(line, &e) == nil {
 			out = append(out, e)
 		}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -29,27 +28,6 @@ type graphs struct {
 
 func newGraphs(s *server, svc *service.Service) *graphs {
 	return &graphs{s: s, svc: svc}
-}
-
-// reply writes a reply object with "ok": true among its fields.
-func reply(w http.ResponseWriter, status int, v any) {
-	raw, err := json.Marshal(v)
-	if err != nil || len(raw) < 2 || raw[0] != '{' {
-		writeError(w, fmt.Errorf("encode reply: %v", err))
-		return
-	}
-	body := append([]byte(`{"ok":true`), raw[1:]...)
-	if len(raw) > 2 {
-		body = append([]byte(`{"ok":true,`), raw[1:]...)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
-}
-
-// verdictReply is the body of run and submit.
-type verdictReply struct {
-	Verdict *graph.Verdict `json:"verdict"`
 }
 
 func writeGraphError(w http.ResponseWriter, err error) {
@@ -81,7 +59,7 @@ func (g *graphs) open(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/graphs/"+out.RunID)
-	reply(w, http.StatusCreated, out)
+	writeJSON(w, http.StatusCreated, graphapi.OpenResponse{OK: true, OpenReply: *out})
 }
 
 func (g *graphs) list(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +71,7 @@ func (g *graphs) list(w http.ResponseWriter, r *http.Request) {
 		writeGraphError(w, err)
 		return
 	}
-	reply(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, graphapi.StatusResponse{OK: true, StatusReply: *out})
 }
 
 func (g *graphs) status(w http.ResponseWriter, r *http.Request) {
@@ -105,7 +83,7 @@ func (g *graphs) status(w http.ResponseWriter, r *http.Request) {
 		writeGraphError(w, err)
 		return
 	}
-	reply(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, graphapi.StatusResponse{OK: true, StatusReply: *out})
 }
 
 func (g *graphs) next(w http.ResponseWriter, r *http.Request) {
@@ -117,7 +95,7 @@ func (g *graphs) next(w http.ResponseWriter, r *http.Request) {
 		writeGraphError(w, err)
 		return
 	}
-	reply(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, graphapi.NextResponse{OK: true, NextReply: *out})
 }
 
 // run runs a node to its verdict; the request lasts as long as the node.
@@ -130,17 +108,14 @@ func (g *graphs) run(w http.ResponseWriter, r *http.Request) {
 		writeGraphError(w, err)
 		return
 	}
-	reply(w, http.StatusOK, &verdictReply{Verdict: v})
+	writeJSON(w, http.StatusOK, graphapi.VerdictResponse{OK: true, Verdict: v})
 }
 
 func (g *graphs) submit(w http.ResponseWriter, r *http.Request) {
 	if !g.enabled(w) {
 		return
 	}
-	var body struct {
-		Claim  string          `json:"claim,omitempty"`
-		Result json.RawMessage `json:"result"`
-	}
+	var body graphapi.SubmitBody
 	if err := decodeBody(w, r, &body); err != nil {
 		writeError(w, err)
 		return
@@ -150,16 +125,14 @@ func (g *graphs) submit(w http.ResponseWriter, r *http.Request) {
 		writeGraphError(w, err)
 		return
 	}
-	reply(w, http.StatusOK, &verdictReply{Verdict: v})
+	writeJSON(w, http.StatusOK, graphapi.VerdictResponse{OK: true, Verdict: v})
 }
 
 func (g *graphs) retry(w http.ResponseWriter, r *http.Request) {
 	if !g.enabled(w) {
 		return
 	}
-	var body struct {
-		Subgoal string `json:"subgoal,omitempty"`
-	}
+	var body graphapi.RetryBody
 	if err := decodeBody(w, r, &body); err != nil {
 		writeError(w, err)
 		return
@@ -169,7 +142,7 @@ func (g *graphs) retry(w http.ResponseWriter, r *http.Request) {
 		writeGraphError(w, err)
 		return
 	}
-	reply(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, graphapi.RetryResponse{OK: true, RetryReply: *out})
 }
 
 // events streams a run's graph events (SSE, or NDJSON), from seq from; a
@@ -190,8 +163,8 @@ func (g *graphs) events(w http.ResponseWriter, r *http.Request) {
 		writeGraphError(w, err)
 		return
 	}
-	var pending []graph.Event
-	take := func(batch []graph.Event) {
+	var pending []graph.RunEvent
+	take := func(batch []graph.RunEvent) {
 		for _, e := range batch {
 			if e.Seq >= q.from {
 				pending = append(pending, e)
@@ -199,7 +172,11 @@ func (g *graphs) events(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	take(batch)
+	// A run that has ended has nothing more to follow.
 	ended := false
+	if r, err := st.Load(run); err == nil && r.State != graph.RunOpen {
+		ended = true
+	}
 	var idBuf []byte
 	g.s.serveStream(w, r, q.streamQuery, "graph run "+run, func() bool { return len(pending) > 0 },
 		func(ctx context.Context, sw *streamWriter) error {
