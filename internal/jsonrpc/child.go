@@ -46,7 +46,7 @@ type ChildOptions struct {
 	// DefaultDrainGrace and DefaultStopGrace.
 	ExitGrace, DrainGrace, StopGrace time.Duration
 	// Gone, when set, runs once after the process and the connection have
-	// both ended (Done is closed).
+	// both ended, and before Done is closed. It must not wait on Done.
 	Gone func(*Child)
 }
 
@@ -113,7 +113,8 @@ type Child struct {
 	exited  chan struct{} // closed once the process has been waited for
 	waitErr error         // valid after exited
 	ended   chan struct{} // closed once reading has ended
-	done    chan struct{} // closed once the connection and the process are both finished
+	served  chan struct{} // closed once the connection and the process are both finished
+	done    chan struct{} // closed after served, once Gone has returned
 	exit    *ExitError    // valid after done
 
 	mu       sync.Mutex
@@ -181,6 +182,7 @@ func adopt(cmd *exec.Cmd, stdout io.ReadCloser, stdin io.WriteCloser, tail *proc
 		stdin:  stdin,
 		exited: make(chan struct{}),
 		ended:  make(chan struct{}),
+		served: make(chan struct{}),
 		done:   make(chan struct{}),
 	}
 	connOpts := opts.Conn
@@ -194,10 +196,14 @@ func adopt(cmd *exec.Cmd, stdout io.ReadCloser, stdin io.WriteCloser, tail *proc
 	go c.drainWatch()
 	go func() {
 		_ = c.conn.Serve()
-		close(c.done)
+		close(c.served)
+		// Gone runs before Done closes, so whoever waits on Done also
+		// waits for Gone: nothing it does (a log line, a field it sets)
+		// outlives the wait.
 		if opts.Gone != nil {
 			opts.Gone(c)
 		}
+		close(c.done)
 	}()
 	return c
 }
@@ -268,7 +274,7 @@ func (c *Child) onWriteError(error) {
 		defer t.Stop()
 		select {
 		case <-c.exited:
-		case <-c.done:
+		case <-c.served:
 		case <-t.C:
 			c.Kill()
 		}
@@ -281,7 +287,8 @@ func (c *Child) Conn() *Conn { return c.conn }
 // Pid is the process id, which is also its process group id.
 func (c *Child) Pid() int { return c.cmd.Process.Pid }
 
-// Done is closed once the process has exited and the connection has ended.
+// Done is closed once the process has exited, the connection has ended
+// and Gone has returned.
 func (c *Child) Done() <-chan struct{} { return c.done }
 
 // Exited is closed once the process has exited (its output may still be
@@ -291,7 +298,7 @@ func (c *Child) Exited() <-chan struct{} { return c.exited }
 // Alive reports whether the process runs and the connection works.
 func (c *Child) Alive() bool {
 	select {
-	case <-c.done:
+	case <-c.served:
 		return false
 	case <-c.ended:
 		return false
@@ -303,7 +310,7 @@ func (c *Child) Alive() bool {
 // Err returns how the process ended, once Done is closed (nil before).
 func (c *Child) Err() *ExitError {
 	select {
-	case <-c.done:
+	case <-c.served:
 		return c.exit
 	default:
 		return nil
@@ -338,7 +345,7 @@ func (c *Child) Stop(grace time.Duration) {
 			proc.StopGroup(c.cmd, c.exited, orDuration(c.opts.StopGrace, DefaultStopGrace))
 		}
 	})
-	<-c.done
+	<-c.served
 }
 
 // lineWriter hands what is written to it to line, one line at a time.

@@ -124,6 +124,23 @@ func TestChildAnswersCalls(t *testing.T) {
 	}
 }
 
+// Done waits for Gone: what Gone does (here, a plain write; in the
+// engines, a log line through the test's logger) happens before anyone
+// waiting on Done goes on, so -race sees no conflict.
+func TestDoneClosesAfterGoneHasReturned(t *testing.T) {
+	var how string // written by Gone, read after Done, no lock on purpose
+	c := startHelper(t, "echo", ChildOptions{Gone: func(c *Child) {
+		time.Sleep(10 * time.Millisecond) // widen the window a wrong order would race in
+		how = c.Err().Status()
+		c.Stop(0) // Gone may stop its own child without deadlocking
+	}})
+	_ = c.Conn().Call(context.Background(), "die", nil, nil)
+	<-c.Done()
+	if how == "" {
+		t.Fatal("Done closed before Gone returned")
+	}
+}
+
 func TestAChildThatDiesFailsTheWaitingCallWithItsExitStatus(t *testing.T) {
 	c := startHelper(t, "echo", ChildOptions{})
 	err := c.Conn().Call(context.Background(), "die", nil, nil)
