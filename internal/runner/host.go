@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -15,9 +16,23 @@ var _ engine.Host = (*host)(nil)
 func (h *host) r() *Runner { return (*Runner)(h) }
 
 // Emit records an engine event. Usage also feeds the meter, context
-// reports the compaction policy, and tool events the presence activity.
+// reports the compaction policy, tool events the presence activity, and
+// a finished shell call hands over what it wrote (shellCapture).
 func (h *host) Emit(typ wire.EventType, data any) {
 	r := h.r()
+	switch d := data.(type) {
+	case wire.ToolStartedData:
+		// A shell call the engine ran without asking Permit (its own
+		// allowlist) is captured from here: best effort, since the
+		// command may already be running when the engine says so.
+		if d.Kind == string(engine.KindShell) && gate.Mode(r.Spec().Mode) != gate.ModeReadonly {
+			r.shell.started(d.ToolID)
+		}
+	case wire.ToolFinishedData:
+		// What a shell call wrote is staged before the call is seen to
+		// finish, as an edit tool's hunks are.
+		r.stageCaptured(d.ToolID, r.shell.finished(d.ToolID))
+	}
 	r.emit(typ, data)
 	switch d := data.(type) {
 	case wire.UsageData:

@@ -32,8 +32,11 @@ func (r *Runner) permit(ctx context.Context, call engine.ToolCall) engine.Verdic
 			return engine.Verdict{Message: msg}
 		}
 	}
-	if call.Kind == engine.KindEdit && call.Edit != nil {
+	switch {
+	case call.Kind == engine.KindEdit && call.Edit != nil:
 		return r.reviewEdit(ctx, call)
+	case call.Kind == engine.KindShell && gate.Mode(r.Spec().Mode) != gate.ModeReadonly:
+		r.shell.started(call.ID)
 	}
 	return engine.Verdict{Allow: true}
 }
@@ -111,7 +114,7 @@ func (r *Runner) reviewEdit(ctx context.Context, call engine.ToolCall) engine.Ve
 
 	id, seq := r.ids.next("e")
 	r.mu.Lock()
-	se := r.review.stage(id, seq, call.ID, p.Path, ed, auto)
+	se := r.review.stage(id, seq, call.ID, p.Path, ed, auto, nil)
 	if !auto {
 		r.state, r.activity = wire.StateWaitingForReview, "waiting for review: "+display
 	}

@@ -37,6 +37,10 @@ type stagedEdit struct {
 	path   string // absolute
 	edit   *hunks.Edit
 	auto   bool
+	// undo takes written hunks back out; nil means by the file's content
+	// (a captured shell change is reverted by the capture, which knows
+	// binary files, symlinks and its own index).
+	undo func(ids []string) error
 	// decisions and decided are guarded by review.mu.
 	decisions map[string]hunkDecision
 	decided   chan struct{} // closed when every hunk has a decision
@@ -90,8 +94,8 @@ func (rv *review) endTurn() turnTally {
 // stage opens edit ed of the file at path (absolute) for decisions. In
 // auto mode every hunk is accepted at once (and may be rejected, which
 // takes it back out of the file, until the turn ends).
-func (rv *review) stage(id string, seq int64, toolID, path string, ed *hunks.Edit, auto bool) *stagedEdit {
-	se := &stagedEdit{id: id, seq: seq, toolID: toolID, path: path, edit: ed, auto: auto,
+func (rv *review) stage(id string, seq int64, toolID, path string, ed *hunks.Edit, auto bool, undo func(ids []string) error) *stagedEdit {
+	se := &stagedEdit{id: id, seq: seq, toolID: toolID, path: path, edit: ed, auto: auto, undo: undo,
 		decisions: map[string]hunkDecision{}, decided: make(chan struct{})}
 	if auto {
 		for _, h := range ed.Hunks {
@@ -269,12 +273,11 @@ func (rv *review) decide(editID, hunkID, decision, note string) (wire.HunkDecide
 // revert takes an auto-mode hunk, already written, back out of the file;
 // when it cannot, the hunk's decision goes back to prev.
 func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision) (wire.HunkDecidedData, error) {
-	real, current, mode, err := hunks.ReadFile(se.path)
-	if err == nil {
-		var next hunks.Snapshot
-		if next, err = se.edit.Revert(current, []string{hunkID}); err == nil {
-			err = hunks.WriteFile(real, current, next, mode)
-		}
+	var err error
+	if se.undo != nil {
+		err = se.undo([]string{hunkID})
+	} else {
+		err = revertFile(se.path, se.edit, hunkID)
 	}
 	if err != nil {
 		rv.mu.Lock()
@@ -286,6 +289,20 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 	rv.emit(wire.EvHunkDecided, d)
 	rv.recordApplied(se, "corral", []string{hunkID}, true, "")
 	return d, nil
+}
+
+// revertFile takes one hunk of ed back out of the file at path, as it is
+// now.
+func revertFile(path string, ed *hunks.Edit, hunkID string) error {
+	real, current, mode, err := hunks.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	next, err := ed.Revert(current, []string{hunkID})
+	if err != nil {
+		return err
+	}
+	return hunks.WriteFile(real, current, next, mode)
 }
 
 func decisionWord(accept bool) string {

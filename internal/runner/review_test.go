@@ -38,7 +38,7 @@ func stagedTwoHunks(t *testing.T, auto bool) (*review, *stagedEdit, *emitted, st
 	var ev emitted
 	rv := newReview(cwd, ev.emit)
 	rv.beginTurn()
-	return rv, rv.stage("e1", 1, "tool1", path, ed, auto), &ev, path
+	return rv, rv.stage("e1", 1, "tool1", path, ed, auto, nil), &ev, path
 }
 
 func TestReviewVerdictFollowsTheDecisions(t *testing.T) {
@@ -116,7 +116,7 @@ func TestReviewNeedsTheEditNamedWhenSeveralWait(t *testing.T) {
 		t.Fatalf("decide h1: %+v, %v", d, err)
 	}
 	ed, _ := hunks.Diff("g.txt", hunks.Snapshot{}, hunks.Snapshot{Exists: true, Data: []byte("x\n")})
-	rv.stage("e2", 2, "tool2", filepath.Join(rv.cwd, "g.txt"), ed, false)
+	rv.stage("e2", 2, "tool2", filepath.Join(rv.cwd, "g.txt"), ed, false, nil)
 	if ids := rv.pendingIDs(); !slices.Equal(ids, []string{"e1", "e2"}) {
 		t.Fatalf("pending %v", ids)
 	}

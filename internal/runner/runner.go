@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -66,6 +67,7 @@ type Runner struct {
 	turns      *turnQueue
 	asks       *askBroker
 	review     *review
+	shell      *shellCapture
 	meter      *meter
 	compaction *compaction
 	goal       *goalPolicy
@@ -171,6 +173,7 @@ func New(opts Options) (*Runner, error) {
 	r.turns.changed = func(d wire.QueueChangedData) { r.emit(wire.EvQueueChanged, d) }
 	r.asks = newAskBroker(st.emit)
 	r.review = newReview(spec.Cwd, st.emit)
+	r.shell = newShellCapture(spec.Cwd, opts.Dir, r.log)
 	ph := policyRunner{r}
 	r.compaction = &compaction{host: ph}
 	r.goal = &goalPolicy{host: ph, log: r.log}
@@ -257,6 +260,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	// live to commands, whose own writes of the spec wait for it.
 	r.store.saveSpecInBackground(spec)
 	r.mu.Unlock()
+	if gate.Mode(spec.Mode) != gate.ModeReadonly {
+		r.shell.open() // in the background; the first shell call waits for it
+	}
 	typ := wire.EvSessionStarted
 	if resumed {
 		typ = wire.EvSessionResumed
@@ -356,6 +362,7 @@ func (r *Runner) Close() error {
 		r.engine().Close()
 	}
 	r.cancelBackground()
+	r.shell.close()
 	r.presence.close()
 	return r.store.close()
 }

@@ -47,6 +47,7 @@ func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	if res.HasUsage && !res.Usage.Estimated {
 		exact = &res.Usage
 	}
+	r.stageCaptured("", r.shell.turnEnded())
 	usage := r.meter.endTurn(exact)
 	changed := r.review.endTurn()
 

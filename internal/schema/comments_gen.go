@@ -163,7 +163,7 @@ var Comments = map[string]string{
 	"github.com/corral-dev/corral/pkg/wire.DamagedRange":                     "DamagedRange is one run of damaged bytes moved out of an event log.",
 	"github.com/corral-dev/corral/pkg/wire.DamagedRange.Reason":              "Reason says why the bytes are not an event: \"not JSON\", \"blank line\", \"no seq\", \"seq out of order\", \"torn tail\" (no final newline).",
 	"github.com/corral-dev/corral/pkg/wire.EditAppliedData":                  "EditAppliedData is the data of editApplied: bytes reached the disk (or, with Conflict set, did not).",
-	"github.com/corral-dev/corral/pkg/wire.EditAppliedData.By":               "engine, corral",
+	"github.com/corral-dev/corral/pkg/wire.EditAppliedData.By":               "engine, corral, command",
 	"github.com/corral-dev/corral/pkg/wire.Error":                            "Error is an error as it crosses a process boundary. Detail carries code-specific facts (for runner_crashed: exitCode, signal, stderr).",
 	"github.com/corral-dev/corral/pkg/wire.Event":                            "Event is one line of a session's events.jsonl and one SSE message. Seq starts at 1 and continues across restarts; it never repeats or skips.",
 	"github.com/corral-dev/corral/pkg/wire.EventType":                        "EventType names an event. docs/events.md lists each with its fields.",

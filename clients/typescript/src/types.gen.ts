@@ -236,7 +236,7 @@ export interface Edit {
 export interface EditAppliedData {
   editId: string;
   path: string;
-  /** engine, corral */
+  /** engine, corral, command */
   by: string;
   hunks: string[] | null;
   reverted?: boolean;

@@ -19,9 +19,9 @@ import (
 
 	"github.com/corral-dev/corral/internal/console"
 	"github.com/corral-dev/corral/internal/creds"
-	"github.com/corral-dev/corral/internal/sdnotify"
 	"github.com/corral-dev/corral/internal/graph/drivers"
 	"github.com/corral-dev/corral/internal/graph/service"
+	"github.com/corral-dev/corral/internal/sdnotify"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
 	"github.com/oklog/run"

@@ -1,0 +1,175 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// shellThenEdit runs a shell command that writes in the worktree, then
+// proposes an edit, which in review mode holds the turn open while the
+// test looks at (and reverts) what the command wrote.
+const shellThenEdit = `
+turns:
+  - steps:
+      - tool: shell
+        command: %q
+      - tool: write
+        path: notes.txt
+        content: "held\n"
+      - say: "Done."
+`
+
+// stagedByCommand returns the hunkStaged events of captured changes (they
+// are followed by an editApplied by "command"), by path.
+func stagedByCommand(t *testing.T, s *session) map[string]wire.HunkStagedData {
+	t.Helper()
+	by := map[string]bool{}
+	for _, ev := range s.all(wire.EvEditApplied) {
+		d := decode[wire.EditAppliedData](t, ev)
+		if d.By == "command" && !d.Reverted {
+			by[d.EditID] = true
+		}
+	}
+	out := map[string]wire.HunkStagedData{}
+	for _, ev := range s.all(wire.EvHunkStaged) {
+		d := decode[wire.HunkStagedData](t, ev)
+		if by[d.EditID] {
+			if !d.Auto {
+				t.Fatalf("captured edit %s is not auto", d.EditID)
+			}
+			out[d.Path] = d
+		}
+	}
+	return out
+}
+
+func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   map[string]string // files in the worktree before the session
+		command string
+		asks    bool              // the gate asks first; a person allows it
+		want    map[string]string // captured path → edit kind
+		revert  string            // path whose hunk the reviewer takes back out
+		after   map[string]string // file → content after the revert ("" = absent)
+	}{
+		{
+			name:    "a redirect creates a file",
+			command: "echo hi > out.txt",
+			want:    map[string]string{"out.txt": "create"},
+			revert:  "out.txt",
+			after:   map[string]string{"out.txt": ""},
+		},
+		{
+			name:    "sed -i changes a file in place",
+			setup:   map[string]string{"a.txt": "one\ntwo\n"},
+			command: "sed -i s/two/2/ a.txt",
+			want:    map[string]string{"a.txt": "modify"},
+			revert:  "a.txt",
+			after:   map[string]string{"a.txt": "one\ntwo\n"},
+		},
+		{
+			name:    "rm deletes an ignored file",
+			setup:   map[string]string{".gitignore": "*.log\n", "build.log": "old\n"},
+			command: "rm build.log",
+			asks:    true,
+			want:    map[string]string{"build.log": "delete"},
+			revert:  "build.log",
+			after:   map[string]string{"build.log": "old\n"},
+		},
+		{
+			name:    "a binary file",
+			command: "printf 'a\\000b' > blob.bin",
+			want:    map[string]string{"blob.bin": "create"},
+		},
+		{
+			name:    "a rename is a create and a delete",
+			setup:   map[string]string{"old.txt": "x\n"},
+			command: "mv old.txt new.txt",
+			asks:    true,
+			want:    map[string]string{"new.txt": "create", "old.txt": "delete"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSession(t, strings.Replace(shellThenEdit, "%q", quoteYAML(c.command), 1), func(sp *wire.Spec) {
+				for name, content := range c.setup {
+					if err := os.WriteFile(filepath.Join(sp.Cwd, name), []byte(content), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				sp.Mode = "review"
+			})
+			s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+			if c.asks {
+				ev, _ := s.waitType(0, wire.EvAskOpened)
+				s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[wire.AskOpenedData](t, ev).AskID, Decision: wire.DecisionAllow})
+			}
+			// The write of notes.txt waits for review: the turn is open.
+			held := waitStagedPath(t, s, "notes.txt")
+			got := stagedByCommand(t, s)
+			if len(got) != len(c.want) {
+				t.Fatalf("captured %v, want %v:\n%s", keys(got), c.want, s.dump())
+			}
+			for path, kind := range c.want {
+				d, ok := got[path]
+				if !ok || string(d.Edit.Kind) != kind || len(d.Edit.Hunks) == 0 {
+					t.Fatalf("%s: captured %+v, want a %s with hunks", path, d, kind)
+				}
+			}
+			if c.revert != "" {
+				d := got[c.revert]
+				s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h1", Decision: wire.DecisionReject})
+				for name, want := range c.after {
+					data, err := os.ReadFile(filepath.Join(s.cwd, name))
+					if want == "" && !os.IsNotExist(err) || want != "" && string(data) != want {
+						t.Fatalf("after the revert %s = %q, %v; want %q", name, data, err, want)
+					}
+				}
+			}
+			s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: held.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
+			ended, _ := s.waitType(0, wire.EvTurnEnded)
+			te := decode[wire.TurnEndedData](t, ended)
+			if te.Outcome != "done" {
+				t.Fatalf("turn %+v", te)
+			}
+		})
+	}
+}
+
+func TestReadonlyModeCapturesNothing(t *testing.T) {
+	s := newSession(t, "turns:\n  - steps:\n      - tool: shell\n        command: \"ls\"\n", func(sp *wire.Spec) { sp.Mode = "readonly" })
+	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.waitType(0, wire.EvTurnEnded)
+	if _, err := os.Stat(filepath.Join(s.dir, CaptureFolder)); !os.IsNotExist(err) {
+		t.Fatalf("readonly mode built a capture: %v", err)
+	}
+}
+
+func waitStagedPath(t *testing.T, s *session, path string) wire.HunkStagedData {
+	t.Helper()
+	from := 0
+	for {
+		ev, i := s.waitType(from, wire.EvHunkStaged)
+		if d := decode[wire.HunkStagedData](t, ev); d.Path == path && !d.Auto {
+			return d
+		}
+		from = i + 1
+	}
+}
+
+func quoteYAML(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
