@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/schema"
 	"github.com/corral-dev/corral/internal/schema/schematest"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -58,7 +59,7 @@ func goType(def string) (reflect.Type, bool) {
 		return nil, false // a result is checked against its command's type elsewhere
 	}
 	types := map[string]any{
-		"SessionEvent": wire.Event{}, "Command": wire.Command{}, "Reply": wire.Reply{}, "Spec": wire.Spec{},
+		"SessionEvent": event.Event{}, "Command": wire.Command{}, "Reply": wire.Reply{}, "Spec": wire.Spec{},
 		"HealthReply": api.HealthReply{}, "SessionReply": api.SessionReply{}, "SessionsReply": api.SessionsReply{},
 		"WaitReply": api.WaitReply{}, "FeedItem": api.FeedItem{}, "TermFrame": api.TermFrame{}, "Message": wire.Message{},
 		"WorkspaceReply": api.WorkspaceReply{}, "CommitRequest": api.CommitRequest{}, "CommitReply": api.CommitReply{}, "MergeReply": api.MergeReply{},
@@ -166,7 +167,7 @@ func defName(t reflect.Type) string {
 	switch t {
 	case reflect.TypeOf(wire.Command{}):
 		return "Command"
-	case reflect.TypeOf(wire.Event{}):
+	case reflect.TypeOf(event.Event{}):
 		return "SessionEvent"
 	}
 	return t.Name()

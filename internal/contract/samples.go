@@ -13,6 +13,8 @@ import (
 
 	"github.com/corral-dev/corral/internal/schema"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -30,8 +32,8 @@ type Sample struct {
 
 var ts = time.Date(2026, 11, 30, 10, 4, 5, 123456000, time.UTC)
 
-func event(seq int64, typ wire.EventType, data any) wire.Event {
-	ev := wire.Event{Seq: seq, TS: ts.Add(time.Duration(seq) * time.Millisecond), Type: typ}
+func logged(seq int64, typ event.Type, data any) event.Event {
+	ev := event.Event{Seq: seq, TS: ts.Add(time.Duration(seq) * time.Millisecond), Type: typ}
 	if data != nil {
 		raw, err := json.Marshal(data)
 		if err != nil {
@@ -45,13 +47,13 @@ func event(seq int64, typ wire.EventType, data any) wire.Event {
 func ptr[T any](v T) *T { return &v }
 
 var (
-	usage = wire.UsageData{InputTokens: 3731, OutputTokens: 44, CacheReadTokens: 1024, CostUSD: 0.0119, Estimated: true, Model: "script-1"}
+	usage = event.UsageData{InputTokens: 3731, OutputTokens: 44, CacheReadTokens: 1024, CostUSD: 0.0119, Estimated: true, Model: "script-1"}
 	edit  = &hunks.Edit{Path: "hello.txt", Kind: hunks.KindModify, Added: 1, Removed: 1, OldSize: 12, NewSize: 13,
 		OldBlob: "4b825dc642cb6eb9a060e54bf8d69288fbee4904", NewBlob: "8ab686eafeb1f44702738c8b0f24f2567c36da6d",
 		Hunks: []hunks.Hunk{{ID: "h1", Header: "@@ -1,2 +1,2 @@", OldStart: 1, OldLines: 2, NewStart: 1, NewLines: 2, Added: 1, Removed: 1,
 			Lines: []hunks.Line{{Op: hunks.OpDelete, Text: "hello", EOL: "\n"}, {Op: hunks.OpAdd, Text: "hello, world", EOL: "\n"}, {Op: hunks.OpContext, Text: "bye \xff", EOL: ""}}}}}
-	status = wire.Status{Session: "3f2a9c0d1e4b", Engine: "script", State: wire.StateWaitingForApproval, Activity: "waiting for approval: Bash",
-		Mode: "review", Turn: 2, Queued: []wire.Queued{{ID: "m7", Text: "then run the tests"}}, OpenAsks: []string{"a5"}, PendingEdit: []string{},
+	status = command.Status{Session: "3f2a9c0d1e4b", Engine: "script", State: wire.StateWaitingForApproval, Activity: "waiting for approval: Bash",
+		Mode: "review", Turn: 2, Queued: []event.Queued{{ID: "m7", Text: "then run the tests"}}, OpenAsks: []string{"a5"}, PendingEdit: []string{},
 		Goal: "tests pass", Usage: usage, LastSeq: 57, SpendCapUSD: 2}
 	spec = wire.Spec{ID: "3f2a9c0d1e4b", Engine: "script", Cwd: "/state/workspaces/app-9afafddc", Scenario: "demo", Mode: "review",
 		Workspace: &wire.Workspace{Base: "main", Branch: "corral/9afafddc", Repo: "/home/me/app", BaseCommit: "156f8f96a1b2c3d4e5f60718293a4b5c6d7e8f90", Path: "/state/workspaces/app-9afafddc"},
@@ -60,47 +62,47 @@ var (
 	crash = &wire.Error{Message: "runner for session 3f2a9c0d1e4b was killed by signal killed", Code: wire.CodeRunnerCrashed, StatusCode: 502,
 		Detail: &wire.Crash{ExitCode: -1, Signal: "killed", Stderr: []string{"runner wrapper: starting pid 4242"}}}
 	session = api.Session{ID: "3f2a9c0d1e4b", Spec: spec, Live: true, Status: &status, UpdatedAt: ts, LastCrash: crash}
-	goalChk = wire.GoalCheckData{Goal: "tests pass; lint is clean", Clauses: []wire.GoalClause{{Clause: "tests pass", Met: true, Evidence: "go test ./... passed"},
+	goalChk = event.GoalCheckData{Goal: "tests pass; lint is clean", Clauses: []event.GoalClause{{Clause: "tests pass", Met: true, Evidence: "go test ./... passed"},
 		{Clause: "lint is clean", Met: false, Evidence: "staticcheck reports 2 issues"}}, Met: 1, Total: 2, Summary: "unmet · 1/2", Attempt: 1, Limit: 5, By: "judge"}
-	queued = wire.Queued{ID: "m7", Text: "then run the tests"}
+	queued = event.Queued{ID: "m7", Text: "then run the tests"}
 )
 
 // events is one event of every type, in the order a session could log them.
-func events() []wire.Event {
-	return []wire.Event{
-		event(1, wire.EvSessionStarted, wire.SessionStartedData{Engine: "script", Cwd: "/home/me/project", Mode: "review", Model: "script-1", EngineSession: "script-3f2a9c0d1e4b"}),
-		event(2, wire.EvSessionResumed, wire.SessionStartedData{Engine: "script", Cwd: "/home/me/project", Mode: "review", Parent: "9b0d4f11a2c3", Unattended: true}),
-		event(3, wire.EvUserMessage, wire.UserMessageData{ID: "m4", Text: "add a README", Kind: "send", Queued: true}),
-		event(4, wire.EvQueueChanged, wire.QueueChangedData{Change: wire.QueueAdded, MessageID: "m4", Queued: []wire.Queued{{ID: "m4", Text: "add a README"}}}),
-		event(5, wire.EvTurnStarted, wire.TurnStartedData{Turn: 2, MessageID: "m4", Text: "add a README"}),
-		event(6, wire.EvAssistantDelta, wire.TextData{Text: "Writing "}),
-		event(7, wire.EvAssistantText, wire.TextData{Text: "Writing the README now."}),
-		event(8, wire.EvToolStarted, wire.ToolStartedData{ToolID: "tool-1", Tool: "Bash", Kind: "shell", Summary: "ls -la", Command: "ls -la"}),
-		event(9, wire.EvAskOpened, wire.AskOpenedData{AskID: "a5", ToolID: "tool-1", Tool: "Bash", Category: "shell", Reason: "runs a command the policy does not allow",
+func events() []event.Event {
+	return []event.Event{
+		logged(1, event.SessionStarted, event.SessionStartedData{Engine: "script", Cwd: "/home/me/project", Mode: "review", Model: "script-1", EngineSession: "script-3f2a9c0d1e4b"}),
+		logged(2, event.SessionResumed, event.SessionStartedData{Engine: "script", Cwd: "/home/me/project", Mode: "review", Parent: "9b0d4f11a2c3", Unattended: true}),
+		logged(3, event.UserMessage, event.UserMessageData{ID: "m4", Text: "add a README", Kind: "send", Queued: true}),
+		logged(4, event.QueueChanged, event.QueueChangedData{Change: event.QueueAdded, MessageID: "m4", Queued: []event.Queued{{ID: "m4", Text: "add a README"}}}),
+		logged(5, event.TurnStarted, event.TurnStartedData{Turn: 2, MessageID: "m4", Text: "add a README"}),
+		logged(6, event.AssistantDelta, event.TextData{Text: "Writing "}),
+		logged(7, event.AssistantText, event.TextData{Text: "Writing the README now."}),
+		logged(8, event.ToolStarted, event.ToolStartedData{ToolID: "tool-1", Tool: "Bash", Kind: "shell", Summary: "ls -la", Command: "ls -la"}),
+		logged(9, event.AskOpened, event.AskOpenedData{AskID: "a5", ToolID: "tool-1", Tool: "Bash", Category: "shell", Reason: "runs a command the policy does not allow",
 			Command: "ls -la && curl example.invalid", Parts: mustJSON([]gate.Part{{Command: "ls -la", Decision: gate.Allow, Category: gate.CategoryShell, Reason: "reads only"},
 				{Command: "curl example.invalid", Decision: gate.Ask, Category: gate.CategoryNetwork, Reason: "reaches the network"}})}),
-		event(10, wire.EvAskAnswered, wire.AskAnsweredData{AskID: "a5", Decision: wire.DecisionAllow, Note: "fine", By: "user"}),
-		event(11, wire.EvToolFinished, wire.ToolFinishedData{ToolID: "tool-1", Tool: "Bash", Outcome: "ok", DurationMS: 12, ExitCode: ptr(0), Output: "total 8"}),
-		event(12, wire.EvSteerDelivered, wire.SteerData{Text: "use British spelling", ToolID: "tool-1"}),
-		event(13, wire.EvHunkStaged, wire.HunkStagedData{EditID: "e2", ToolID: "tool-2", Path: "hello.txt", Edit: edit}),
-		event(14, wire.EvHunkDecided, wire.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: wire.DecisionAccept, By: "user"}),
-		event(15, wire.EvEditApplied, wire.EditAppliedData{EditID: "e2", Path: "hello.txt", By: "engine", Hunks: []string{"h1"}, Added: 1, Removed: 1}),
-		event(16, wire.EvUsage, usage),
-		event(17, wire.EvContext, wire.ContextData{UsedTokens: 4755, WindowTokens: 200000, Percent: 2.38}),
-		event(18, wire.EvRetry, wire.RetryData{Attempt: 1, MaxRetries: 3, DelayMS: 500, Error: "529 overloaded"}),
-		event(19, wire.EvSteerRequeued, wire.SteerData{Text: "and the tests"}),
-		event(20, wire.EvTurnEnded, wire.TurnEndedData{Turn: 2, Outcome: "done", DurationMS: 1834, Usage: usage, Files: 1, Added: 1, Removed: 1, Summary: "1 file · +1 −1"}),
-		event(21, wire.EvGoalSet, wire.GoalSetData{Goal: "tests pass; lint is clean", Clauses: []string{"tests pass", "lint is clean"}}),
-		event(22, wire.EvGoalCheck, goalChk),
-		event(23, wire.EvGoalCleared, nil),
-		event(24, wire.EvModeChanged, wire.ModeChangedData{Mode: "auto"}),
-		event(25, wire.EvSpendCapSet, wire.SpendCapSetData{SpendCapUSD: 2.5}),
-		event(26, wire.EvCompacted, wire.CompactedData{BeforePercent: 96.5}),
-		event(27, wire.EvFailure, wire.FailureData{Code: wire.FailSignInExpired, Message: "the model endpoint rejected the credentials",
+		logged(10, event.AskAnswered, event.AskAnsweredData{AskID: "a5", Decision: wire.DecisionAllow, Note: "fine", By: "user"}),
+		logged(11, event.ToolFinished, event.ToolFinishedData{ToolID: "tool-1", Tool: "Bash", Outcome: "ok", DurationMS: 12, ExitCode: ptr(0), Output: "total 8"}),
+		logged(12, event.SteerDelivered, event.SteerData{Text: "use British spelling", ToolID: "tool-1"}),
+		logged(13, event.HunkStaged, event.HunkStagedData{EditID: "e2", ToolID: "tool-2", Path: "hello.txt", Edit: edit}),
+		logged(14, event.HunkDecided, event.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: wire.DecisionAccept, By: "user"}),
+		logged(15, event.EditApplied, event.EditAppliedData{EditID: "e2", Path: "hello.txt", By: "engine", Hunks: []string{"h1"}, Added: 1, Removed: 1}),
+		logged(16, event.Usage, usage),
+		logged(17, event.Context, event.ContextData{UsedTokens: 4755, WindowTokens: 200000, Percent: 2.38}),
+		logged(18, event.Retry, event.RetryData{Attempt: 1, MaxRetries: 3, DelayMS: 500, Error: "529 overloaded"}),
+		logged(19, event.SteerRequeued, event.SteerData{Text: "and the tests"}),
+		logged(20, event.TurnEnded, event.TurnEndedData{Turn: 2, Outcome: "done", DurationMS: 1834, Usage: usage, Files: 1, Added: 1, Removed: 1, Summary: "1 file · +1 −1"}),
+		logged(21, event.GoalSet, event.GoalSetData{Goal: "tests pass; lint is clean", Clauses: []string{"tests pass", "lint is clean"}}),
+		logged(22, event.GoalCheck, goalChk),
+		logged(23, event.GoalCleared, nil),
+		logged(24, event.ModeChanged, event.ModeChangedData{Mode: "auto"}),
+		logged(25, event.SpendCapSet, event.SpendCapSetData{SpendCapUSD: 2.5}),
+		logged(26, event.Compacted, event.CompactedData{BeforePercent: 96.5}),
+		logged(27, event.Failure, event.FailureData{Code: event.FailSignInExpired, Message: "the model endpoint rejected the credentials",
 			Action: "sign in again: claude /login", Stderr: []string{"401 Unauthorized"}}),
-		event(28, wire.EvStopped, wire.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1, ClearedQueue: 2}),
-		event(29, wire.EvRotated, wire.RotatedData{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1", Reason: "fork"}),
-		event(30, wire.EvLogRepaired, wire.LogRepairedData{File: "events.jsonl.damaged", Ranges: []wire.DamagedRange{{Offset: 18234, Length: 41, Reason: "not JSON"}},
+		logged(28, event.Stopped, event.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1, ClearedQueue: 2}),
+		logged(29, event.Rotated, event.RotatedData{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1", Reason: "fork"}),
+		logged(30, event.LogRepaired, event.LogRepairedData{File: "events.jsonl.damaged", Ranges: []event.DamagedRange{{Offset: 18234, Length: 41, Reason: "not JSON"}},
 			RangeCount: 1, Bytes: 41, LastValidSeq: 29}),
 	}
 }
@@ -124,18 +126,18 @@ func commands() []struct {
 	}{
 		{wire.Command{Cmd: wire.CmdSend, Text: "add a README"}, queued},
 		{wire.Command{Cmd: wire.CmdSteer, Text: "use British spelling"}, wire.SteerResult{Delivery: "queued", MessageID: "m8"}},
-		{wire.Command{Cmd: wire.CmdStop}, wire.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1}},
+		{wire.Command{Cmd: wire.CmdStop}, event.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1}},
 		{wire.Command{Cmd: wire.CmdAnswer, AskID: "a5", Decision: wire.DecisionDeny, Note: "not the network"}, wire.AnswerResult{AskID: "a5", Decision: wire.DecisionDeny}},
 		{wire.Command{Cmd: wire.CmdStatus}, status},
 		{wire.Command{Cmd: wire.CmdDecideHunk, EditID: "e2", HunkID: "h1", Decision: wire.DecisionReject, Note: "keep it short"},
-			wire.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: wire.DecisionReject, Note: "keep it short", By: "user"}},
-		{wire.Command{Cmd: wire.CmdSetMode, Mode: "auto"}, wire.ModeChangedData{Mode: "auto"}},
-		{wire.Command{Cmd: wire.CmdSetGoal, Goal: "tests pass; lint is clean"}, wire.GoalSetData{Goal: "tests pass; lint is clean", Clauses: []string{"tests pass", "lint is clean"}}},
+			event.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: wire.DecisionReject, Note: "keep it short", By: "user"}},
+		{wire.Command{Cmd: wire.CmdSetMode, Mode: "auto"}, event.ModeChangedData{Mode: "auto"}},
+		{wire.Command{Cmd: wire.CmdSetGoal, Goal: "tests pass; lint is clean"}, event.GoalSetData{Goal: "tests pass; lint is clean", Clauses: []string{"tests pass", "lint is clean"}}},
 		{wire.Command{Cmd: wire.CmdGetGoal}, wire.GoalState{Goal: "tests pass", Clauses: []string{"tests pass"}, Attempts: 1, Limit: 20}},
 		{wire.Command{Cmd: wire.CmdClearGoal}, wire.ClearGoalResult{Cleared: true}},
-		{wire.Command{Cmd: wire.CmdMarkGoalDone}, wire.GoalCheckData{Goal: "tests pass", Clauses: []wire.GoalClause{{Clause: "tests pass", Met: true, Evidence: "a person's word"}},
+		{wire.Command{Cmd: wire.CmdMarkGoalDone}, event.GoalCheckData{Goal: "tests pass", Clauses: []event.GoalClause{{Clause: "tests pass", Met: true, Evidence: "a person's word"}},
 			Met: 1, Total: 1, Holds: true, Summary: "holds · 1/1", By: "user"}},
-		{wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: ptr(2.5)}, wire.SpendCapSetData{SpendCapUSD: 2.5}},
+		{wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: ptr(2.5)}, event.SpendCapSetData{SpendCapUSD: 2.5}},
 		{wire.Command{Cmd: wire.CmdForkSession}, wire.ForkResult{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1"}},
 		{wire.Command{Cmd: wire.CmdCancelQueued, MessageID: "m7"}, queued},
 	}

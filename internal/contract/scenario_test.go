@@ -14,6 +14,8 @@ import (
 	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -52,7 +54,7 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := decode[wire.Queued](t, r.Result); !strings.HasPrefix(q.ID, "m") {
+	if q := decode[event.Queued](t, r.Result); !strings.HasPrefix(q.ID, "m") {
 		t.Fatalf("send: %+v", q)
 	}
 
@@ -60,8 +62,8 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	if err != nil || !ask.Met {
 		t.Fatalf("wait human: %+v %v", ask, err)
 	}
-	opened := decode[wire.Event](t, ask.Events[0])
-	askData := decode[wire.AskOpenedData](t, opened.Data)
+	opened := decode[event.Event](t, ask.Events[0])
+	askData := decode[event.AskOpenedData](t, opened.Data)
 	if r, err = c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdAnswer, AskID: askData.AskID, Decision: wire.DecisionAllow}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +75,15 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	if err != nil || !review.Met {
 		t.Fatalf("wait review: %+v %v", review, err)
 	}
-	staged := decode[wire.Event](t, review.Events[0])
-	edit := decode[wire.HunkStagedData](t, staged.Data)
-	if staged.Type != wire.EvHunkStaged || edit.Edit == nil || len(edit.Edit.Hunks) == 0 {
+	staged := decode[event.Event](t, review.Events[0])
+	edit := decode[event.HunkStagedData](t, staged.Data)
+	if staged.Type != event.HunkStaged || edit.Edit == nil || len(edit.Edit.Hunks) == 0 {
 		t.Fatalf("review decided by %s", review.Events[0])
 	}
 	if r, err = c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdDecideHunk, EditID: edit.EditID, HunkID: edit.Edit.Hunks[0].ID, Decision: wire.DecisionAccept}); err != nil {
 		t.Fatal(err)
 	}
-	if d := decode[wire.HunkDecidedData](t, r.Result); d.Decision != wire.DecisionAccept {
+	if d := decode[event.HunkDecidedData](t, r.Result); d.Decision != wire.DecisionAccept {
 		t.Fatalf("decideHunk: %+v", d)
 	}
 
@@ -90,12 +92,12 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	if err != nil || !ended.Met {
 		t.Fatalf("wait turnEnd: %+v %v", ended, err)
 	}
-	turnEnded := decode[wire.Event](t, ended.Events[0])
-	if turnEnded.Type != wire.EvTurnEnded || decode[wire.TurnEndedData](t, turnEnded.Data).Outcome != "done" {
+	turnEnded := decode[event.Event](t, ended.Events[0])
+	if turnEnded.Type != event.TurnEnded || decode[event.TurnEndedData](t, turnEnded.Data).Outcome != "done" {
 		t.Fatalf("turnEnd decided by %s", ended.Events[0])
 	}
 
-	var seen []wire.Event
+	var seen []event.Event
 	for {
 		ev, err := events.NextEvent()
 		if err != nil {
@@ -105,15 +107,15 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 		if ev.Seq != int64(len(seen)) {
 			t.Fatalf("seq %d at position %d", ev.Seq, len(seen))
 		}
-		if ev.Type == wire.EvTurnEnded {
+		if ev.Type == event.TurnEnded {
 			break
 		}
 	}
-	var types []wire.EventType
+	var types []event.Type
 	for _, ev := range seen {
 		types = append(types, ev.Type)
 	}
-	for _, want := range []wire.EventType{wire.EvQueueChanged, wire.EvAskOpened, wire.EvAskAnswered, wire.EvHunkStaged, wire.EvHunkDecided, wire.EvEditApplied, wire.EvTurnEnded} {
+	for _, want := range []event.Type{event.QueueChanged, event.AskOpened, event.AskAnswered, event.HunkStaged, event.HunkDecided, event.EditApplied, event.TurnEnded} {
 		if !slices.Contains(types, want) {
 			t.Fatalf("%s missing from %v", want, types)
 		}
@@ -122,7 +124,7 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	if r, err = c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdStatus}); err != nil {
 		t.Fatal(err)
 	}
-	if st := decode[wire.Status](t, r.Result); st.State != wire.StateIdle || st.LastSeq < turnEnded.Seq {
+	if st := decode[command.Status](t, r.Result); st.State != wire.StateIdle || st.LastSeq < turnEnded.Seq {
 		t.Fatalf("status: %+v", st)
 	}
 
@@ -141,7 +143,7 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 		if it.Stream != nil && it.Stream.Type == api.MarkLive {
 			break
 		}
-		if it.Event == nil || it.Session != s.ID || it.Cursor != "" || decode[wire.Event](t, it.Event).Seq != logged+1 {
+		if it.Event == nil || it.Session != s.ID || it.Cursor != "" || decode[event.Event](t, it.Event).Seq != logged+1 {
 			t.Fatalf("backlog item %+v after seq %d", it, logged)
 		}
 		logged++

@@ -20,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -53,8 +54,8 @@ func cases(t *testing.T) []engineCase {
 
 var factories = map[string]engine.Factory{"claude": claude.New, "codex": codex.New, "copilot": copilot.New, "acp": acp.New}
 
-func ofType(typ wire.EventType) func(wire.Event) bool {
-	return func(ev wire.Event) bool { return ev.Type == typ }
+func ofType(typ event.Type) func(event.Event) bool {
+	return func(ev event.Event) bool { return ev.Type == typ }
 }
 
 func startFake(t *testing.T, cwd, engineName string) string {
@@ -113,8 +114,8 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "Create hello.txt, then show it."}); !reply.OK {
 				t.Fatal(reply.Error)
 			}
-			staged := waitFor(rec, t, "hunkStaged", ofType(wire.EvHunkStaged))
-			var st wire.HunkStagedData
+			staged := waitFor(rec, t, "hunkStaged", ofType(event.HunkStaged))
+			var st event.HunkStagedData
 			if err := json.Unmarshal(staged.Data, &st); err != nil {
 				t.Fatal(err)
 			}
@@ -126,8 +127,8 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 					t.Fatal(reply.Error)
 				}
 			}
-			ended := waitFor(rec, t, "turnEnded", ofType(wire.EvTurnEnded))
-			var te wire.TurnEndedData
+			ended := waitFor(rec, t, "turnEnded", ofType(event.TurnEnded))
+			var te event.TurnEndedData
 			json.Unmarshal(ended.Data, &te)
 			if te.Outcome != "done" {
 				t.Fatalf("turn ended %s:\n%s", ended.Data, rec.Dump())
@@ -137,7 +138,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			}
 			// The pinned ACP agent reports no usage (ACP's usage
 			// reports are newer than it).
-			if len(rec.All(wire.EvUsage)) == 0 && c.name != "acp" {
+			if len(rec.All(event.Usage)) == 0 && c.name != "acp" {
 				t.Fatalf("no usage events:\n%s", rec.Dump())
 			}
 			// The goal loop with goalLimit 2: the fake model's judge answer is
@@ -149,10 +150,10 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if !judges {
 				wantChecks = 1
 			}
-			var gc wire.GoalCheckData
+			var gc event.GoalCheckData
 			for i := 1; i <= wantChecks; i++ {
-				check := waitFor(rec, t, "goalCheck", func(ev wire.Event) bool {
-					return ev.Type == wire.EvGoalCheck && strings.Contains(string(ev.Data), fmt.Sprintf(`"attempt":%d,`, i))
+				check := waitFor(rec, t, "goalCheck", func(ev event.Event) bool {
+					return ev.Type == event.GoalCheck && strings.Contains(string(ev.Data), fmt.Sprintf(`"attempt":%d,`, i))
 				})
 				json.Unmarshal(check.Data, &gc)
 				if len(gc.Clauses) != 1 || gc.Clauses[0].Clause != "hello.txt exists" || gc.Holds {
@@ -163,8 +164,8 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 				t.Fatalf("the goal loop did not stop at its limit: %+v", gc)
 			}
 			if judges {
-				waitFor(rec, t, "the goal-check turn", func(ev wire.Event) bool {
-					return ev.Type == wire.EvUserMessage && strings.Contains(string(ev.Data), `"kind":"goalCheck"`)
+				waitFor(rec, t, "the goal-check turn", func(ev event.Event) bool {
+					return ev.Type == event.UserMessage && strings.Contains(string(ev.Data), `"kind":"goalCheck"`)
 				})
 			}
 			if err := r.Close(); err != nil {
@@ -181,8 +182,8 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if err := r2.Start(ctx); err != nil {
 				t.Fatalf("resume: %v", err)
 			}
-			resumed := waitFor(rec2, t, "sessionResumed", ofType(wire.EvSessionResumed))
-			var sd wire.SessionStartedData
+			resumed := waitFor(rec2, t, "sessionResumed", ofType(event.SessionResumed))
+			var sd event.SessionStartedData
 			json.Unmarshal(resumed.Data, &sd)
 			if sd.EngineSession == "" || sd.EngineSession != r.Spec().EngineSession {
 				t.Fatalf("resumed conversation %q, want %q", sd.EngineSession, r.Spec().EngineSession)
@@ -190,7 +191,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if reply := r2.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "Anything else?"}); !reply.OK {
 				t.Fatal(reply.Error)
 			}
-			again := waitFor(rec2, t, "turnEnded after resume", ofType(wire.EvTurnEnded))
+			again := waitFor(rec2, t, "turnEnded after resume", ofType(event.TurnEnded))
 			if !strings.Contains(string(again.Data), `"outcome":"done"`) {
 				t.Fatalf("turn after resume: %s\n%s", again.Data, rec2.Dump())
 			}
@@ -226,7 +227,7 @@ func TestRealEnginesPrintMode(t *testing.T) {
 }
 
 // waitFor waits for the first recorded event that matches.
-func waitFor(rec *eventlogtest.Recorder, t *testing.T, what string, match func(wire.Event) bool) wire.Event {
+func waitFor(rec *eventlogtest.Recorder, t *testing.T, what string, match func(event.Event) bool) event.Event {
 	t.Helper()
 	ev, _ := rec.WaitFor(t, 0, what, match)
 	return ev

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Event is one recorded event.
 type Event struct {
-	Type wire.EventType
+	Type event.Type
 	Data json.RawMessage
 }
 
@@ -41,7 +41,7 @@ func NewHost(decide func(ctx context.Context, call engine.ToolCall) engine.Verdi
 }
 
 // Emit records an event.
-func (h *Host) Emit(typ wire.EventType, data any) {
+func (h *Host) Emit(typ event.Type, data any) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		raw, _ = json.Marshal(map[string]string{"marshalError": err.Error()})
@@ -72,8 +72,8 @@ func (h *Host) TakeSteers(toolID string) []string {
 	s := h.steers
 	h.steers = nil
 	for _, text := range s {
-		raw, _ := json.Marshal(wire.SteerData{Text: text, ToolID: toolID})
-		h.events = append(h.events, Event{Type: wire.EvSteerDelivered, Data: raw})
+		raw, _ := json.Marshal(event.SteerData{Text: text, ToolID: toolID})
+		h.events = append(h.events, Event{Type: event.SteerDelivered, Data: raw})
 	}
 	if len(s) > 0 {
 		h.notifyLocked()
@@ -103,7 +103,7 @@ func (h *Host) Calls() []engine.ToolCall {
 }
 
 // OfType returns the data of every recorded event of type typ.
-func (h *Host) OfType(typ wire.EventType) []json.RawMessage {
+func (h *Host) OfType(typ event.Type) []json.RawMessage {
 	var out []json.RawMessage
 	for _, e := range h.Events() {
 		if e.Type == typ {

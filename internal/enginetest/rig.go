@@ -18,7 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // DefaultTurnTimeout bounds one turn, and every wait, of a Rig. It is a
@@ -260,7 +260,7 @@ func (r *Rig) WaitTurn(ch <-chan TurnOutcome) TurnOutcome {
 
 // WaitEvent waits for an event of typ whose data satisfies match (any,
 // when nil).
-func (r *Rig) WaitEvent(typ wire.EventType, what string, match func(json.RawMessage) bool) {
+func (r *Rig) WaitEvent(typ event.Type, what string, match func(json.RawMessage) bool) {
 	r.T.Helper()
 	err := r.Host.WaitFor(r.timeout, what, func(events []Event) bool {
 		for _, e := range events {
@@ -301,7 +301,7 @@ func (r *Rig) ModelRequests(api fakemodel.API) []fakemodel.Request {
 func (r *Rig) FileIn(name string) string { return filepath.Join(r.Cwd, name) }
 
 // Events decodes the recorded events of typ into T.
-func Events[T any](t testing.TB, h *Host, typ wire.EventType) []T {
+func Events[T any](t testing.TB, h *Host, typ event.Type) []T {
 	t.Helper()
 	var out []T
 	for _, raw := range h.OfType(typ) {
@@ -327,7 +327,7 @@ func Describe(err error) string {
 }
 
 // WantFailure checks that err is a failure with code, and returns it.
-func WantFailure(t testing.TB, err error, code wire.FailureCode) *engine.Failure {
+func WantFailure(t testing.TB, err error, code event.FailureCode) *engine.Failure {
 	t.Helper()
 	var f *engine.Failure
 	if !errors.As(err, &f) {

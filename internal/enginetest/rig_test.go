@@ -10,7 +10,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // The rig drives the script engine (no CLI): a turn's text, a tool call
@@ -49,11 +49,11 @@ func TestRigRunsATurnAndRecordsWhatTheEngineDid(t *testing.T) {
 	if b, err := os.ReadFile(r.FileIn("hello.txt")); err != nil || string(b) != "hi\n" {
 		t.Fatalf("hello.txt = %q, %v", b, err)
 	}
-	fins := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
+	fins := enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished)
 	if len(fins) != 1 || fins[0].Outcome != "ok" {
 		t.Fatalf("toolFinished %+v", fins)
 	}
-	r.WaitEvent(wire.EvAssistantText, "the answer", nil)
+	r.WaitEvent(event.AssistantText, "the answer", nil)
 	if r.URL == "" || r.Fake == nil {
 		t.Fatal("no fake model server")
 	}

@@ -35,7 +35,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Batch is a run of encoded event lines as written to the file.
@@ -145,26 +145,26 @@ func (l *Log) LastSeq() int64 {
 // Append records an event and returns it once its line is in the file.
 // data is encoded as the event's data; nil leaves it out. In the failed
 // state it returns the log's *StorageError and assigns no seq.
-func (l *Log) Append(typ wire.EventType, data any) (wire.Event, error) {
+func (l *Log) Append(typ event.Type, data any) (event.Event, error) {
 	var raw json.RawMessage
 	if data != nil {
 		var err error
 		if raw, err = json.Marshal(data); err != nil {
-			return wire.Event{}, fmt.Errorf("encode %s event: %w", typ, err)
+			return event.Event{}, fmt.Errorf("encode %s event: %w", typ, err)
 		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return wire.Event{}, ErrClosed
+		return event.Event{}, ErrClosed
 	}
 	if l.err != nil {
-		return wire.Event{}, l.err
+		return event.Event{}, l.err
 	}
-	ev := wire.Event{Seq: l.seq + 1, TS: l.now().UTC(), Type: typ, Data: raw}
+	ev := event.Event{Seq: l.seq + 1, TS: l.now().UTC(), Type: typ, Data: raw}
 	line, err := json.Marshal(ev)
 	if err != nil {
-		return wire.Event{}, fmt.Errorf("encode %s event: %w", typ, err)
+		return event.Event{}, fmt.Errorf("encode %s event: %w", typ, err)
 	}
 	l.seq = ev.Seq
 	if len(l.starts) == 0 {
@@ -178,7 +178,7 @@ func (l *Log) Append(typ wire.EventType, data any) (wire.Event, error) {
 		if l.failures != failures {
 			// This line's batch failed (and the log may have been
 			// probed back to health since): it is not in the file.
-			return wire.Event{}, l.lastErr
+			return event.Event{}, l.lastErr
 		}
 		if l.flushing {
 			l.done.Wait()

@@ -6,13 +6,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func appendN(t *testing.T, l *Log, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		if _, err := l.Append(wire.EvAssistantDelta, wire.TextData{Text: "chunk"}); err != nil {
+		if _, err := l.Append(event.AssistantDelta, event.TextData{Text: "chunk"}); err != nil {
 			t.Fatalf("append: %v", err)
 		}
 	}
@@ -21,7 +21,7 @@ func appendN(t *testing.T, l *Log, n int) {
 func seqs(t *testing.T, path string) []int64 {
 	t.Helper()
 	var out []int64
-	if err := ReadFile(path, func(ev wire.Event) error {
+	if err := ReadFile(path, func(ev event.Event) error {
 		out = append(out, ev.Seq)
 		return nil
 	}); err != nil {
@@ -71,7 +71,7 @@ func TestLongLastLineAcrossChunks(t *testing.T) {
 		big[i] = 'a'
 	}
 	appendN(t, l, 2)
-	if _, err := l.Append(wire.EvAssistantText, wire.TextData{Text: string(big)}); err != nil {
+	if _, err := l.Append(event.AssistantText, event.TextData{Text: string(big)}); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
@@ -93,7 +93,7 @@ func TestWrittenSeesEveryEventInOrder(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for i, line := range b.Lines {
-			var ev wire.Event
+			var ev event.Event
 			if err := json.Unmarshal(line, &ev); err != nil {
 				t.Errorf("batch line %d: %v", i, err)
 			}
@@ -130,7 +130,7 @@ func TestAppendAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	if _, err := l.Append(wire.EvStopped, nil); err != ErrClosed {
+	if _, err := l.Append(event.Stopped, nil); err != ErrClosed {
 		t.Fatalf("append after close: %v, want ErrClosed", err)
 	}
 }
@@ -141,10 +141,10 @@ func BenchmarkAppend(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	d := wire.TextData{Text: "a streamed chunk of assistant text"}
+	d := event.TextData{Text: "a streamed chunk of assistant text"}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, err := l.Append(wire.EvAssistantDelta, d); err != nil {
+		if _, err := l.Append(event.AssistantDelta, d); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -163,7 +163,7 @@ func TestWrittenMayAppend(t *testing.T) {
 			got = append(got, b.FirstSeq+int64(i))
 		}
 		if len(nested) < 3 && b.FirstSeq%2 == 1 {
-			ev, err := l.Append(wire.EvSteerDelivered, wire.TextData{Text: "from the mirror"})
+			ev, err := l.Append(event.SteerDelivered, event.TextData{Text: "from the mirror"})
 			if err != nil {
 				t.Errorf("append from Written: %v", err)
 			}

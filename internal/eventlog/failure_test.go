@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // faultyFile accepts room more bytes, then fails every write with err, as
@@ -95,7 +95,7 @@ func TestFailedWriteFailsEveryLaterAppend(t *testing.T) {
 	})
 	appendN(t, l, 3)
 	ff.set(10, nil) // the next line is torn part-way
-	_, err := l.Append(wire.EvAssistantDelta, wire.TextData{Text: "lost"})
+	_, err := l.Append(event.AssistantDelta, event.TextData{Text: "lost"})
 	var serr *StorageError
 	if !errors.As(err, &serr) || !errors.Is(err, ErrUnavailable) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("append on a full disk = %v, want a *StorageError for ENOSPC", err)
@@ -104,7 +104,7 @@ func TestFailedWriteFailsEveryLaterAppend(t *testing.T) {
 		t.Fatalf("error %+v, want a write failure after seq 3", serr)
 	}
 	for i := 0; i < 3; i++ {
-		if _, err2 := l.Append(wire.EvAssistantDelta, nil); err2 != err {
+		if _, err2 := l.Append(event.AssistantDelta, nil); err2 != err {
 			t.Fatalf("append %d in the failed state = %v, want the same error %v", i, err2, err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestProbeWaitsForRoomThenTheSeqContinues(t *testing.T) {
 	l, ff := openFaulty(t, Options{})
 	appendN(t, l, 2)
 	ff.set(0, nil)
-	if _, err := l.Append(wire.EvAssistantDelta, nil); !errors.Is(err, ErrUnavailable) {
+	if _, err := l.Append(event.AssistantDelta, nil); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("append = %v", err)
 	}
 	err := l.Probe()
@@ -153,7 +153,7 @@ func TestProbeWaitsForRoomThenTheSeqContinues(t *testing.T) {
 	if l.Err() != nil {
 		t.Fatalf("Err after a good probe = %v", l.Err())
 	}
-	ev, err := l.Append(wire.EvFailure, wire.FailureData{Code: "storageFailed", Message: "recovered"})
+	ev, err := l.Append(event.Failure, event.FailureData{Code: "storageFailed", Message: "recovered"})
 	if err != nil || ev.Seq != 3 {
 		t.Fatalf("append after probe: seq %d, %v; want seq 3 (the failed one was never acknowledged)", ev.Seq, err)
 	}
@@ -174,7 +174,7 @@ func TestFailedSyncFailsTheLog(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Sync = %v, want a storage failure", err)
 	}
-	if _, err := l.Append(wire.EvTurnEnded, nil); !errors.Is(err, syscall.EIO) {
+	if _, err := l.Append(event.TurnEnded, nil); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("append after a failed sync = %v", err)
 	}
 }
@@ -193,7 +193,7 @@ func TestConcurrentAppendersLearnOfTheFailure(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := 0; i < 50; i++ {
-					ev, err := l.Append(wire.EvAssistantDelta, wire.TextData{Text: "a streamed chunk"})
+					ev, err := l.Append(event.AssistantDelta, event.TextData{Text: "a streamed chunk"})
 					if err != nil {
 						if !errors.Is(err, ErrUnavailable) {
 							t.Errorf("append: %v", err)

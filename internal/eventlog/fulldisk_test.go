@@ -10,7 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/smallfs"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // TestRealFullDisk fills a 2 MiB tmpfs under a live log: the append that
@@ -34,11 +34,11 @@ func TestRealFullDisk(t *testing.T) {
 	if err := os.WriteFile(filler, make([]byte, 1<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	text := wire.TextData{Text: strings.Repeat("a model's long answer ", 200)}
+	text := event.TextData{Text: strings.Repeat("a model's long answer ", 200)}
 	var acked int64
 	var failure error
 	for i := 0; i < 10000; i++ {
-		ev, err := l.Append(wire.EvAssistantText, text)
+		ev, err := l.Append(event.AssistantText, text)
 		if err != nil {
 			failure = err
 			break
@@ -48,7 +48,7 @@ func TestRealFullDisk(t *testing.T) {
 	if !errors.Is(failure, syscall.ENOSPC) || !errors.Is(failure, eventlog.ErrUnavailable) {
 		t.Fatalf("filling the disk ended with %v, want ENOSPC", failure)
 	}
-	if _, err := l.Append(wire.EvTurnEnded, nil); err != failure {
+	if _, err := l.Append(event.TurnEnded, nil); err != failure {
 		t.Fatalf("next append = %v, want %v", err, failure)
 	}
 	if failures != 1 {
@@ -66,7 +66,7 @@ func TestRealFullDisk(t *testing.T) {
 	if err := l.Probe(); err != nil {
 		t.Fatalf("probe with room again = %v", err)
 	}
-	ev, err := l.Append(wire.EvFailure, wire.FailureData{Code: "storageFailed", Message: "the disk was full"})
+	ev, err := l.Append(event.Failure, event.FailureData{Code: "storageFailed", Message: "the disk was full"})
 	if err != nil || ev.Seq != acked+1 {
 		t.Fatalf("append after the probe: seq %d, %v; want %d", ev.Seq, err, acked+1)
 	}
@@ -87,7 +87,7 @@ func TestRealFullDisk(t *testing.T) {
 func lastInFile(t *testing.T, path string) int64 {
 	t.Helper()
 	var last int64
-	if err := eventlog.ReadFile(path, func(ev wire.Event) error {
+	if err := eventlog.ReadFile(path, func(ev event.Event) error {
 		if ev.Seq != last+1 {
 			t.Fatalf("seq %d after %d", ev.Seq, last)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -49,7 +50,7 @@ func Scan(r io.Reader, from int64, fn func(seq int64, line []byte) error) error 
 }
 
 // ReadFile decodes every event of the log at path (a missing file has none).
-func ReadFile(path string, fn func(wire.Event) error) error {
+func ReadFile(path string, fn func(event.Event) error) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -59,7 +60,7 @@ func ReadFile(path string, fn func(wire.Event) error) error {
 	}
 	defer f.Close()
 	return Scan(f, 0, func(_ int64, line []byte) error {
-		var ev wire.Event
+		var ev event.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return fmt.Errorf("read event log: %w", err)
 		}

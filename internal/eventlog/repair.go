@@ -12,7 +12,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // DamagedSuffix names the sibling file damaged lines are moved to:
@@ -35,11 +35,11 @@ const (
 // Repair is what Open moved out of a damaged log.
 type Repair struct {
 	// Event is the logRepaired event appended after the last valid event.
-	Event wire.Event
-	Data  wire.LogRepairedData
+	Event event.Event
+	Data  event.LogRepairedData
 	// Ranges lists every damaged range, where Data lists the first
 	// maxListedRanges.
-	Ranges []wire.DamagedRange
+	Ranges []event.DamagedRange
 	line   []byte
 }
 
@@ -48,7 +48,7 @@ type Repair struct {
 type DamagedRecord struct {
 	RepairedAt time.Time `json:"repairedAt"`
 	EventSeq   int64     `json:"eventSeq"`
-	wire.DamagedRange
+	event.DamagedRange
 	Bytes []byte `json:"bytes"` // base64 in JSON
 }
 
@@ -62,7 +62,7 @@ type candidate struct {
 type scanResult struct {
 	size       int64
 	candidates []candidate
-	damaged    []wire.DamagedRange // in file order, not merged
+	damaged    []event.DamagedRange // in file order, not merged
 }
 
 // openRepaired opens the log at path for appending, repairing it first if
@@ -147,12 +147,12 @@ func scanLog(f *os.File) (scanResult, error) {
 		}
 		end := off + int64(len(line))
 		if line[len(line)-1] != '\n' {
-			res.damaged = append(res.damaged, wire.DamagedRange{Offset: off, Length: end - off, Reason: reasonTorn})
+			res.damaged = append(res.damaged, event.DamagedRange{Offset: off, Length: end - off, Reason: reasonTorn})
 			off = end
 			break
 		}
 		if seq, reason := parseLine(line[:len(line)-1]); reason != "" {
-			res.damaged = append(res.damaged, wire.DamagedRange{Offset: off, Length: end - off, Reason: reason})
+			res.damaged = append(res.damaged, event.DamagedRange{Offset: off, Length: end - off, Reason: reason})
 		} else {
 			res.candidates = append(res.candidates, candidate{off: off, end: end, seq: seq})
 		}
@@ -166,7 +166,7 @@ func scanLog(f *os.File) (scanResult, error) {
 }
 
 // parseLine returns the seq of an event line, or why it is not one. An
-// event is a JSON object that decodes as a wire.Event with a positive seq
+// event is a JSON object that decodes as a event.Event with a positive seq
 // and a type.
 func parseLine(line []byte) (int64, string) {
 	if len(bytes.TrimSpace(line)) == 0 {
@@ -178,7 +178,7 @@ func parseLine(line []byte) (int64, string) {
 	if seq, ok := fastSeq(line); ok {
 		return seq, ""
 	}
-	var ev wire.Event
+	var ev event.Event
 	if err := json.Unmarshal(line, &ev); err != nil || ev.Seq <= 0 || ev.Type == "" || line[0] != '{' {
 		return 0, reasonNoSeq
 	}
@@ -186,7 +186,7 @@ func parseLine(line []byte) (int64, string) {
 }
 
 // fastSeq reads the seq of a line as Append writes it,
-// {"seq":N,"ts":"…","type":"T"…, checking what wire.Event would, without
+// {"seq":N,"ts":"…","type":"T"…, checking what event.Event would, without
 // reflection. The line is valid JSON.
 func fastSeq(line []byte) (int64, bool) {
 	const head = `{"seq":`
@@ -271,18 +271,18 @@ func longestIncreasing(c []candidate) []int {
 // damagedRanges merges the lines that are not events and the candidates
 // left out of the kept run into ranges in file order; adjacent lines damaged
 // for the same reason make one range.
-func damagedRanges(res scanResult, keep []int) []wire.DamagedRange {
-	all := append([]wire.DamagedRange(nil), res.damaged...)
+func damagedRanges(res scanResult, keep []int) []event.DamagedRange {
+	all := append([]event.DamagedRange(nil), res.damaged...)
 	k := 0
 	for i, c := range res.candidates {
 		if k < len(keep) && keep[k] == i {
 			k++
 			continue
 		}
-		all = append(all, wire.DamagedRange{Offset: c.off, Length: c.end - c.off, Reason: reasonOutOfOrder})
+		all = append(all, event.DamagedRange{Offset: c.off, Length: c.end - c.off, Reason: reasonOutOfOrder})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Offset < all[j].Offset })
-	var merged []wire.DamagedRange
+	var merged []event.DamagedRange
 	for _, r := range all {
 		if n := len(merged); n > 0 && merged[n-1].Offset+merged[n-1].Length == r.Offset && merged[n-1].Reason == r.Reason {
 			merged[n-1].Length += r.Length
@@ -295,8 +295,8 @@ func damagedRanges(res scanResult, keep []int) []wire.DamagedRange {
 
 // newRepair builds the logRepaired event for damaged, moved to the file
 // aside, to follow seq last.
-func newRepair(aside string, damaged []wire.DamagedRange, last int64, now time.Time) (*Repair, error) {
-	data := wire.LogRepairedData{
+func newRepair(aside string, damaged []event.DamagedRange, last int64, now time.Time) (*Repair, error) {
+	data := event.LogRepairedData{
 		File:         aside,
 		Ranges:       damaged[:min(len(damaged), maxListedRanges)],
 		RangeCount:   len(damaged),
@@ -309,7 +309,7 @@ func newRepair(aside string, damaged []wire.DamagedRange, last int64, now time.T
 	if err != nil {
 		return nil, fmt.Errorf("encode logRepaired: %w", err)
 	}
-	ev := wire.Event{Seq: last + 1, TS: now, Type: wire.EvLogRepaired, Data: raw}
+	ev := event.Event{Seq: last + 1, TS: now, Type: event.LogRepaired, Data: raw}
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return nil, fmt.Errorf("encode logRepaired: %w", err)
@@ -354,7 +354,7 @@ func moveAside(f *os.File, path string, rep *Repair) error {
 // over path, so a reader or a crash sees the old log or the repaired one.
 // Readers holding the old file find it replaced (a new inode) and reopen.
 // It returns the new file, positioned at its end, and its length.
-func rewrite(f *os.File, path string, damaged []wire.DamagedRange, line []byte) (file, int64, error) {
+func rewrite(f *os.File, path string, damaged []event.DamagedRange, line []byte) (file, int64, error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.repair")
 	if err != nil {

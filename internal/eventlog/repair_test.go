@@ -10,7 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/eventlog/logdamage"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // sample builds a real log of n events once per test.
@@ -45,7 +45,7 @@ func reopen(t *testing.T, orig []byte, splices []logdamage.Splice) *eventlog.Rep
 		t.Errorf("logRepaired (seq %d) mirrored as %v", rep.Event.Seq, mirrored)
 	}
 	last := l.LastSeq()
-	ev, err := l.Append(wire.EvTurnEnded, nil)
+	ev, err := l.Append(event.TurnEnded, nil)
 	if err != nil || ev.Seq != last+1 {
 		t.Fatalf("append after repair: seq %d, %v; want seq %d", ev.Seq, err, last+1)
 	}
@@ -109,10 +109,10 @@ func TestDamageIsMovedAside(t *testing.T) {
 			if !slices.Equal(reasons, tt.reasons) {
 				t.Errorf("reasons %q, want %q", reasons, tt.reasons)
 			}
-			if rep.Data.LastValidSeq != tt.kept || rep.Event.Seq != tt.kept+1 || rep.Event.Type != wire.EvLogRepaired {
+			if rep.Data.LastValidSeq != tt.kept || rep.Event.Seq != tt.kept+1 || rep.Event.Type != event.LogRepaired {
 				t.Errorf("logRepaired seq %d after %d, want after %d", rep.Event.Seq, rep.Data.LastValidSeq, tt.kept)
 			}
-			var data wire.LogRepairedData
+			var data event.LogRepairedData
 			if err := json.Unmarshal(rep.Event.Data, &data); err != nil || data.File != "events.jsonl.damaged" || data.RangeCount != len(tt.reasons) {
 				t.Errorf("event data %s (%v)", rep.Event.Data, err)
 			}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/corral-dev/corral/internal/graph/executor"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -101,7 +103,7 @@ func currentTurn(ctx context.Context, s executor.Sessions, id string) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	var st wire.Status
+	var st command.Status
 	if err := json.Unmarshal(reply.Result, &st); err != nil {
 		return 0, err
 	}
@@ -119,7 +121,7 @@ func currentTurn(ctx context.Context, s executor.Sessions, id string) (int64, er
 		if err != nil {
 			return from, nil
 		}
-		if e.Type == wire.EvTurnStarted {
+		if e.Type == event.TurnStarted {
 			from = e.Seq
 		}
 	}
@@ -167,7 +169,7 @@ type SessionEvents struct {
 
 // EventsPage is a page of events and where the next one starts.
 type EventsPage struct {
-	Events []wire.Event `json:"events"`
+	Events []event.Event `json:"events"`
 	// Next is the seq to ask for next; More says whether the log went
 	// on past this page.
 	Next int64 `json:"next"`
@@ -188,7 +190,7 @@ func (t *sessionTools) events(ctx context.Context, in SessionEvents) (*EventsPag
 		return nil, "", err
 	}
 	defer ev.Close()
-	page := &EventsPage{Events: []wire.Event{}, Next: from}
+	page := &EventsPage{Events: []event.Event{}, Next: from}
 	for {
 		e, err := ev.Next(ctx)
 		if errors.Is(err, io.EOF) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math"
 
+	"github.com/corral-dev/corral/pkg/event"
+
 	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -26,24 +28,24 @@ func (m *Metrics) Event(session, engine string, typ, line []byte) {
 }
 
 // decoders read what the metrics need from the event types that carry it.
-var decoders = map[wire.EventType]func(m *Metrics, session, engine string, line []byte){
-	wire.EvUsage: func(m *Metrics, _, engine string, line []byte) {
-		var ev struct{ Data wire.UsageData }
+var decoders = map[event.Type]func(m *Metrics, session, engine string, line []byte){
+	event.Usage: func(m *Metrics, _, engine string, line []byte) {
+		var ev struct{ Data event.UsageData }
 		if json.Unmarshal(line, &ev) == nil {
 			m.usage(engine, ev.Data)
 		}
 	},
-	wire.EvFailure: func(m *Metrics, _, engine string, line []byte) {
-		var ev struct{ Data wire.FailureData }
+	event.Failure: func(m *Metrics, _, engine string, line []byte) {
+		var ev struct{ Data event.FailureData }
 		if json.Unmarshal(line, &ev) != nil {
 			return
 		}
 		m.failures.WithLabelValues(m.engines.value(engine), oneOf(string(ev.Data.Code), failureCodes)).Inc()
-		if ev.Data.Code == wire.FailPermissionUnavailable {
+		if ev.Data.Code == event.FailPermissionUnavailable {
 			m.gateDecided.WithLabelValues(wire.DecisionDeny, unknown, "unattended").Inc()
 		}
 	},
-	wire.EvTurnEnded: func(m *Metrics, _, engine string, line []byte) {
+	event.TurnEnded: func(m *Metrics, _, engine string, line []byte) {
 		var ev struct {
 			Data struct {
 				Outcome string `json:"outcome"`
@@ -53,7 +55,7 @@ var decoders = map[wire.EventType]func(m *Metrics, session, engine string, line 
 			m.turns.WithLabelValues(m.engines.value(engine), oneOf(ev.Data.Outcome, turnOutcomes)).Inc()
 		}
 	},
-	wire.EvAskOpened: func(m *Metrics, session, _ string, line []byte) {
+	event.AskOpened: func(m *Metrics, session, _ string, line []byte) {
 		var ev struct {
 			Data struct {
 				AskID    string `json:"askId"`
@@ -67,16 +69,16 @@ var decoders = map[wire.EventType]func(m *Metrics, session, engine string, line 
 		m.asks.open(session, ev.Data.AskID, category)
 		m.gateAsks.WithLabelValues(category).Inc()
 	},
-	wire.EvAskAnswered: func(m *Metrics, session, _ string, line []byte) {
-		var ev struct{ Data wire.AskAnsweredData }
+	event.AskAnswered: func(m *Metrics, session, _ string, line []byte) {
+		var ev struct{ Data event.AskAnsweredData }
 		if json.Unmarshal(line, &ev) != nil {
 			return
 		}
 		category := m.asks.answer(session, ev.Data.AskID)
 		m.gateDecided.WithLabelValues(oneOf(ev.Data.Decision, askDecisions), category, oneOf(ev.Data.By, deciders)).Inc()
 	},
-	wire.EvHunkDecided: func(m *Metrics, _, _ string, line []byte) {
-		var ev struct{ Data wire.HunkDecidedData }
+	event.HunkDecided: func(m *Metrics, _, _ string, line []byte) {
+		var ev struct{ Data event.HunkDecidedData }
 		if json.Unmarshal(line, &ev) == nil {
 			m.hunks.WithLabelValues(oneOf(ev.Data.Decision, hunkDecisions), oneOf(ev.Data.By, deciders)).Inc()
 		}
@@ -86,7 +88,7 @@ var decoders = map[wire.EventType]func(m *Metrics, session, engine string, line 
 // usage adds a model call's cost and tokens. Values a model server could
 // make absurd (negative, not finite) are not counted: a counter never goes
 // down.
-func (m *Metrics) usage(engine string, u wire.UsageData) {
+func (m *Metrics) usage(engine string, u event.UsageData) {
 	e, model := m.engines.value(engine), m.models.value(u.Model)
 	if u.CostUSD > 0 && !math.IsInf(u.CostUSD, 0) {
 		m.spend.WithLabelValues(e, model).Add(u.CostUSD)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"sync"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -26,14 +27,14 @@ const (
 )
 
 // eventTypes are counted under their own name in corral_events_total.
-var eventTypes = []wire.EventType{
-	wire.EvSessionStarted, wire.EvSessionResumed, wire.EvUserMessage, wire.EvTurnStarted,
-	wire.EvAssistantDelta, wire.EvAssistantText, wire.EvToolStarted, wire.EvToolFinished,
-	wire.EvAskOpened, wire.EvAskAnswered, wire.EvSteerDelivered, wire.EvSteerRequeued,
-	wire.EvTurnEnded, wire.EvStopped, wire.EvFailure, wire.EvUsage, wire.EvContext, wire.EvRetry,
-	wire.EvHunkStaged, wire.EvHunkDecided, wire.EvEditApplied, wire.EvModeChanged,
-	wire.EvGoalSet, wire.EvGoalCleared, wire.EvGoalCheck, wire.EvSpendCapSet,
-	wire.EvRotated, wire.EvCompacted, wire.EvQueueChanged,
+var eventTypes = []event.Type{
+	event.SessionStarted, event.SessionResumed, event.UserMessage, event.TurnStarted,
+	event.AssistantDelta, event.AssistantText, event.ToolStarted, event.ToolFinished,
+	event.AskOpened, event.AskAnswered, event.SteerDelivered, event.SteerRequeued,
+	event.TurnEnded, event.Stopped, event.Failure, event.Usage, event.Context, event.Retry,
+	event.HunkStaged, event.HunkDecided, event.EditApplied, event.ModeChanged,
+	event.GoalSet, event.GoalCleared, event.GoalCheck, event.SpendCapSet,
+	event.Rotated, event.Compacted, event.QueueChanged,
 }
 
 var (
@@ -42,9 +43,9 @@ var (
 	hunkDecisions  = set(wire.DecisionAccept, wire.DecisionReject)
 	deciders       = set("user", "stopped", "shutdown", "cancelled", "expired", "unattended")
 	turnOutcomes   = set("done", "stopped", "failed", "interrupted")
-	failureCodes   = set(string(wire.FailEngineError), string(wire.FailPermissionUnavailable),
-		string(wire.FailSignInExpired), string(wire.FailContextFull), string(wire.FailSpendCap),
-		string(wire.FailStalled))
+	failureCodes   = set(string(event.FailEngineError), string(event.FailPermissionUnavailable),
+		string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap),
+		string(event.FailStalled))
 )
 
 func set(values ...string) map[string]bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
 	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -99,7 +100,7 @@ func TestScrapedMetricsMatchTheEventsThatProducedThem(t *testing.T) {
 		var cmd *wire.Command
 		switch string(ev.Type) {
 		case "askOpened":
-			var d struct{ Data wire.AskOpenedData }
+			var d struct{ Data event.AskOpenedData }
 			json.Unmarshal(ev.Line, &d)
 			decision := wire.DecisionAllow
 			if asks++; asks > 1 {
@@ -237,30 +238,30 @@ func expected(t *testing.T, log string) counts {
 		c.total++
 		switch ev.Type {
 		case "askOpened":
-			var d wire.AskOpenedData
+			var d event.AskOpenedData
 			json.Unmarshal(ev.Data, &d)
 			categories[d.AskID] = d.Category
 			c.gateAsks[d.Category]++
 			c.asks++
 		case "askAnswered":
-			var d wire.AskAnsweredData
+			var d event.AskAnsweredData
 			json.Unmarshal(ev.Data, &d)
 			c.gateDecisions[[3]string{d.Decision, categories[d.AskID], d.By}]++
 		case "hunkDecided":
-			var d wire.HunkDecidedData
+			var d event.HunkDecidedData
 			json.Unmarshal(ev.Data, &d)
 			c.hunkDecisions[[2]string{d.Decision, d.By}]++
 			c.hunks++
 		case "failure":
-			var d wire.FailureData
+			var d event.FailureData
 			json.Unmarshal(ev.Data, &d)
 			c.failures[string(d.Code)]++
 		case "turnEnded":
-			var d wire.TurnEndedData
+			var d event.TurnEndedData
 			json.Unmarshal(ev.Data, &d)
 			c.turns[d.Outcome]++
 		case "usage":
-			var d wire.UsageData
+			var d event.UsageData
 			json.Unmarshal(ev.Data, &d)
 			c.spend += d.CostUSD
 			c.tokens["input"] += d.InputTokens

@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/sessiondir"
 	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -104,7 +105,7 @@ func ctx(t testing.TB) context.Context {
 
 // logCheck is what a session's events.jsonl holds, checked line by line.
 type logCheck struct {
-	events     []wire.Event
+	events     []event.Event
 	bySeq      map[int64][]byte
 	repeated   int // a seq not above the one before it
 	gaps       int // seqs skipped without a logRepaired saying why
@@ -124,32 +125,32 @@ func checkLog(path string) (*logCheck, error) {
 	var prev int64
 	open := map[int]bool{}
 	err = eventlog.Scan(strings.NewReader(string(data)), 0, func(seq int64, line []byte) error {
-		var ev wire.Event
+		var ev event.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return err
 		}
 		switch {
 		case seq <= prev:
 			lc.repeated++
-		case seq != prev+1 && ev.Type != wire.EvLogRepaired:
+		case seq != prev+1 && ev.Type != event.LogRepaired:
 			lc.gaps++
 		}
 		prev = seq
 		lc.events = append(lc.events, ev)
 		lc.bySeq[seq] = append([]byte(nil), line...)
 		switch ev.Type {
-		case wire.EvLogRepaired:
+		case event.LogRepaired:
 			lc.repairs++
-		case wire.EvUserMessage:
-			var m wire.UserMessageData
+		case event.UserMessage:
+			var m event.UserMessageData
 			json.Unmarshal(ev.Data, &m)
 			lc.userTexts[m.Text]++
-		case wire.EvTurnStarted:
-			var ts wire.TurnStartedData
+		case event.TurnStarted:
+			var ts event.TurnStartedData
 			json.Unmarshal(ev.Data, &ts)
 			open[ts.Turn] = true
-		case wire.EvTurnEnded:
-			var te wire.TurnEndedData
+		case event.TurnEnded:
+			var te event.TurnEndedData
 			json.Unmarshal(ev.Data, &te)
 			delete(open, te.Turn)
 			lc.turnEnds++

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // the call (cancelled), or expiry (expire). The askOpened event is the
 // runner's to record, after it has said the session waits.
 type askBroker struct {
-	emit func(wire.EventType, any)
+	emit func(event.Type, any)
 	now  func() time.Time
 
 	mu   sync.Mutex
@@ -34,7 +35,7 @@ type ask struct {
 
 type askAnswer struct{ decision, note string }
 
-func newAskBroker(emit func(wire.EventType, any)) *askBroker {
+func newAskBroker(emit func(event.Type, any)) *askBroker {
 	return &askBroker{emit: emit, now: time.Now, open: map[string]*ask{}}
 }
 
@@ -78,7 +79,7 @@ func (b *askBroker) resolve(a *ask, decision, note, by string) error {
 	}
 	a.done = true
 	b.mu.Unlock()
-	b.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: a.id, Decision: decision, Note: note, By: by})
+	b.emit(event.AskAnswered, event.AskAnsweredData{AskID: a.id, Decision: decision, Note: note, By: by})
 	a.answer <- askAnswer{decision, note}
 	return nil
 }

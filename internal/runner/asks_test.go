@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -41,7 +42,7 @@ func TestAskBrokerAnswersEachAskExactlyOnce(t *testing.T) {
 			if got.decision != c.decision {
 				t.Fatalf("the call got %+v, want %s", got, c.decision)
 			}
-			answers := of[wire.AskAnsweredData](&ev, wire.EvAskAnswered)
+			answers := of[event.AskAnsweredData](&ev, event.AskAnswered)
 			if len(answers) != 1 || answers[0].Decision != c.decision || answers[0].By != c.by {
 				t.Fatalf("askAnswered events %+v", answers)
 			}
@@ -75,7 +76,7 @@ func TestAskBrokerCancelledCallIsDenied(t *testing.T) {
 	if got := b.wait(ctx, a); got.decision != wire.DecisionDeny {
 		t.Fatalf("a withdrawn call got %+v", got)
 	}
-	if answers := of[wire.AskAnsweredData](&ev, wire.EvAskAnswered); len(answers) != 1 || answers[0].By != "cancelled" {
+	if answers := of[event.AskAnsweredData](&ev, event.AskAnswered); len(answers) != 1 || answers[0].By != "cancelled" {
 		t.Fatalf("askAnswered events %+v", answers)
 	}
 	if b.forget(a) != 0 {
@@ -99,7 +100,7 @@ func TestAskBrokerListsAndDeniesOldestFirst(t *testing.T) {
 		t.Fatalf("denied %d", n)
 	}
 	var order []string
-	for _, a := range of[wire.AskAnsweredData](&ev, wire.EvAskAnswered) {
+	for _, a := range of[event.AskAnsweredData](&ev, event.AskAnswered) {
 		order = append(order, a.AskID)
 	}
 	if !slices.Equal(order, []string{"a2", "a7", "a10"}) {

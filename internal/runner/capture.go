@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/worktree"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // CaptureFolder is the content store of the shell capture, in the session
@@ -231,7 +231,7 @@ func (r *Runner) stageCaptured(toolID string, changes []worktree.Change) {
 		for _, ce := range capturedEdits(r.shell, ch, root) {
 			id, seq := r.ids.next("e")
 			se := r.review.stage(id, seq, toolID, ce.path, ce.edit, true, ce.undo)
-			r.emit(wire.EvHunkStaged, wire.HunkStagedData{EditID: id, ToolID: toolID, Path: r.review.display(ce.path), Auto: true, Edit: ce.edit})
+			r.emit(event.HunkStaged, event.HunkStagedData{EditID: id, ToolID: toolID, Path: r.review.display(ce.path), Auto: true, Edit: ce.edit})
 			r.review.recordApplied(se, "command", ce.edit.IDs(), false, "")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -25,18 +26,18 @@ turns:
 
 // stagedByCommand returns the hunkStaged events of captured changes (they
 // are followed by an editApplied by "command"), by path.
-func stagedByCommand(t *testing.T, s *session) map[string]wire.HunkStagedData {
+func stagedByCommand(t *testing.T, s *session) map[string]event.HunkStagedData {
 	t.Helper()
 	by := map[string]bool{}
-	for _, ev := range s.all(wire.EvEditApplied) {
-		d := decode[wire.EditAppliedData](t, ev)
+	for _, ev := range s.all(event.EditApplied) {
+		d := decode[event.EditAppliedData](t, ev)
 		if d.By == "command" && !d.Reverted {
 			by[d.EditID] = true
 		}
 	}
-	out := map[string]wire.HunkStagedData{}
-	for _, ev := range s.all(wire.EvHunkStaged) {
-		d := decode[wire.HunkStagedData](t, ev)
+	out := map[string]event.HunkStagedData{}
+	for _, ev := range s.all(event.HunkStaged) {
+		d := decode[event.HunkStagedData](t, ev)
 		if by[d.EditID] {
 			if !d.Auto {
 				t.Fatalf("captured edit %s is not auto", d.EditID)
@@ -106,8 +107,8 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 			})
 			s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
 			if c.asks {
-				ev, _ := s.waitType(0, wire.EvAskOpened)
-				s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[wire.AskOpenedData](t, ev).AskID, Decision: wire.DecisionAllow})
+				ev, _ := s.waitType(0, event.AskOpened)
+				s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: wire.DecisionAllow})
 			}
 			// The write of notes.txt waits for review: the turn is open.
 			held := waitStagedPath(t, s, "notes.txt")
@@ -132,8 +133,8 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 				}
 			}
 			s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: held.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
-			ended, _ := s.waitType(0, wire.EvTurnEnded)
-			te := decode[wire.TurnEndedData](t, ended)
+			ended, _ := s.waitType(0, event.TurnEnded)
+			te := decode[event.TurnEndedData](t, ended)
 			if te.Outcome != "done" {
 				t.Fatalf("turn %+v", te)
 			}
@@ -144,18 +145,18 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 func TestReadonlyModeCapturesNothing(t *testing.T) {
 	s := newSession(t, "turns:\n  - steps:\n      - tool: shell\n        command: \"ls\"\n", func(sp *wire.Spec) { sp.Mode = "readonly" })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	s.waitType(0, wire.EvTurnEnded)
+	s.waitType(0, event.TurnEnded)
 	if _, err := os.Stat(filepath.Join(s.dir, CaptureFolder)); !os.IsNotExist(err) {
 		t.Fatalf("readonly mode built a capture: %v", err)
 	}
 }
 
-func waitStagedPath(t *testing.T, s *session, path string) wire.HunkStagedData {
+func waitStagedPath(t *testing.T, s *session, path string) event.HunkStagedData {
 	t.Helper()
 	from := 0
 	for {
-		ev, i := s.waitType(from, wire.EvHunkStaged)
-		if d := decode[wire.HunkStagedData](t, ev); d.Path == path && !d.Auto {
+		ev, i := s.waitType(from, event.HunkStaged)
+		if d := decode[event.HunkStagedData](t, ev); d.Path == path && !d.Auto {
 			return d
 		}
 		from = i + 1

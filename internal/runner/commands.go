@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -113,9 +115,9 @@ func (r *Runner) setMode(mode string) (any, error) {
 	if err := r.store.saveSpec(spec); err != nil {
 		return nil, err
 	}
-	r.emit(wire.EvModeChanged, wire.ModeChangedData{Mode: mode})
+	r.emit(event.ModeChanged, event.ModeChangedData{Mode: mode})
 	r.presence.touch()
-	return wire.ModeChangedData{Mode: mode}, nil
+	return event.ModeChangedData{Mode: mode}, nil
 }
 
 func (r *Runner) setSpendCap(capUSD *float64) (any, error) {
@@ -134,16 +136,16 @@ func (r *Runner) setSpendCap(capUSD *float64) (any, error) {
 	if err := r.store.saveSpec(spec); err != nil {
 		return nil, err
 	}
-	r.emit(wire.EvSpendCapSet, wire.SpendCapSetData{SpendCapUSD: *capUSD})
-	return wire.SpendCapSetData{SpendCapUSD: *capUSD}, nil
+	r.emit(event.SpendCapSet, event.SpendCapSetData{SpendCapUSD: *capUSD})
+	return event.SpendCapSetData{SpendCapUSD: *capUSD}, nil
 }
 
 // status snapshots the session for the status command and presence.json.
-func (r *Runner) status() wire.Status {
+func (r *Runner) status() command.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	turnNo, queued := r.turns.snapshot()
-	return wire.Status{
+	return command.Status{
 		Session: r.spec.ID, Engine: r.spec.Engine, State: r.state, Activity: r.activity,
 		Mode: r.spec.Mode, Turn: turnNo, Queued: queued,
 		OpenAsks: r.asks.openIDs(), PendingEdit: r.review.pendingIDs(), Usage: r.meter.usage(),

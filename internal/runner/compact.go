@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // defaultCompactAt is the context fill, in percent, that triggers
@@ -47,15 +47,15 @@ func (c *compaction) afterTurn(ctx context.Context, end turnEnd) {
 	}
 	cp, ok := end.eng.(engine.Compactor)
 	if !ok {
-		c.host.emit(wire.EvFailure, wire.FailureData{Code: wire.FailContextFull,
-			Message: fmt.Sprintf("the context is %.0f%% full and this engine cannot compact it", fill), Action: actionFor(wire.FailContextFull)})
+		c.host.emit(event.Failure, event.FailureData{Code: event.FailContextFull,
+			Message: fmt.Sprintf("the context is %.0f%% full and this engine cannot compact it", fill), Action: actionFor(event.FailContextFull)})
 		return
 	}
 	if err := cp.Compact(ctx); err != nil {
-		c.host.emit(wire.EvFailure, wire.FailureData{Code: wire.FailContextFull,
-			Message: fmt.Sprintf("the context is %.0f%% full and compaction failed: %v", fill, err), Action: actionFor(wire.FailContextFull)})
+		c.host.emit(event.Failure, event.FailureData{Code: event.FailContextFull,
+			Message: fmt.Sprintf("the context is %.0f%% full and compaction failed: %v", fill, err), Action: actionFor(event.FailContextFull)})
 		return
 	}
 	c.observe(0)
-	c.host.emit(wire.EvCompacted, wire.CompactedData{BeforePercent: fill})
+	c.host.emit(event.Compacted, event.CompactedData{BeforePercent: fill})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -37,16 +38,16 @@ func TestScriptFetch(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := newSession(t, fmt.Sprintf("turns:\n  - steps:\n      - tool: fetch\n        url: %q\n", c.url), nil)
 			s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-			ev, i := s.waitType(0, wire.EvAskOpened)
-			a := decode[wire.AskOpenedData](t, ev)
+			ev, i := s.waitType(0, event.AskOpened)
+			a := decode[event.AskOpenedData](t, ev)
 			s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: a.AskID, Decision: wire.DecisionAllow})
-			fin, _ := s.waitType(i, wire.EvToolFinished)
-			fd := decode[wire.ToolFinishedData](t, fin)
+			fin, _ := s.waitType(i, event.ToolFinished)
+			fd := decode[event.ToolFinishedData](t, fin)
 			if fd.Outcome != c.outcome || fd.Output != c.output || !strings.Contains(fd.Message, c.message) {
 				t.Fatalf("toolFinished outcome %q, message %q, output %.40q (%d bytes); want %q, %q, %.40q (%d bytes)",
 					fd.Outcome, fd.Message, fd.Output, len(fd.Output), c.outcome, c.message, c.output, len(c.output))
 			}
-			s.waitType(i, wire.EvTurnEnded)
+			s.waitType(i, event.TurnEnded)
 		})
 	}
 }
@@ -62,13 +63,13 @@ func TestScriptFetchStopped(t *testing.T) {
 	defer srv.Close()
 	s := newSession(t, fmt.Sprintf("turns:\n  - steps:\n      - tool: fetch\n        url: %q\n", srv.URL), nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	ev, i := s.waitType(0, wire.EvAskOpened)
-	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[wire.AskOpenedData](t, ev).AskID, Decision: wire.DecisionAllow})
+	ev, i := s.waitType(0, event.AskOpened)
+	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: wire.DecisionAllow})
 	<-hung
 	s.do(wire.Command{Cmd: wire.CmdStop})
-	fin, _ := s.waitType(i, wire.EvToolFinished)
-	if fd := decode[wire.ToolFinishedData](t, fin); fd.Outcome == "ok" {
+	fin, _ := s.waitType(i, event.ToolFinished)
+	if fd := decode[event.ToolFinishedData](t, fin); fd.Outcome == "ok" {
 		t.Fatalf("a stopped fetch finished %+v", fd)
 	}
-	s.waitType(i, wire.EvStopped)
+	s.waitType(i, event.Stopped)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/sessiondir"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -74,7 +75,7 @@ func (r *Runner) branch(ctx context.Context) (wire.ForkResult, error) {
 	}
 	// The rotated event closes the old log and opens the new one: both
 	// hold it at the same seq.
-	r.emit(wire.EvRotated, wire.RotatedData{From: old.ID, To: newID, Reason: "fork"})
+	r.emit(event.Rotated, event.RotatedData{From: old.ID, To: newID, Reason: "fork"})
 	if err := r.store.eventLog().Sync(); err != nil {
 		return wire.ForkResult{}, err
 	}
@@ -106,7 +107,7 @@ func (r *Runner) branch(ctx context.Context) (wire.ForkResult, error) {
 	if err := r.store.saveSpec(next); err != nil {
 		return wire.ForkResult{}, err
 	}
-	r.emit(wire.EvSessionResumed, wire.SessionStartedData{Engine: next.Engine, Cwd: next.Cwd, Mode: next.Mode,
+	r.emit(event.SessionResumed, event.SessionStartedData{Engine: next.Engine, Cwd: next.Cwd, Mode: next.Mode,
 		Model: next.Model, EngineSession: conv, Parent: old.ID, Unattended: next.Unattended})
 	return wire.ForkResult{From: old.ID, To: newID}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -22,8 +23,8 @@ func (r *Runner) setGoal(text string) (any, error) {
 	if err := r.store.saveSpec(spec); err != nil {
 		return nil, err
 	}
-	d := wire.GoalSetData{Goal: spec.Goal.Text, Clauses: clauses}
-	r.emit(wire.EvGoalSet, d)
+	d := event.GoalSetData{Goal: spec.Goal.Text, Clauses: clauses}
+	r.emit(event.GoalSet, d)
 	return d, nil
 }
 
@@ -48,7 +49,7 @@ func (r *Runner) clearGoal() (any, error) {
 	if err := r.store.saveSpec(spec); err != nil {
 		return nil, err
 	}
-	r.emit(wire.EvGoalCleared, nil)
+	r.emit(event.GoalCleared, nil)
 	return wire.ClearGoalResult{Cleared: true}, nil
 }
 
@@ -68,11 +69,11 @@ func (r *Runner) markGoalDone() (any, error) {
 		return nil, err
 	}
 	clauses := Clauses(g.Text)
-	d := wire.GoalCheckData{Goal: g.Text, Total: len(clauses), Met: len(clauses), Holds: true, By: "user",
+	d := event.GoalCheckData{Goal: g.Text, Total: len(clauses), Met: len(clauses), Holds: true, By: "user",
 		Summary: fmt.Sprintf("holds · %d/%d (marked done)", len(clauses), len(clauses))}
 	for _, c := range clauses {
-		d.Clauses = append(d.Clauses, wire.GoalClause{Clause: c, Met: true, Evidence: "marked done by a person"})
+		d.Clauses = append(d.Clauses, event.GoalClause{Clause: c, Met: true, Evidence: "marked done by a person"})
 	}
-	r.emit(wire.EvGoalCheck, d)
+	r.emit(event.GoalCheck, d)
 	return d, nil
 }

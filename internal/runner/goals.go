@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -88,10 +89,10 @@ func (g *goalPolicy) afterTurn(ctx context.Context, end turnEnd) {
 	judge, ok := end.eng.(engine.Judge)
 
 	clauses := Clauses(goal.Text)
-	d := wire.GoalCheckData{Goal: goal.Text, Total: len(clauses), Attempt: attempt, Limit: limit, By: "judge"}
+	d := event.GoalCheckData{Goal: goal.Text, Total: len(clauses), Attempt: attempt, Limit: limit, By: "judge"}
 	var answer string
 	if ok {
-		var usage wire.UsageData
+		var usage event.UsageData
 		var err error
 		answer, usage, err = judge.Judge(ctx, judgePrompt(clauses))
 		if err != nil {
@@ -118,7 +119,7 @@ func (g *goalPolicy) afterTurn(ctx context.Context, end turnEnd) {
 		d.LimitReached = true
 		d.Summary += fmt.Sprintf(" · stopped after %d checks in a row", limit)
 	}
-	g.host.emit(wire.EvGoalCheck, d)
+	g.host.emit(event.GoalCheck, d)
 	if d.Holds || d.LimitReached || !ok {
 		return
 	}
@@ -148,16 +149,16 @@ var verdictLine = regexp.MustCompile(`(?i)^\W*(MET|UNMET|NOT MET)\b\W*(.*)$`)
 
 // parseVerdicts reads one verdict line per clause, in order. A clause whose
 // line is missing or unreadable counts as not met.
-func parseVerdicts(clauses []string, answer string, judged bool) []wire.GoalClause {
+func parseVerdicts(clauses []string, answer string, judged bool) []event.GoalClause {
 	var lines []string
 	for _, l := range strings.Split(answer, "\n") {
 		if strings.TrimSpace(l) != "" {
 			lines = append(lines, strings.TrimSpace(l))
 		}
 	}
-	out := make([]wire.GoalClause, len(clauses))
+	out := make([]event.GoalClause, len(clauses))
 	for i, c := range clauses {
-		out[i] = wire.GoalClause{Clause: c, Evidence: "the verdict could not be read"}
+		out[i] = event.GoalClause{Clause: c, Evidence: "the verdict could not be read"}
 		if !judged {
 			out[i].Evidence = "this engine cannot judge goals"
 			continue

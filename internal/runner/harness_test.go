@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -83,9 +84,9 @@ func (s *session) do(cmd wire.Command) json.RawMessage {
 	return reply.Result
 }
 
-func scanEvents(r io.Reader, fn func(wire.Event)) error {
+func scanEvents(r io.Reader, fn func(event.Event)) error {
 	return eventlog.Scan(r, 0, func(_ int64, line []byte) error {
-		var ev wire.Event
+		var ev event.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return err
 		}
@@ -101,21 +102,21 @@ func (s *session) recorder() *eventlogtest.Recorder { return s.rec }
 
 // waitFor returns the first event at or after index from that satisfies
 // match, waiting for it.
-func (s *session) waitFor(from int, what string, match func(wire.Event) bool) (wire.Event, int) {
+func (s *session) waitFor(from int, what string, match func(event.Event) bool) (event.Event, int) {
 	s.t.Helper()
 	return s.recorder().WaitFor(s.t, from, what, match)
 }
 
-func (s *session) waitType(from int, typ wire.EventType) (wire.Event, int) {
+func (s *session) waitType(from int, typ event.Type) (event.Event, int) {
 	s.t.Helper()
 	return s.recorder().WaitType(s.t, from, typ)
 }
 
 func (s *session) dump() string { return s.recorder().Dump() }
 
-func (s *session) all(typ wire.EventType) []wire.Event { return s.recorder().All(typ) }
+func (s *session) all(typ event.Type) []event.Event { return s.recorder().All(typ) }
 
-func decode[T any](t *testing.T, ev wire.Event) T {
+func decode[T any](t *testing.T, ev event.Event) T {
 	t.Helper()
 	return eventlogtest.Decode[T](t, ev)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -18,30 +19,30 @@ func (h *host) r() *Runner { return (*Runner)(h) }
 // Emit records an engine event. Usage also feeds the meter, context
 // reports the compaction policy, tool events the presence activity, and
 // a finished shell call hands over what it wrote (shellCapture).
-func (h *host) Emit(typ wire.EventType, data any) {
+func (h *host) Emit(typ event.Type, data any) {
 	r := h.r()
 	switch d := data.(type) {
-	case wire.ToolStartedData:
+	case event.ToolStartedData:
 		// A shell call the engine ran without asking Permit (its own
 		// allowlist) is captured from here: best effort, since the
 		// command may already be running when the engine says so.
 		if d.Kind == string(engine.KindShell) && gate.Mode(r.Spec().Mode) != gate.ModeReadonly {
 			r.shell.started(d.ToolID)
 		}
-	case wire.ToolFinishedData:
+	case event.ToolFinishedData:
 		// What a shell call wrote is staged before the call is seen to
 		// finish, as an edit tool's hunks are.
 		r.stageCaptured(d.ToolID, r.shell.finished(d.ToolID))
 	}
 	r.emit(typ, data)
 	switch d := data.(type) {
-	case wire.UsageData:
+	case event.UsageData:
 		r.addUsage(d)
-	case wire.ToolStartedData:
+	case event.ToolStartedData:
 		r.setActivity(d.Summary)
-	case wire.ToolFinishedData:
+	case event.ToolFinishedData:
 		r.setActivity("thinking")
-	case wire.ContextData:
+	case event.ContextData:
 		r.compaction.observe(d.Percent)
 	}
 }
@@ -57,7 +58,7 @@ func (h *host) TakeSteers(toolID string) []string {
 	r := h.r()
 	s := r.turns.takeSteers()
 	for _, text := range s {
-		r.emit(wire.EvSteerDelivered, wire.SteerData{Text: text, ToolID: toolID})
+		r.emit(event.SteerDelivered, event.SteerData{Text: text, ToolID: toolID})
 	}
 	return s
 }
@@ -74,9 +75,9 @@ func (r *Runner) setActivity(a string) {
 
 // addUsage counts a model call's usage and stops the turn when it takes
 // spending to the spend cap.
-func (r *Runner) addUsage(u wire.UsageData) {
+func (r *Runner) addUsage(u event.UsageData) {
 	if crossed, spent, capUSD := r.meter.add(u); crossed {
-		r.emit(wire.EvFailure, spendCapFailure(spent, capUSD))
+		r.emit(event.Failure, spendCapFailure(spent, capUSD))
 		r.goBackground(func(ctx context.Context) { r.stop(ctx, "spendCap") })
 	}
 }
@@ -86,10 +87,10 @@ type policyRunner struct{ r *Runner }
 
 var _ policyHost = policyRunner{}
 
-func (p policyRunner) spec() wire.Spec                   { return p.r.Spec() }
-func (p policyRunner) emit(typ wire.EventType, data any) { p.r.emit(typ, data) }
-func (p policyRunner) engineUsage(u wire.UsageData)      { (*host)(p.r).Emit(wire.EvUsage, u) }
-func (p policyRunner) enqueue(text, kind string)         { p.r.enqueue(text, kind, false) }
+func (p policyRunner) spec() wire.Spec               { return p.r.Spec() }
+func (p policyRunner) emit(typ event.Type, data any) { p.r.emit(typ, data) }
+func (p policyRunner) engineUsage(u event.UsageData) { (*host)(p.r).Emit(event.Usage, u) }
+func (p policyRunner) enqueue(text, kind string)     { p.r.enqueue(text, kind, false) }
 
 func (p policyRunner) busy() bool {
 	p.r.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -34,8 +35,8 @@ func (r *Runner) inherit() error {
 // hasInherited reports whether the log at path holds a handoff message.
 func hasInherited(path string) bool {
 	found := false
-	eventlog.ReadFile(path, func(ev wire.Event) error {
-		if ev.Type == wire.EvUserMessage && strings.Contains(string(ev.Data), `"kind":"inherit"`) {
+	eventlog.ReadFile(path, func(ev event.Event) error {
+		if ev.Type == event.UserMessage && strings.Contains(string(ev.Data), `"kind":"inherit"`) {
 			found = true
 			return eventlog.ErrStop
 		}
@@ -55,20 +56,20 @@ func Brief(dir string) (string, error) {
 	}
 	var asked, answers []string
 	files := map[string]bool{}
-	err = eventlog.ReadFile(filepath.Join(dir, EventsFile), func(ev wire.Event) error {
+	err = eventlog.ReadFile(filepath.Join(dir, EventsFile), func(ev event.Event) error {
 		switch ev.Type {
-		case wire.EvUserMessage:
-			var d wire.UserMessageData
+		case event.UserMessage:
+			var d event.UserMessageData
 			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kindSend {
 				asked = append(asked, d.Text)
 			}
-		case wire.EvAssistantText:
-			var d wire.TextData
+		case event.AssistantText:
+			var d event.TextData
 			if json.Unmarshal(ev.Data, &d) == nil {
 				answers = append(answers, d.Text)
 			}
-		case wire.EvEditApplied:
-			var d wire.EditAppliedData
+		case event.EditApplied:
+			var d event.EditAppliedData
 			if json.Unmarshal(ev.Data, &d) == nil && d.Conflict == "" {
 				files[d.Path] = true
 			}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -39,21 +40,21 @@ func scanLeftovers(path string) (leftovers, error) {
 			}
 		}
 	}
-	err := eventlog.ReadFile(path, func(ev wire.Event) error {
+	err := eventlog.ReadFile(path, func(ev event.Event) error {
 		switch ev.Type {
-		case wire.EvAskOpened:
-			var d wire.AskOpenedData
+		case event.AskOpened:
+			var d event.AskOpenedData
 			if json.Unmarshal(ev.Data, &d) == nil {
 				openAsks[d.AskID] = true
 				note(d.AskID)
 			}
-		case wire.EvAskAnswered:
-			var d wire.AskAnsweredData
+		case event.AskAnswered:
+			var d event.AskAnsweredData
 			if json.Unmarshal(ev.Data, &d) == nil {
 				delete(openAsks, d.AskID)
 			}
-		case wire.EvHunkStaged:
-			var d wire.HunkStagedData
+		case event.HunkStaged:
+			var d event.HunkStagedData
 			if json.Unmarshal(ev.Data, &d) == nil && !d.Auto && d.Edit != nil {
 				set := map[string]bool{}
 				for _, h := range d.Edit.Hunks {
@@ -62,22 +63,22 @@ func scanLeftovers(path string) (leftovers, error) {
 				openHunks[d.EditID] = set
 				note(d.EditID)
 			}
-		case wire.EvHunkDecided:
-			var d wire.HunkDecidedData
+		case event.HunkDecided:
+			var d event.HunkDecidedData
 			if json.Unmarshal(ev.Data, &d) == nil && openHunks[d.EditID] != nil {
 				delete(openHunks[d.EditID], d.HunkID)
 			}
-		case wire.EvUserMessage:
-			var d wire.UserMessageData
+		case event.UserMessage:
+			var d event.UserMessageData
 			if json.Unmarshal(ev.Data, &d) == nil {
 				note(d.ID)
 			}
-		case wire.EvTurnStarted:
-			var d wire.TurnStartedData
+		case event.TurnStarted:
+			var d event.TurnStartedData
 			if json.Unmarshal(ev.Data, &d) == nil {
 				l.openTurn, l.lastTurn = d.Turn, d.Turn
 			}
-		case wire.EvTurnEnded:
+		case event.TurnEnded:
 			l.openTurn = 0
 		}
 		return nil
@@ -106,13 +107,13 @@ func (r *Runner) closeLeftovers() error {
 	r.ids.skipTo(l.maxID)
 	r.turns.resumeAfter(l.lastTurn)
 	for _, id := range l.asks {
-		r.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: id, Decision: wire.DecisionDeny, By: "expired"})
+		r.emit(event.AskAnswered, event.AskAnsweredData{AskID: id, Decision: wire.DecisionDeny, By: "expired"})
 	}
 	for _, h := range l.hunks {
-		r.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: h.edit, HunkID: h.hunk, Decision: wire.DecisionReject, By: "expired"})
+		r.emit(event.HunkDecided, event.HunkDecidedData{EditID: h.edit, HunkID: h.hunk, Decision: wire.DecisionReject, By: "expired"})
 	}
 	if l.openTurn > 0 {
-		r.emit(wire.EvTurnEnded, wire.TurnEndedData{Turn: l.openTurn, Outcome: "interrupted"})
+		r.emit(event.TurnEnded, event.TurnEndedData{Turn: l.openTurn, Outcome: "interrupted"})
 	}
 	return nil
 }

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 type logged struct {
-	typ  wire.EventType
+	typ  event.Type
 	data any
 }
 
@@ -24,28 +24,28 @@ func TestScanLeftovers(t *testing.T) {
 	}{
 		{"empty log", nil, leftovers{}},
 		{"everything closed", []logged{
-			{wire.EvUserMessage, wire.UserMessageData{ID: "m1"}},
-			{wire.EvTurnStarted, wire.TurnStartedData{Turn: 1}},
-			{wire.EvAskOpened, wire.AskOpenedData{AskID: "a2"}},
-			{wire.EvAskAnswered, wire.AskAnsweredData{AskID: "a2"}},
-			{wire.EvHunkStaged, wire.HunkStagedData{EditID: "e3", Edit: twoHunks}},
-			{wire.EvHunkDecided, wire.HunkDecidedData{EditID: "e3", HunkID: "h1"}},
-			{wire.EvHunkDecided, wire.HunkDecidedData{EditID: "e3", HunkID: "h2"}},
-			{wire.EvTurnEnded, wire.TurnEndedData{Turn: 1}},
+			{event.UserMessage, event.UserMessageData{ID: "m1"}},
+			{event.TurnStarted, event.TurnStartedData{Turn: 1}},
+			{event.AskOpened, event.AskOpenedData{AskID: "a2"}},
+			{event.AskAnswered, event.AskAnsweredData{AskID: "a2"}},
+			{event.HunkStaged, event.HunkStagedData{EditID: "e3", Edit: twoHunks}},
+			{event.HunkDecided, event.HunkDecidedData{EditID: "e3", HunkID: "h1"}},
+			{event.HunkDecided, event.HunkDecidedData{EditID: "e3", HunkID: "h2"}},
+			{event.TurnEnded, event.TurnEndedData{Turn: 1}},
 		}, leftovers{lastTurn: 1, maxID: 3}},
 		{"a crash mid-turn", []logged{
-			{wire.EvUserMessage, wire.UserMessageData{ID: "m1"}},
-			{wire.EvTurnStarted, wire.TurnStartedData{Turn: 1}},
-			{wire.EvTurnEnded, wire.TurnEndedData{Turn: 1}},
-			{wire.EvUserMessage, wire.UserMessageData{ID: "g2"}},
-			{wire.EvTurnStarted, wire.TurnStartedData{Turn: 2}},
-			{wire.EvAskOpened, wire.AskOpenedData{AskID: "a12"}},
-			{wire.EvAskOpened, wire.AskOpenedData{AskID: "a3"}},
-			{wire.EvHunkStaged, wire.HunkStagedData{EditID: "e4", Edit: twoHunks}},
-			{wire.EvHunkDecided, wire.HunkDecidedData{EditID: "e4", HunkID: "h1"}},
+			{event.UserMessage, event.UserMessageData{ID: "m1"}},
+			{event.TurnStarted, event.TurnStartedData{Turn: 1}},
+			{event.TurnEnded, event.TurnEndedData{Turn: 1}},
+			{event.UserMessage, event.UserMessageData{ID: "g2"}},
+			{event.TurnStarted, event.TurnStartedData{Turn: 2}},
+			{event.AskOpened, event.AskOpenedData{AskID: "a12"}},
+			{event.AskOpened, event.AskOpenedData{AskID: "a3"}},
+			{event.HunkStaged, event.HunkStagedData{EditID: "e4", Edit: twoHunks}},
+			{event.HunkDecided, event.HunkDecidedData{EditID: "e4", HunkID: "h1"}},
 			// An auto-mode edit waits for nothing.
-			{wire.EvHunkStaged, wire.HunkStagedData{EditID: "e5", Auto: true, Edit: twoHunks}},
-			{wire.EvUserMessage, wire.UserMessageData{ID: "m6"}},
+			{event.HunkStaged, event.HunkStagedData{EditID: "e5", Auto: true, Edit: twoHunks}},
+			{event.UserMessage, event.UserMessageData{ID: "m6"}},
 		}, leftovers{asks: []string{"a12", "a3"}, hunks: []editHunk{{"e4", "h2"}}, openTurn: 2, lastTurn: 2, maxID: 12}},
 	}
 	for _, c := range cases {

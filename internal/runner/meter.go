@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // meter adds up what the session spends, in all and in the running turn,
@@ -14,9 +14,9 @@ import (
 // same figure for meta.json.
 type meter struct {
 	mu     sync.Mutex
-	total  wire.UsageData
-	turn   *wire.UsageData // the running turn's, nil between turns
-	capUSD float64         // 0: no cap
+	total  event.UsageData
+	turn   *event.UsageData // the running turn's, nil between turns
+	capUSD float64          // 0: no cap
 	hit    bool
 }
 
@@ -37,7 +37,7 @@ func (m *meter) crossLocked() bool {
 // add counts a model call's usage and reports whether it took spending to
 // the cap (once: later calls report false until the cap is raised), with
 // what was spent and the cap.
-func (m *meter) add(u wire.UsageData) (crossed bool, spent, capUSD float64) {
+func (m *meter) add(u event.UsageData) (crossed bool, spent, capUSD float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.total.Add(u)
@@ -50,20 +50,20 @@ func (m *meter) add(u wire.UsageData) (crossed bool, spent, capUSD float64) {
 // beginTurn starts counting a turn.
 func (m *meter) beginTurn() {
 	m.mu.Lock()
-	m.turn = &wire.UsageData{}
+	m.turn = &event.UsageData{}
 	m.mu.Unlock()
 }
 
 // endTurn ends the running turn and returns its usage. exact, when the
 // engine reports one, replaces the estimate the turn's usage events added
 // up to, in the turn and in the session's total.
-func (m *meter) endTurn(exact *wire.UsageData) wire.UsageData {
+func (m *meter) endTurn(exact *event.UsageData) event.UsageData {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.turn
 	m.turn = nil
 	if t == nil {
-		t = &wire.UsageData{}
+		t = &event.UsageData{}
 	}
 	if exact != nil {
 		m.total.CostUSD += exact.CostUSD - t.CostUSD
@@ -97,16 +97,16 @@ func (m *meter) reached() bool {
 }
 
 // usage returns what the session has spent.
-func (m *meter) usage() wire.UsageData {
+func (m *meter) usage() event.UsageData {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.total
 }
 
-func spendCapFailure(spent, capUSD float64) wire.FailureData {
-	return wire.FailureData{
-		Code:    wire.FailSpendCap,
+func spendCapFailure(spent, capUSD float64) event.FailureData {
+	return event.FailureData{
+		Code:    event.FailSpendCap,
 		Message: fmt.Sprintf("spend cap reached: $%.4f spent of a $%.2f cap", spent, capUSD),
-		Action:  actionFor(wire.FailSpendCap),
+		Action:  actionFor(event.FailSpendCap),
 	}
 }

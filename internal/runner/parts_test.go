@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -14,18 +15,18 @@ type emitted struct {
 }
 
 type emittedEvent struct {
-	typ  wire.EventType
+	typ  event.Type
 	data any
 }
 
-func (e *emitted) emit(typ wire.EventType, data any) {
+func (e *emitted) emit(typ event.Type, data any) {
 	e.mu.Lock()
 	e.events = append(e.events, emittedEvent{typ, data})
 	e.mu.Unlock()
 }
 
 // of returns the data of the events of type typ, in order.
-func of[T any](e *emitted, typ wire.EventType) []T {
+func of[T any](e *emitted, typ event.Type) []T {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []T

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -42,10 +43,10 @@ func (r *Runner) permit(ctx context.Context, call engine.ToolCall) engine.Verdic
 }
 
 func (r *Runner) unavailable(call engine.ToolCall, reason string) {
-	r.emit(wire.EvFailure, wire.FailureData{
-		Code:    wire.FailPermissionUnavailable,
+	r.emit(event.Failure, event.FailureData{
+		Code:    event.FailPermissionUnavailable,
 		Message: fmt.Sprintf("%s needs approval but the session is unattended: %s", call.Tool, reason),
-		Action:  actionFor(wire.FailPermissionUnavailable),
+		Action:  actionFor(event.FailPermissionUnavailable),
 	})
 }
 
@@ -57,7 +58,7 @@ func (r *Runner) openAsk(ctx context.Context, call engine.ToolCall, j gate.Judge
 	a := r.asks.add(id, seq)
 	r.state, r.activity = wire.StateWaitingForApproval, "waiting for approval: "+call.Tool
 	r.mu.Unlock()
-	r.emit(wire.EvAskOpened, wire.AskOpenedData{
+	r.emit(event.AskOpened, event.AskOpenedData{
 		AskID: id, ToolID: call.ID, Tool: call.Tool, Category: string(j.Category), Reason: j.Reason,
 		Command: call.Command, Path: editPath(call), URL: call.URL, Parts: partsJSON(j.Parts),
 	})
@@ -119,7 +120,7 @@ func (r *Runner) reviewEdit(ctx context.Context, call engine.ToolCall) engine.Ve
 		r.state, r.activity = wire.StateWaitingForReview, "waiting for review: "+display
 	}
 	r.mu.Unlock()
-	r.emit(wire.EvHunkStaged, wire.HunkStagedData{EditID: id, ToolID: call.ID, Path: display, Auto: auto, Edit: ed})
+	r.emit(event.HunkStaged, event.HunkStagedData{EditID: id, ToolID: call.ID, Path: display, Auto: auto, Edit: ed})
 	r.presence.touch()
 
 	r.review.wait(ctx, se)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -28,11 +29,11 @@ type turnEnd struct {
 type policyHost interface {
 	// spec is the session's configuration now.
 	spec() wire.Spec
-	emit(typ wire.EventType, data any)
+	emit(typ event.Type, data any)
 	// engineUsage records the usage of an engine call a policy made (the
 	// goal's judge) as the engine's own usage events are recorded: an
 	// event, counted by the meter against the spend cap.
-	engineUsage(u wire.UsageData)
+	engineUsage(u event.UsageData)
 	// enqueue queues a message of kind.
 	enqueue(text, kind string)
 	// busy reports whether something comes before a message a policy
@@ -52,6 +53,6 @@ type spendCapPolicy struct {
 
 func (p spendCapPolicy) afterTurn(context.Context, turnEnd) {
 	if crossed, spent, capUSD := p.meter.check(); crossed {
-		p.host.emit(wire.EvFailure, spendCapFailure(spent, capUSD))
+		p.host.emit(event.Failure, spendCapFailure(spent, capUSD))
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -17,13 +18,13 @@ type policyDouble struct {
 	sp     wire.Spec
 	isBusy bool
 	queued []string // kind: text
-	usage  []wire.UsageData
+	usage  []event.UsageData
 }
 
-func (h *policyDouble) spec() wire.Spec              { return h.sp }
-func (h *policyDouble) engineUsage(u wire.UsageData) { h.usage = append(h.usage, u) }
-func (h *policyDouble) enqueue(text, kind string)    { h.queued = append(h.queued, kind+": "+text) }
-func (h *policyDouble) busy() bool                   { return h.isBusy }
+func (h *policyDouble) spec() wire.Spec               { return h.sp }
+func (h *policyDouble) engineUsage(u event.UsageData) { h.usage = append(h.usage, u) }
+func (h *policyDouble) enqueue(text, kind string)     { h.queued = append(h.queued, kind+": "+text) }
+func (h *policyDouble) busy() bool                    { return h.isBusy }
 
 // compactingEngine can compact; err is what Compact returns.
 type compactingEngine struct {
@@ -41,10 +42,10 @@ func (e *compactingEngine) Compact(context.Context) error {
 type judgingEngine struct {
 	*fakeEngine
 	answer string
-	usage  wire.UsageData
+	usage  event.UsageData
 }
 
-func (e judgingEngine) Judge(context.Context, string) (string, wire.UsageData, error) {
+func (e judgingEngine) Judge(context.Context, string) (string, event.UsageData, error) {
 	return e.answer, e.usage, nil
 }
 
@@ -77,13 +78,13 @@ func TestCompactionAtTheEndOfATurn(t *testing.T) {
 				end.eng = eng.fakeEngine
 			}
 			p.afterTurn(context.Background(), end)
-			compacted := of[wire.CompactedData](&h.emitted, wire.EvCompacted)
-			failures := of[wire.FailureData](&h.emitted, wire.EvFailure)
+			compacted := of[event.CompactedData](&h.emitted, event.Compacted)
+			failures := of[event.FailureData](&h.emitted, event.Failure)
 			if (len(compacted) == 1) != c.compacted || len(compacted) > 1 {
 				t.Fatalf("compacted events %+v", compacted)
 			}
 			if c.failure == "" && len(failures) > 0 || c.failure != "" && (len(failures) != 1 ||
-				failures[0].Code != wire.FailContextFull || !strings.Contains(failures[0].Message, c.failure)) {
+				failures[0].Code != event.FailContextFull || !strings.Contains(failures[0].Message, c.failure)) {
 				t.Fatalf("failures %+v, want %q", failures, c.failure)
 			}
 			if c.compacted {
@@ -128,13 +129,13 @@ func TestGoalCheckAtTheEndOfATurn(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := &policyDouble{sp: wire.Spec{Goal: c.goal, GoalLimit: c.limit}, isBusy: c.busy}
 			g := &goalPolicy{host: h, log: zap.NewNop()}
-			eng := judgingEngine{fakeEngine: &fakeEngine{}, answer: c.answer, usage: wire.UsageData{InputTokens: 5, CostUSD: 0.01}}
+			eng := judgingEngine{fakeEngine: &fakeEngine{}, answer: c.answer, usage: event.UsageData{InputTokens: 5, CostUSD: 0.01}}
 			end := turnEnd{outcome: c.outcome, eng: eng}
 			if c.noJudge {
 				end.eng = eng.fakeEngine
 			}
 			g.afterTurn(context.Background(), end)
-			checks := of[wire.GoalCheckData](&h.emitted, wire.EvGoalCheck)
+			checks := of[event.GoalCheckData](&h.emitted, event.GoalCheck)
 			if len(checks) != c.checks {
 				t.Fatalf("%d goalCheck events, want %d", len(checks), c.checks)
 			}
@@ -167,7 +168,7 @@ func TestGoalChecksInARowCountUntilReset(t *testing.T) {
 	}
 	g.reset()
 	g.afterTurn(context.Background(), end)
-	if d := of[wire.GoalCheckData](&h.emitted, wire.EvGoalCheck)[2]; d.Attempt != 1 || d.LimitReached {
+	if d := of[event.GoalCheckData](&h.emitted, event.GoalCheck)[2]; d.Attempt != 1 || d.LimitReached {
 		t.Fatalf("the check after a reset: %+v", d)
 	}
 }
@@ -177,12 +178,12 @@ func TestSpendCapPolicyReportsTheExactCostAtTheCap(t *testing.T) {
 	m := newMeter(1)
 	p := spendCapPolicy{meter: m, host: h}
 	m.beginTurn()
-	m.add(wire.UsageData{CostUSD: 0.5, Estimated: true})
-	m.endTurn(&wire.UsageData{CostUSD: 1.25})
+	m.add(event.UsageData{CostUSD: 0.5, Estimated: true})
+	m.endTurn(&event.UsageData{CostUSD: 1.25})
 	p.afterTurn(context.Background(), turnEnd{outcome: "done"})
 	p.afterTurn(context.Background(), turnEnd{outcome: "done"})
-	failures := of[wire.FailureData](&h.emitted, wire.EvFailure)
-	if len(failures) != 1 || failures[0].Code != wire.FailSpendCap || !m.reached() {
+	failures := of[event.FailureData](&h.emitted, event.Failure)
+	if len(failures) != 1 || failures[0].Code != event.FailSpendCap || !m.reached() {
 		t.Fatalf("failures %+v, cap reached %v", failures, m.reached())
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/command"
 )
 
 // presenceDelay coalesces bursts of state changes into one write.
@@ -17,7 +17,7 @@ const presenceDelay = 20 * time.Millisecond
 // or another process can read a session's state without talking to it.
 type presenceWriter struct {
 	path   func() string
-	status func() wire.Status
+	status func() command.Status
 	log    *zap.Logger
 
 	mu      sync.Mutex
@@ -27,7 +27,7 @@ type presenceWriter struct {
 	writing sync.WaitGroup
 }
 
-func newPresenceWriter(path func() string, status func() wire.Status, log *zap.Logger) *presenceWriter {
+func newPresenceWriter(path func() string, status func() command.Status, log *zap.Logger) *presenceWriter {
 	return &presenceWriter{path: path, status: status, log: log}
 }
 

@@ -9,15 +9,15 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/command"
 )
 
 func TestPresenceCloseWritesTheLastStateAndThenNothing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), PresenceFile)
 	var turn, writes atomic.Int32
-	p := newPresenceWriter(func() string { return path }, func() wire.Status {
+	p := newPresenceWriter(func() string { return path }, func() command.Status {
 		writes.Add(1)
-		return wire.Status{Turn: int(turn.Load())}
+		return command.Status{Turn: int(turn.Load())}
 	}, zap.NewNop())
 	turn.Store(1)
 	p.touch()
@@ -27,7 +27,7 @@ func TestPresenceCloseWritesTheLastStateAndThenNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st wire.Status
+	var st command.Status
 	if err := json.Unmarshal(raw, &st); err != nil || st.Turn != 2 {
 		t.Fatalf("presence.json after close: %s (%v)", raw, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -16,7 +17,7 @@ type PrintResult struct {
 	// Answer is the final assistant text of the last turn.
 	Answer string
 	// Failure is the last failure event, if any.
-	Failure *wire.FailureData
+	Failure *event.FailureData
 	// Outcome is the last turn's outcome.
 	Outcome string
 }
@@ -39,25 +40,25 @@ func RunPrint(ctx context.Context, opts Options, prompt string, stream io.Writer
 			if stream != nil {
 				stream.Write(append(append([]byte{}, line...), '\n'))
 			}
-			var ev wire.Event
+			var ev event.Event
 			if json.Unmarshal(line, &ev) != nil {
 				continue
 			}
 			switch ev.Type {
-			case wire.EvAssistantText:
-				var d wire.TextData
+			case event.AssistantText:
+				var d event.TextData
 				if json.Unmarshal(ev.Data, &d) == nil {
 					res.Answer = d.Text
 				}
-			case wire.EvTurnStarted:
+			case event.TurnStarted:
 				res.Answer = ""
-			case wire.EvFailure:
-				var d wire.FailureData
+			case event.Failure:
+				var d event.FailureData
 				if json.Unmarshal(ev.Data, &d) == nil {
 					res.Failure = &d
 				}
-			case wire.EvTurnEnded:
-				var d wire.TurnEndedData
+			case event.TurnEnded:
+				var d event.TurnEndedData
 				if json.Unmarshal(ev.Data, &d) == nil {
 					res.Outcome = d.Outcome
 				}

@@ -2,10 +2,9 @@ package runner
 
 import (
 	"context"
+	"github.com/corral-dev/corral/pkg/event"
 	"sync"
 	"time"
-
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // The kinds of queued message (userMessage's kind). A message's id begins
@@ -43,7 +42,7 @@ type turnQueue struct {
 	// changed records every change of the waiting messages (the
 	// queueChanged event), called with mu held so that the records come
 	// in the order of the changes; nil records nothing.
-	changed func(wire.QueueChangedData)
+	changed func(event.QueueChangedData)
 
 	mu      sync.Mutex
 	waiting []queuedMessage
@@ -57,14 +56,14 @@ type turnQueue struct {
 }
 
 type queuedMessage struct {
-	wire.Queued
+	event.Queued
 	kind string
 }
 
 // turn is the turn in progress.
 type turn struct {
 	no     int
-	msg    wire.Queued
+	msg    event.Queued
 	kind   string
 	cancel context.CancelFunc
 	// done is closed once turnEnded is in the log.
@@ -83,28 +82,28 @@ func newTurnQueue(ids *idSource, held func() bool) *turnQueue {
 // (the userMessage event) comes before the message's turn and in the
 // order the messages run; queued is false when the message is first in
 // line with no turn running or ending (or behindTurn says otherwise).
-func (q *turnQueue) add(kind, text string, behindTurn bool, announce func(m wire.Queued, queued bool)) wire.Queued {
+func (q *turnQueue) add(kind, text string, behindTurn bool, announce func(m event.Queued, queued bool)) event.Queued {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	id, _ := q.ids.next(idPrefix(kind))
-	m := wire.Queued{ID: id, Text: text}
+	m := event.Queued{ID: id, Text: text}
 	announce(m, behindTurn || q.running != nil || q.settling != nil || len(q.waiting) > 0)
 	q.waiting = append(q.waiting, queuedMessage{m, kind})
-	q.changedLocked(wire.QueueAdded, m.ID)
+	q.changedLocked(event.QueueAdded, m.ID)
 	q.notifyLocked()
 	return m
 }
 
 // changedLocked records a change of the waiting messages; q.mu is held.
-func (q *turnQueue) changedLocked(change wire.QueueChange, id string) {
+func (q *turnQueue) changedLocked(change event.QueueChange, id string) {
 	if q.changed == nil {
 		return
 	}
-	waiting := make([]wire.Queued, len(q.waiting))
+	waiting := make([]event.Queued, len(q.waiting))
 	for i, m := range q.waiting {
 		waiting[i] = m.Queued
 	}
-	q.changed(wire.QueueChangedData{Change: change, MessageID: id, Queued: waiting})
+	q.changed(event.QueueChangedData{Change: change, MessageID: id, Queued: waiting})
 }
 
 // wakeups delivers a value whenever the next turn may have become
@@ -139,7 +138,7 @@ func (q *turnQueue) next() (t *turn, ctx context.Context, closed bool) {
 	}
 	m := q.waiting[0]
 	q.waiting = q.waiting[1:]
-	q.changedLocked(wire.QueueStarted, m.ID)
+	q.changedLocked(event.QueueStarted, m.ID)
 	q.turnNo++
 	ctx, cancel := context.WithCancel(context.Background())
 	t = &turn{no: q.turnNo, msg: m.Queued, kind: m.kind, cancel: cancel, done: make(chan struct{}), start: time.Now()}
@@ -212,17 +211,17 @@ func (q *turnQueue) takeSteers() []string {
 }
 
 // cancel takes the waiting message id out of the queue.
-func (q *turnQueue) cancel(id string) (wire.Queued, bool) {
+func (q *turnQueue) cancel(id string) (event.Queued, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for i, m := range q.waiting {
 		if m.ID == id {
 			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
-			q.changedLocked(wire.QueueCancelled, id)
+			q.changedLocked(event.QueueCancelled, id)
 			return m.Queued, true
 		}
 	}
-	return wire.Queued{}, false
+	return event.Queued{}, false
 }
 
 // clear empties the queue and the steers for a stop, and marks the running
@@ -234,7 +233,7 @@ func (q *turnQueue) clear() (running *turn, cleared int) {
 	cleared = len(q.waiting)
 	q.waiting, q.steers = nil, nil
 	if cleared > 0 {
-		q.changedLocked(wire.QueueCleared, "")
+		q.changedLocked(event.QueueCleared, "")
 	}
 	if q.running != nil {
 		q.running.stopped = true
@@ -281,10 +280,10 @@ func (q *turnQueue) idle() bool {
 }
 
 // snapshot returns the number of the last turn and the waiting messages.
-func (q *turnQueue) snapshot() (turnNo int, waiting []wire.Queued) {
+func (q *turnQueue) snapshot() (turnNo int, waiting []event.Queued) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	waiting = make([]wire.Queued, len(q.waiting))
+	waiting = make([]event.Queued, len(q.waiting))
 	for i, m := range q.waiting {
 		waiting[i] = m.Queued
 	}

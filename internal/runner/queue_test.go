@@ -2,10 +2,9 @@ package runner
 
 import (
 	"fmt"
+	"github.com/corral-dev/corral/pkg/event"
 	"slices"
 	"testing"
-
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 func TestIDSourceSkipsPastResumedIDs(t *testing.T) {
@@ -29,7 +28,7 @@ type announced struct {
 func addAll(q *turnQueue, kinds ...string) []announced {
 	var out []announced
 	for _, k := range kinds {
-		q.add(k, "text "+k, false, func(m wire.Queued, queued bool) { out = append(out, announced{m.ID, queued}) })
+		q.add(k, "text "+k, false, func(m event.Queued, queued bool) { out = append(out, announced{m.ID, queued}) })
 	}
 	return out
 }
@@ -83,7 +82,7 @@ func TestTurnQueueMarksMessagesQueuedBehindATurn(t *testing.T) {
 			q := newTurnQueue(&idSource{}, func() bool { return false })
 			c.setup(q)
 			var queued bool
-			q.add(kindSend, "x", c.behindTurn, func(_ wire.Queued, qd bool) { queued = qd })
+			q.add(kindSend, "x", c.behindTurn, func(_ event.Queued, qd bool) { queued = qd })
 			if queued != c.queued {
 				t.Fatalf("queued = %v, want %v", queued, c.queued)
 			}
@@ -222,7 +221,7 @@ func TestTurnQueueResumesTheTurnNumbers(t *testing.T) {
 func TestTurnQueueRecordsEveryChange(t *testing.T) {
 	q := newTurnQueue(&idSource{}, func() bool { return false })
 	var got []string
-	q.changed = func(d wire.QueueChangedData) {
+	q.changed = func(d event.QueueChangedData) {
 		var ids []string
 		for _, m := range d.Queued {
 			ids = append(ids, m.ID)

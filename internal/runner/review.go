@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -21,7 +22,7 @@ import (
 // it has said the session waits for review.
 type review struct {
 	cwd  string // the worktree, for the paths shown
-	emit func(wire.EventType, any)
+	emit func(event.Type, any)
 
 	mu    sync.Mutex
 	edits map[string]*stagedEdit
@@ -58,7 +59,7 @@ type turnTally struct {
 	added, removed int
 }
 
-func newReview(cwd string, emit func(wire.EventType, any)) *review {
+func newReview(cwd string, emit func(event.Type, any)) *review {
 	return &review{cwd: cwd, emit: emit, edits: map[string]*stagedEdit{}}
 }
 
@@ -171,7 +172,7 @@ func (rv *review) applyPartial(se *stagedEdit, display string, accepted, rejecte
 	}
 	if err != nil {
 		conflict := err.Error()
-		rv.emit(wire.EvEditApplied, wire.EditAppliedData{EditID: se.id, Path: display, By: "corral", Hunks: []string{}, Conflict: conflict})
+		rv.emit(event.EditApplied, event.EditAppliedData{EditID: se.id, Path: display, By: "corral", Hunks: []string{}, Conflict: conflict})
 		return engine.Verdict{Message: fmt.Sprintf("The reviewer accepted hunks %s of this edit to %s, but they no longer apply to the file as it is now (%s); nothing was written. Rejected: %s.%s",
 			strings.Join(accepted, ", "), display, conflict, strings.Join(rejected, ", "), notesText(notes))}
 	}
@@ -207,20 +208,20 @@ func (rv *review) recordApplied(se *stagedEdit, by string, ids []string, reverte
 	if ids == nil {
 		ids = []string{}
 	}
-	rv.emit(wire.EvEditApplied, wire.EditAppliedData{EditID: se.id, Path: rv.display(se.path), By: by, Hunks: ids, Reverted: reverted, Added: added, Removed: removed, Conflict: conflict})
+	rv.emit(event.EditApplied, event.EditAppliedData{EditID: se.id, Path: rv.display(se.path), By: by, Hunks: ids, Reverted: reverted, Added: added, Removed: removed, Conflict: conflict})
 }
 
 // decide records a person's decision on one hunk. editID may be empty when
 // hunkID is EDIT/HUNK or when exactly one edit waits for decisions. In auto
 // mode a reject takes the hunk back out of the file at once.
-func (rv *review) decide(editID, hunkID, decision, note string) (wire.HunkDecidedData, error) {
+func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecidedData, error) {
 	var accept bool
 	switch decision {
 	case wire.DecisionAccept:
 		accept = true
 	case wire.DecisionReject:
 	default:
-		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "decideHunk needs decision accept or reject, not %q", decision)
+		return event.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "decideHunk needs decision accept or reject, not %q", decision)
 	}
 	if e, h, ok := strings.Cut(hunkID, "/"); ok && editID == "" {
 		editID, hunkID = e, h
@@ -230,30 +231,30 @@ func (rv *review) decide(editID, hunkID, decision, note string) (wire.HunkDecide
 		pending := rv.pendingLocked()
 		if len(pending) != 1 {
 			rv.mu.Unlock()
-			return wire.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "%d edits are pending; name the edit (editId, or hunkId as EDIT/HUNK)", len(pending))
+			return event.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "%d edits are pending; name the edit (editId, or hunkId as EDIT/HUNK)", len(pending))
 		}
 		editID = pending[0].id
 	}
 	se, ok := rv.edits[editID]
 	if !ok {
 		rv.mu.Unlock()
-		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "no edit %q open for decisions (decisions are final once its turn ends)", editID)
+		return event.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "no edit %q open for decisions (decisions are final once its turn ends)", editID)
 	}
 	if !hasHunk(se.edit, hunkID) {
 		rv.mu.Unlock()
-		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "edit %s has no hunk %q", editID, hunkID)
+		return event.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "edit %s has no hunk %q", editID, hunkID)
 	}
 	prev, decided := se.decisions[hunkID]
 	switch {
 	case se.auto && accept:
 		rv.mu.Unlock()
-		return wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionAccept, By: prev.by}, nil
+		return event.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionAccept, By: prev.by}, nil
 	case se.auto && !prev.accept:
 		rv.mu.Unlock()
-		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already rejected", editID, hunkID)
+		return event.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already rejected", editID, hunkID)
 	case !se.auto && decided:
 		rv.mu.Unlock()
-		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already decided (%s by %s)", editID, hunkID, decisionWord(prev.accept), prev.by)
+		return event.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already decided (%s by %s)", editID, hunkID, decisionWord(prev.accept), prev.by)
 	}
 	se.decisions[hunkID] = hunkDecision{accept: accept, note: note, by: "user"}
 	complete := !se.auto && len(se.decisions) == len(se.edit.Hunks)
@@ -262,8 +263,8 @@ func (rv *review) decide(editID, hunkID, decision, note string) (wire.HunkDecide
 	if se.auto {
 		return rv.revert(se, hunkID, note, prev)
 	}
-	d := wire.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: decision, Note: note, By: "user"}
-	rv.emit(wire.EvHunkDecided, d)
+	d := event.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: decision, Note: note, By: "user"}
+	rv.emit(event.HunkDecided, d)
 	if complete {
 		close(se.decided)
 	}
@@ -272,7 +273,7 @@ func (rv *review) decide(editID, hunkID, decision, note string) (wire.HunkDecide
 
 // revert takes an auto-mode hunk, already written, back out of the file;
 // when it cannot, the hunk's decision goes back to prev.
-func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision) (wire.HunkDecidedData, error) {
+func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision) (event.HunkDecidedData, error) {
 	var err error
 	if se.undo != nil {
 		err = se.undo([]string{hunkID})
@@ -283,10 +284,10 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 		rv.mu.Lock()
 		se.decisions[hunkID] = prev
 		rv.mu.Unlock()
-		return wire.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "could not take hunk %s/%s back out of %s: %v", se.id, hunkID, rv.display(se.path), err)
+		return event.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "could not take hunk %s/%s back out of %s: %v", se.id, hunkID, rv.display(se.path), err)
 	}
-	d := wire.HunkDecidedData{EditID: se.id, HunkID: hunkID, Decision: wire.DecisionReject, Note: note, By: "user"}
-	rv.emit(wire.EvHunkDecided, d)
+	d := event.HunkDecidedData{EditID: se.id, HunkID: hunkID, Decision: wire.DecisionReject, Note: note, By: "user"}
+	rv.emit(event.HunkDecided, d)
 	rv.recordApplied(se, "corral", []string{hunkID}, true, "")
 	return d, nil
 }
@@ -339,7 +340,7 @@ func (rv *review) rejectPending(se *stagedEdit, by, note string) int {
 	close(se.decided)
 	rv.mu.Unlock()
 	for _, id := range ids {
-		rv.emit(wire.EvHunkDecided, wire.HunkDecidedData{EditID: se.id, HunkID: id, Decision: wire.DecisionReject, Note: note, By: by})
+		rv.emit(event.HunkDecided, event.HunkDecidedData{EditID: se.id, HunkID: id, Decision: wire.DecisionReject, Note: note, By: by})
 	}
 	return len(ids)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -73,7 +74,7 @@ func TestReviewVerdictFollowsTheDecisions(t *testing.T) {
 			if got, _ := os.ReadFile(path); string(got) != c.file {
 				t.Fatalf("file holds %q, want %q", got, c.file)
 			}
-			if n := len(of[wire.HunkDecidedData](ev, wire.EvHunkDecided)); n != 2 {
+			if n := len(of[event.HunkDecidedData](ev, event.HunkDecided)); n != 2 {
 				t.Fatalf("%d hunkDecided events", n)
 			}
 			tally := rv.endTurn()
@@ -143,7 +144,7 @@ func TestReviewAutoModeRejectTakesTheHunkBackOut(t *testing.T) {
 	if _, err := rv.decide("e1", "h2", wire.DecisionReject, ""); codeOf(err) != wire.CodeConflict {
 		t.Fatalf("a second reject: %v", err)
 	}
-	applied := of[wire.EditAppliedData](ev, wire.EvEditApplied)
+	applied := of[event.EditAppliedData](ev, event.EditApplied)
 	if len(applied) != 2 || applied[0].By != "engine" || !applied[1].Reverted || applied[1].Added != 1 {
 		t.Fatalf("editApplied events %+v", applied)
 	}
@@ -163,7 +164,7 @@ func TestReviewRejectsWhatIsPendingWhenStoppedOrWithdrawn(t *testing.T) {
 		if n := rv.rejectAll("stopped"); n != 0 {
 			t.Fatalf("a second stop rejected %d", n)
 		}
-		last := of[wire.HunkDecidedData](ev, wire.EvHunkDecided)[1]
+		last := of[event.HunkDecidedData](ev, event.HunkDecided)[1]
 		if last.HunkID != "h2" || last.By != "stopped" || last.Decision != wire.DecisionReject {
 			t.Fatalf("hunkDecided %+v", last)
 		}
@@ -173,7 +174,7 @@ func TestReviewRejectsWhatIsPendingWhenStoppedOrWithdrawn(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		rv.wait(ctx, se)
-		for _, d := range of[wire.HunkDecidedData](ev, wire.EvHunkDecided) {
+		for _, d := range of[event.HunkDecidedData](ev, event.HunkDecided) {
 			if d.By != "cancelled" {
 				t.Fatalf("hunkDecided %+v", d)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -170,7 +171,7 @@ func New(opts Options) (*Runner, error) {
 		cancelBackground: cancelBg,
 	}
 	r.turns = newTurnQueue(&r.ids, r.meter.reached)
-	r.turns.changed = func(d wire.QueueChangedData) { r.emit(wire.EvQueueChanged, d) }
+	r.turns.changed = func(d event.QueueChangedData) { r.emit(event.QueueChanged, d) }
 	r.asks = newAskBroker(st.emit)
 	r.review = newReview(spec.Cwd, st.emit)
 	r.shell = newShellCapture(spec.Cwd, opts.Dir, r.log)
@@ -263,11 +264,11 @@ func (r *Runner) Start(ctx context.Context) error {
 	if gate.Mode(spec.Mode) != gate.ModeReadonly {
 		r.shell.open() // in the background; the first shell call waits for it
 	}
-	typ := wire.EvSessionStarted
+	typ := event.SessionStarted
 	if resumed {
-		typ = wire.EvSessionResumed
+		typ = event.SessionResumed
 	}
-	r.emit(typ, wire.SessionStartedData{
+	r.emit(typ, event.SessionStartedData{
 		Engine: spec.Engine, Cwd: spec.Cwd, Mode: spec.Mode, Model: spec.Model,
 		EngineSession: convID, Parent: spec.Parent, Unattended: spec.Unattended,
 	})
@@ -374,7 +375,7 @@ func (r *Runner) Sync() error { return r.evlog().Sync() }
 func (r *Runner) Flush() error { return r.evlog().Flush() }
 
 // emit records an event (see store.emit).
-func (r *Runner) emit(typ wire.EventType, data any) { r.store.emit(typ, data) }
+func (r *Runner) emit(typ event.Type, data any) { r.store.emit(typ, data) }
 
 // goBackground runs fn on its own goroutine, which Close cancels (through
 // fn's context) and waits for; once Close has begun it does nothing, since
@@ -397,24 +398,24 @@ func (r *Runner) setState(s wire.State, activity string) {
 
 // fail records a failure event for err.
 func (r *Runner) fail(err error) {
-	d := wire.FailureData{Code: wire.FailEngineError, Message: err.Error(), Action: "Send another message to retry; the session resumes where it stopped."}
+	d := event.FailureData{Code: event.FailEngineError, Message: err.Error(), Action: "Send another message to retry; the session resumes where it stopped."}
 	var f *engine.Failure
 	if errors.As(err, &f) {
 		d.Code, d.Message, d.Stderr = f.Code, f.Error(), f.Stderr
 		d.Action = actionFor(f.Code)
 	}
-	r.emit(wire.EvFailure, d)
+	r.emit(event.Failure, d)
 }
 
-func actionFor(code wire.FailureCode) string {
+func actionFor(code event.FailureCode) string {
 	switch code {
-	case wire.FailSignInExpired:
+	case event.FailSignInExpired:
 		return "Store a valid key with the keyring item for this engine (or the credentials file), then send again."
-	case wire.FailContextFull:
+	case event.FailContextFull:
 		return "Start a new session that inherits this one, or clear the conversation."
-	case wire.FailSpendCap:
+	case event.FailSpendCap:
 		return "Raise the spend cap (setSpendCap) to continue."
-	case wire.FailPermissionUnavailable:
+	case event.FailPermissionUnavailable:
 		return "Allow the command in the session's or project's allowlist, or run the session attended."
 	default:
 		return "Send another message to retry; the session resumes where it stopped."

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -31,8 +32,8 @@ turns:
 func TestTurnRunsToItsEndWithHunkReview(t *testing.T) {
 	s := newSession(t, writeAndRun, nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "write notes"})
-	staged, i := s.waitType(0, wire.EvHunkStaged)
-	d := decode[wire.HunkStagedData](t, staged)
+	staged, i := s.waitType(0, event.HunkStaged)
+	d := decode[event.HunkStagedData](t, staged)
 	if d.Path != "notes.txt" || len(d.Edit.Hunks) != 1 {
 		t.Fatalf("staged %+v", d)
 	}
@@ -40,8 +41,8 @@ func TestTurnRunsToItsEndWithHunkReview(t *testing.T) {
 		t.Fatalf("the file exists before review: %v", err)
 	}
 	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
-	ended, _ := s.waitType(i, wire.EvTurnEnded)
-	te := decode[wire.TurnEndedData](t, ended)
+	ended, _ := s.waitType(i, event.TurnEnded)
+	te := decode[event.TurnEndedData](t, ended)
 	if te.Outcome != "done" || te.Files != 1 || te.Added != 3 || te.Summary != "1 file · +3 −0" {
 		t.Fatalf("turnEnded %+v", te)
 	}
@@ -49,15 +50,15 @@ func TestTurnRunsToItsEndWithHunkReview(t *testing.T) {
 	if err != nil || string(got) != "one\ntwo\nthree\n" {
 		t.Fatalf("file holds %q, %v", got, err)
 	}
-	fins := s.all(wire.EvToolFinished)
+	fins := s.all(event.ToolFinished)
 	if len(fins) != 2 {
 		t.Fatalf("%d toolFinished events, want 2:\n%s", len(fins), s.dump())
 	}
-	cat := decode[wire.ToolFinishedData](t, fins[1])
+	cat := decode[event.ToolFinishedData](t, fins[1])
 	if cat.Outcome != "ok" || cat.Output != "one\ntwo\nthree\n" {
 		t.Fatalf("cat finished %+v", cat)
 	}
-	if len(s.all(wire.EvUsage)) == 0 || len(s.all(wire.EvContext)) == 0 {
+	if len(s.all(event.Usage)) == 0 || len(s.all(event.Context)) == 0 {
 		t.Fatalf("no usage or context events:\n%s", s.dump())
 	}
 }
@@ -90,23 +91,23 @@ func TestHunkDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.do(wire.Command{Cmd: wire.CmdSend, Text: "edit"})
-			staged, i := s.waitType(0, wire.EvHunkStaged)
-			d := decode[wire.HunkStagedData](t, staged)
+			staged, i := s.waitType(0, event.HunkStaged)
+			d := decode[event.HunkStagedData](t, staged)
 			if len(d.Edit.Hunks) != 2 {
 				t.Fatalf("want 2 hunks, got %d", len(d.Edit.Hunks))
 			}
 			for _, h := range []string{"h1", "h2"} {
 				s.do(wire.Command{Cmd: wire.CmdDecideHunk, HunkID: d.EditID + "/" + h, Decision: c.decisions[h], Note: "note " + h})
 			}
-			fin, _ := s.waitType(i, wire.EvToolFinished)
-			fd := decode[wire.ToolFinishedData](t, fin)
+			fin, _ := s.waitType(i, event.ToolFinished)
+			fd := decode[event.ToolFinishedData](t, fin)
 			if fd.Outcome != c.outcome {
 				t.Fatalf("tool outcome %q, want %q (%s)", fd.Outcome, c.outcome, fd.Message)
 			}
 			if c.outcome != "ok" && !strings.Contains(fd.Message, "note h1") {
 				t.Fatalf("the model is not told the reviewer's notes: %q", fd.Message)
 			}
-			s.waitType(i, wire.EvTurnEnded)
+			s.waitType(i, event.TurnEnded)
 			got, _ := os.ReadFile(path)
 			if string(got) != c.want {
 				t.Fatalf("file holds %q, want %q", got, c.want)
@@ -123,12 +124,12 @@ func TestAutoModeRejectReverseAppliesOneHunk(t *testing.T) {
 	path := filepath.Join(s.cwd, "f.txt")
 	os.WriteFile(path, []byte("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"), 0o644)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "edit"})
-	staged, i := s.waitType(0, wire.EvHunkStaged)
-	d := decode[wire.HunkStagedData](t, staged)
+	staged, i := s.waitType(0, event.HunkStaged)
+	d := decode[event.HunkStagedData](t, staged)
 	if !d.Auto {
 		t.Fatal("auto mode staged an edit for review")
 	}
-	s.waitType(i, wire.EvToolFinished)
+	s.waitType(i, event.ToolFinished)
 	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h2", Decision: wire.DecisionReject})
 	got, _ := os.ReadFile(path)
 	if want := "A\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"; string(got) != want {
@@ -154,8 +155,8 @@ func TestAskAnsweredAllowAndDeny(t *testing.T) {
 		t.Run(decision, func(t *testing.T) {
 			s := newSession(t, asked, nil)
 			s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-			ev, i := s.waitType(0, wire.EvAskOpened)
-			a := decode[wire.AskOpenedData](t, ev)
+			ev, i := s.waitType(0, event.AskOpened)
+			a := decode[event.AskOpenedData](t, ev)
 			if a.Command != "uptime" || a.Category != "shell" || a.Reason == "" {
 				t.Fatalf("ask %+v", a)
 			}
@@ -167,13 +168,13 @@ func TestAskAnsweredAllowAndDeny(t *testing.T) {
 			if reply.OK {
 				t.Fatal("a second answer to the same ask was taken")
 			}
-			fin, _ := s.waitType(i, wire.EvToolFinished)
-			fd := decode[wire.ToolFinishedData](t, fin)
+			fin, _ := s.waitType(i, event.ToolFinished)
+			fd := decode[event.ToolFinishedData](t, fin)
 			want := map[string]string{wire.DecisionAllow: "ok", wire.DecisionDeny: "denied"}[decision]
 			if fd.Outcome != want {
 				t.Fatalf("outcome %q, want %q", fd.Outcome, want)
 			}
-			s.waitType(i, wire.EvTurnEnded)
+			s.waitType(i, event.TurnEnded)
 		})
 	}
 }
@@ -181,12 +182,12 @@ func TestAskAnsweredAllowAndDeny(t *testing.T) {
 func TestUnattendedAskFailsAtOnce(t *testing.T) {
 	s := newSession(t, asked, func(sp *wire.Spec) { sp.Unattended = true })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	ev, _ := s.waitType(0, wire.EvFailure)
-	if f := decode[wire.FailureData](t, ev); f.Code != wire.FailPermissionUnavailable {
+	ev, _ := s.waitType(0, event.Failure)
+	if f := decode[event.FailureData](t, ev); f.Code != event.FailPermissionUnavailable {
 		t.Fatalf("failure %+v", f)
 	}
-	s.waitType(0, wire.EvTurnEnded)
-	if n := len(s.all(wire.EvAskOpened)); n != 0 {
+	s.waitType(0, event.TurnEnded)
+	if n := len(s.all(event.AskOpened)); n != 0 {
 		t.Fatalf("an unattended session opened %d asks", n)
 	}
 }
@@ -208,26 +209,26 @@ turns:
 func TestSecondSendIsQueuedAndSteerLandsAtToolBoundary(t *testing.T) {
 	s := newSession(t, slow, nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	_, i := s.waitType(0, wire.EvTurnStarted)
+	_, i := s.waitType(0, event.TurnStarted)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
 	res := s.do(wire.Command{Cmd: wire.CmdSteer, Text: "keep it short"})
 	if !strings.Contains(string(res), "boundary") {
 		t.Fatalf("steer result %s", res)
 	}
-	steer, j := s.waitType(i, wire.EvSteerDelivered)
-	if decode[wire.SteerData](t, steer).ToolID == "" {
+	steer, j := s.waitType(i, event.SteerDelivered)
+	if decode[event.SteerData](t, steer).ToolID == "" {
 		t.Fatal("steer was not delivered at a tool boundary")
 	}
-	s.waitFor(j, "steer acknowledgement", func(ev wire.Event) bool {
-		return ev.Type == wire.EvAssistantText && strings.Contains(string(ev.Data), "keep it short")
+	s.waitFor(j, "steer acknowledgement", func(ev event.Event) bool {
+		return ev.Type == event.AssistantText && strings.Contains(string(ev.Data), "keep it short")
 	})
-	first, k := s.waitType(i, wire.EvTurnEnded)
-	second, _ := s.waitType(k+1, wire.EvTurnStarted)
-	if decode[wire.TurnEndedData](t, first).Turn != 1 || decode[wire.TurnStartedData](t, second).Text != "two" {
+	first, k := s.waitType(i, event.TurnEnded)
+	second, _ := s.waitType(k+1, event.TurnStarted)
+	if decode[event.TurnEndedData](t, first).Turn != 1 || decode[event.TurnStartedData](t, second).Text != "two" {
 		t.Fatalf("queue order wrong:\n%s", s.dump())
 	}
-	msgs := s.all(wire.EvUserMessage)
-	if len(msgs) != 2 || !decode[wire.UserMessageData](t, msgs[1]).Queued {
+	msgs := s.all(event.UserMessage)
+	if len(msgs) != 2 || !decode[event.UserMessageData](t, msgs[1]).Queued {
 		t.Fatalf("second message not marked queued:\n%s", s.dump())
 	}
 }
@@ -245,14 +246,14 @@ fallback:
 `
 	s := newSession(t, sc, nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	_, i := s.waitType(0, wire.EvTurnStarted)
+	_, i := s.waitType(0, event.TurnStarted)
 	s.do(wire.Command{Cmd: wire.CmdSteer, Text: "also this"})
-	rq, j := s.waitType(i, wire.EvSteerRequeued)
-	if decode[wire.SteerData](t, rq).Text != "also this" {
+	rq, j := s.waitType(i, event.SteerRequeued)
+	if decode[event.SteerData](t, rq).Text != "also this" {
 		t.Fatal("wrong steer requeued")
 	}
-	next, _ := s.waitType(j, wire.EvTurnStarted)
-	if decode[wire.TurnStartedData](t, next).Text != "also this" {
+	next, _ := s.waitType(j, event.TurnStarted)
+	if decode[event.TurnStartedData](t, next).Text != "also this" {
 		t.Fatalf("requeued steer did not start the next turn:\n%s", s.dump())
 	}
 }
@@ -269,21 +270,21 @@ turns:
 	s := newSession(t, sc, func(sp *wire.Spec) { sp.Allow = []string{"sleep *"} })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
-	_, i := s.waitType(0, wire.EvToolStarted)
+	_, i := s.waitType(0, event.ToolStarted)
 	res := s.do(wire.Command{Cmd: wire.CmdStop})
 	if !strings.Contains(string(res), `"interruptedTurn":true`) || !strings.Contains(string(res), `"clearedQueue":1`) {
 		t.Fatalf("stop receipt %s", res)
 	}
-	fin, _ := s.waitType(i, wire.EvToolFinished)
-	if decode[wire.ToolFinishedData](t, fin).Outcome != "stopped" {
+	fin, _ := s.waitType(i, event.ToolFinished)
+	if decode[event.ToolFinishedData](t, fin).Outcome != "stopped" {
 		t.Fatalf("tool finished %s", fin.Data)
 	}
-	ended, endedAt := s.waitType(i, wire.EvTurnEnded)
-	if decode[wire.TurnEndedData](t, ended).Outcome != "stopped" {
+	ended, endedAt := s.waitType(i, event.TurnEnded)
+	if decode[event.TurnEndedData](t, ended).Outcome != "stopped" {
 		t.Fatalf("turn ended %s", ended.Data)
 	}
 	// The log says the turn ended before it says the stop is done.
-	if _, stoppedAt := s.waitType(i, wire.EvStopped); stoppedAt < endedAt {
+	if _, stoppedAt := s.waitType(i, event.Stopped); stoppedAt < endedAt {
 		t.Fatalf("stopped (event %d) before turnEnded (event %d)", stoppedAt, endedAt)
 	}
 	if st := s.r.status(); len(st.Queued) != 0 || st.State != wire.StateStopped {
@@ -294,11 +295,11 @@ turns:
 func TestStopDeniesOpenAsksAndRejectsPendingHunks(t *testing.T) {
 	s := newSession(t, asked, nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	ev, _ := s.waitType(0, wire.EvAskOpened)
-	a := decode[wire.AskOpenedData](t, ev)
+	ev, _ := s.waitType(0, event.AskOpened)
+	a := decode[event.AskOpenedData](t, ev)
 	s.do(wire.Command{Cmd: wire.CmdStop})
-	ans, _ := s.waitFor(0, "askAnswered", func(e wire.Event) bool { return e.Type == wire.EvAskAnswered })
-	d := decode[wire.AskAnsweredData](t, ans)
+	ans, _ := s.waitFor(0, "askAnswered", func(e event.Event) bool { return e.Type == event.AskAnswered })
+	d := decode[event.AskAnsweredData](t, ans)
 	if d.AskID != a.AskID || d.By != "stopped" || d.Decision != wire.DecisionDeny {
 		t.Fatalf("ask answered %+v", d)
 	}
@@ -307,7 +308,7 @@ func TestStopDeniesOpenAsksAndRejectsPendingHunks(t *testing.T) {
 func TestResumeClosesLeftoversAndContinuesSeq(t *testing.T) {
 	s := newSession(t, asked, nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	s.waitType(0, wire.EvAskOpened)
+	s.waitType(0, event.AskOpened)
 	// Simulate a crash: the log stays as it is, the runner is abandoned.
 	s.r.Flush()
 	last := s.r.evlog().LastSeq()
@@ -316,15 +317,15 @@ func TestResumeClosesLeftoversAndContinuesSeq(t *testing.T) {
 
 	s2 := &session{t: t, dir: s.dir, cwd: s.cwd}
 	s2.start(spec)
-	ans, _ := s2.waitType(0, wire.EvAskAnswered)
-	if ans.Seq != last+1 || decode[wire.AskAnsweredData](t, ans).By != "expired" {
+	ans, _ := s2.waitType(0, event.AskAnswered)
+	if ans.Seq != last+1 || decode[event.AskAnsweredData](t, ans).By != "expired" {
 		t.Fatalf("resume: first event %d %s, want seq %d askAnswered by expired", ans.Seq, ans.Data, last+1)
 	}
-	ended, _ := s2.waitType(0, wire.EvTurnEnded)
-	if decode[wire.TurnEndedData](t, ended).Outcome != "interrupted" {
+	ended, _ := s2.waitType(0, event.TurnEnded)
+	if decode[event.TurnEndedData](t, ended).Outcome != "interrupted" {
 		t.Fatalf("open turn closed as %s", ended.Data)
 	}
-	s2.waitType(0, wire.EvSessionResumed)
+	s2.waitType(0, event.SessionResumed)
 }
 
 func TestCommandErrors(t *testing.T) {
@@ -384,8 +385,8 @@ func TestSteerAsTheTurnEndsBecomesTheNextMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	s.waitFor(0, "the turn the late steer starts", func(e wire.Event) bool {
-		return e.Type == wire.EvTurnStarted && decode[wire.TurnStartedData](t, e).Text == "late steer"
+	s.waitFor(0, "the turn the late steer starts", func(e event.Event) bool {
+		return e.Type == event.TurnStarted && decode[event.TurnStartedData](t, e).Text == "late steer"
 	})
 	if steerReply == nil || !steerReply.OK {
 		t.Fatalf("steer reply %+v", steerReply)

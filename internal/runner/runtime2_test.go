@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/engines/script"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -56,23 +58,23 @@ fallback:
 		sp.Unattended, sp.SpendCapUSD = true, 5
 		sp.Loop = &wire.Loop{Prompt: "check uptime", EveryMS: 1000, Count: 2}
 	})
-	_, i := s.waitType(0, wire.EvTurnEnded)
-	s.waitType(i+1, wire.EvTurnEnded)
-	fails := s.all(wire.EvFailure)
+	_, i := s.waitType(0, event.TurnEnded)
+	s.waitType(i+1, event.TurnEnded)
+	fails := s.all(event.Failure)
 	if len(fails) < 2 {
 		t.Fatalf("%d failures, want one per loop run:\n%s", len(fails), s.dump())
 	}
 	for _, f := range fails {
-		if decode[wire.FailureData](t, f).Code != wire.FailPermissionUnavailable {
+		if decode[event.FailureData](t, f).Code != event.FailPermissionUnavailable {
 			t.Fatalf("failure %s", f.Data)
 		}
 	}
-	for _, m := range s.all(wire.EvUserMessage) {
-		if decode[wire.UserMessageData](t, m).Kind != "loop" {
+	for _, m := range s.all(event.UserMessage) {
+		if decode[event.UserMessageData](t, m).Kind != "loop" {
 			t.Fatalf("loop message kind %s", m.Data)
 		}
 	}
-	if n := len(s.all(wire.EvAskOpened)); n != 0 {
+	if n := len(s.all(event.AskOpened)); n != 0 {
 		t.Fatalf("the loop opened %d asks", n)
 	}
 }
@@ -82,15 +84,15 @@ func TestInheritStartsWithAHandoffOfTheParent(t *testing.T) {
 	// the parent's close and changes its last answer.
 	parent := newSession(t, writeAndRun, func(sp *wire.Spec) { sp.Mode = "auto"; sp.Goal = &wire.Goal{Text: "notes exist", Done: true} })
 	parent.do(wire.Command{Cmd: wire.CmdSend, Text: "please write notes"})
-	parent.waitType(0, wire.EvTurnEnded)
+	parent.waitType(0, event.TurnEnded)
 	parent.r.Close()
 
 	// Sessions are siblings in one folder; the child names the parent by id.
 	childDir := filepath.Join(filepath.Dir(parent.dir), "child")
 	child := &session{t: t, dir: childDir, cwd: parent.cwd}
 	child.start(wire.Spec{ID: "child", Engine: "script", Cwd: parent.cwd, Parent: filepath.Base(parent.dir), Scenario: scenarioFile(t, "turns: []")})
-	ev, _ := child.waitType(0, wire.EvTurnStarted)
-	text := decode[wire.TurnStartedData](t, ev).Text
+	ev, _ := child.waitType(0, event.TurnStarted)
+	text := decode[event.TurnStartedData](t, ev).Text
 	for _, want := range []string{"Handoff", "please write notes", "notes.txt", "notes exist", "Done."} {
 		if !strings.Contains(text, want) {
 			t.Errorf("handoff lacks %q:\n%s", want, text)
@@ -105,11 +107,11 @@ func TestPrintMode(t *testing.T) {
 		mode     string
 		ok       bool
 		answer   string
-		failure  wire.FailureCode
+		failure  event.FailureCode
 	}{
 		{"answer", "turns:\n  - steps:\n      - say: \"forty-two\"\n", "", true, "forty-two", ""},
-		{"failure", "turns:\n  - steps:\n      - fail: {code: signInExpired, message: key rejected}\n", "", false, "", wire.FailSignInExpired},
-		{"ask becomes unavailable", asked, "", false, "after", wire.FailPermissionUnavailable},
+		{"failure", "turns:\n  - steps:\n      - fail: {code: signInExpired, message: key rejected}\n", "", false, "", event.FailSignInExpired},
+		{"ask becomes unavailable", asked, "", false, "after", event.FailPermissionUnavailable},
 		{"auto mode writes", writeAndRun, "auto", true, "Done.", ""},
 	}
 	for _, c := range cases {
@@ -139,18 +141,18 @@ func TestPrintMode(t *testing.T) {
 
 func TestPresenceFollowsTheState(t *testing.T) {
 	s := newSession(t, asked, nil)
-	read := func() wire.Status {
-		var st wire.Status
+	read := func() command.Status {
+		var st command.Status
 		raw, err := os.ReadFile(filepath.Join(s.dir, PresenceFile))
 		if err == nil {
 			err = json.Unmarshal(raw, &st)
 		}
 		if err != nil {
-			return wire.Status{}
+			return command.Status{}
 		}
 		return st
 	}
-	waitPresence := func(want wire.State) wire.Status {
+	waitPresence := func(want wire.State) command.Status {
 		deadline := time.Now().Add(waitLimit)
 		for time.Now().Before(deadline) {
 			if st := read(); st.State == want {
@@ -159,17 +161,17 @@ func TestPresenceFollowsTheState(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		t.Fatalf("presence never became %s (last %+v)", want, read())
-		return wire.Status{}
+		return command.Status{}
 	}
 	waitPresence(wire.StateIdle)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	ev, _ := s.waitType(0, wire.EvAskOpened)
+	ev, _ := s.waitType(0, event.AskOpened)
 	st := waitPresence(wire.StateWaitingForApproval)
 	if !strings.Contains(st.Activity, "Bash") || st.LastSeq == 0 {
 		t.Fatalf("presence while asking: %+v", st)
 	}
-	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[wire.AskOpenedData](t, ev).AskID, Decision: "allow"})
-	s.waitType(0, wire.EvTurnEnded)
+	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: "allow"})
+	s.waitType(0, event.TurnEnded)
 	st = waitPresence(wire.StateIdle)
 	if st.Usage.CostUSD <= 0 || st.Turn != 1 {
 		t.Fatalf("presence after the turn: %+v", st)
@@ -201,7 +203,7 @@ turns:
 	s.r = r
 	t.Cleanup(func() { r.Close() })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	s.waitType(0, wire.EvTurnEnded)
+	s.waitType(0, event.TurnEnded)
 	var fr wire.ForkResult
 	if err := json.Unmarshal(s.do(wire.Command{Cmd: wire.CmdForkSession}), &fr); err != nil {
 		t.Fatal(err)
@@ -215,15 +217,15 @@ turns:
 	}
 	// The branch continues the script where it was.
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
-	_, i := s.waitFor(0, "second answer", func(ev wire.Event) bool {
-		return ev.Type == wire.EvAssistantText && strings.Contains(string(ev.Data), "second")
+	_, i := s.waitFor(0, "second answer", func(ev event.Event) bool {
+		return ev.Type == event.AssistantText && strings.Contains(string(ev.Data), "second")
 	})
-	s.waitType(i, wire.EvTurnEnded)
+	s.waitType(i, event.TurnEnded)
 	r.Close()
 
 	seqs := func(dir string) []int64 {
 		var out []int64
-		if err := readAll(filepath.Join(dir, EventsFile), func(ev wire.Event) { out = append(out, ev.Seq) }); err != nil {
+		if err := readAll(filepath.Join(dir, EventsFile), func(ev event.Event) { out = append(out, ev.Seq) }); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -244,13 +246,13 @@ turns:
 		t.Fatalf("original meta changed: %+v", spec)
 	}
 	orig.start(spec)
-	ev, _ := orig.waitType(0, wire.EvSessionResumed)
+	ev, _ := orig.waitType(0, event.SessionResumed)
 	if ev.Seq != oldSeqs[len(oldSeqs)-1]+1 {
 		t.Fatalf("original resumed at seq %d", ev.Seq)
 	}
 }
 
-func readAll(path string, fn func(wire.Event)) error {
+func readAll(path string, fn func(event.Event)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -285,7 +287,7 @@ func TestCommandsAreRefusedWhileAForkIsUnderWay(t *testing.T) {
 	s := &session{t: t, dir: filepath.Join(t.TempDir(), "orig"), cwd: t.TempDir()}
 	s.startFake(wire.Spec{ID: "orig", Cwd: s.cwd}, factory)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	s.waitType(0, wire.EvTurnEnded)
+	s.waitType(0, event.TurnEnded)
 
 	forked := make(chan *wire.Reply, 1)
 	go func() { forked <- s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdForkSession}) }()
@@ -307,10 +309,10 @@ func TestCommandsAreRefusedWhileAForkIsUnderWay(t *testing.T) {
 		t.Fatalf("fork: %+v", reply.Error)
 	}
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
-	_, i := s.waitFor(0, "the turn on two", func(e wire.Event) bool {
-		return e.Type == wire.EvTurnStarted && decode[wire.TurnStartedData](t, e).Text == "two"
+	_, i := s.waitFor(0, "the turn on two", func(e event.Event) bool {
+		return e.Type == event.TurnStarted && decode[event.TurnStartedData](t, e).Text == "two"
 	})
-	s.waitType(i, wire.EvTurnEnded)
+	s.waitType(i, event.TurnEnded)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(engines) != 2 || !slices.Equal(engines[0].ran(), []string{"one"}) || !slices.Equal(engines[1].ran(), []string{"two"}) {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -39,7 +40,7 @@ func TestParseVerdicts(t *testing.T) {
 	clauses := []string{"a", "b", "c", "d"}
 	answer := "MET: a — the file exists\nUNMET: b - nothing shows it\nprobably?\n"
 	got := parseVerdicts(clauses, answer, true)
-	want := []wire.GoalClause{
+	want := []event.GoalClause{
 		{Clause: "a", Met: true, Evidence: "the file exists"},
 		{Clause: "b", Met: false, Evidence: "nothing shows it"},
 		{Clause: "c", Met: false, Evidence: "the verdict could not be read: probably?"},
@@ -68,10 +69,10 @@ fallback:
     - say: "still working"
 `
 
-func goalChecks(t *testing.T, s *session) []wire.GoalCheckData {
-	var out []wire.GoalCheckData
-	for _, ev := range s.all(wire.EvGoalCheck) {
-		out = append(out, decode[wire.GoalCheckData](t, ev))
+func goalChecks(t *testing.T, s *session) []event.GoalCheckData {
+	var out []event.GoalCheckData
+	for _, ev := range s.all(event.GoalCheck) {
+		out = append(out, decode[event.GoalCheckData](t, ev))
 	}
 	return out
 }
@@ -80,13 +81,13 @@ func TestGoalMet(t *testing.T) {
 	s := newSession(t, goalScenario, nil)
 	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "the file exists"})
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	ev, _ := s.waitType(0, wire.EvGoalCheck)
-	d := decode[wire.GoalCheckData](t, ev)
+	ev, _ := s.waitType(0, event.GoalCheck)
+	d := decode[event.GoalCheckData](t, ev)
 	if !d.Holds || d.Summary != "holds · 1/1" || d.Clauses[0].Evidence != "ls shows it" {
 		t.Fatalf("goal check %+v", d)
 	}
 	s.r.Flush()
-	if n := len(s.all(wire.EvTurnStarted)); n != 1 {
+	if n := len(s.all(event.TurnStarted)); n != 1 {
 		t.Fatalf("a met goal queued more turns: %d turns", n)
 	}
 }
@@ -95,8 +96,8 @@ func TestGoalUnmetLoopsUpToTheLimit(t *testing.T) {
 	s := newSession(t, goalScenario, func(sp *wire.Spec) { sp.GoalLimit = 3 })
 	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "the file exists; tests pass"})
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	s.waitFor(0, "goalCheck with limitReached", func(ev wire.Event) bool {
-		return ev.Type == wire.EvGoalCheck && strings.Contains(string(ev.Data), `"limitReached":true`)
+	s.waitFor(0, "goalCheck with limitReached", func(ev event.Event) bool {
+		return ev.Type == event.GoalCheck && strings.Contains(string(ev.Data), `"limitReached":true`)
 	})
 	checks := goalChecks(t, s)
 	if len(checks) != 3 {
@@ -107,11 +108,11 @@ func TestGoalUnmetLoopsUpToTheLimit(t *testing.T) {
 			t.Fatalf("check %d: %+v", i, c)
 		}
 	}
-	starts := s.all(wire.EvTurnStarted)
+	starts := s.all(event.TurnStarted)
 	if len(starts) != 3 {
 		t.Fatalf("%d turns, want 1 + 2 goal-check turns", len(starts))
 	}
-	follow := decode[wire.TurnStartedData](t, starts[1])
+	follow := decode[event.TurnStartedData](t, starts[1])
 	if !strings.Contains(follow.Text, "tests pass (evidence: no test run yet)") || strings.Contains(follow.Text, "file exists") {
 		t.Fatalf("goal-check turn names the wrong clauses: %q", follow.Text)
 	}
@@ -121,8 +122,8 @@ func TestUnreadableVerdictCountsAsUnmet(t *testing.T) {
 	s := newSession(t, goalScenario, func(sp *wire.Spec) { sp.GoalLimit = 1 })
 	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "garbled clause"})
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	ev, _ := s.waitType(0, wire.EvGoalCheck)
-	d := decode[wire.GoalCheckData](t, ev)
+	ev, _ := s.waitType(0, event.GoalCheck)
+	d := decode[event.GoalCheckData](t, ev)
 	if d.Holds || !strings.Contains(d.Clauses[0].Evidence, "could not be read") || !d.LimitReached {
 		t.Fatalf("goal check %+v", d)
 	}
@@ -133,7 +134,7 @@ func TestMarkGoalDoneStopsChecks(t *testing.T) {
 	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "tests pass"})
 	s.do(wire.Command{Cmd: wire.CmdMarkGoalDone})
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	s.waitType(0, wire.EvTurnEnded)
+	s.waitType(0, event.TurnEnded)
 	s.r.Flush()
 	checks := goalChecks(t, s)
 	if len(checks) != 1 || checks[0].By != "user" || !checks[0].Holds {
@@ -166,25 +167,25 @@ fallback:
 `
 	s := newSession(t, sc, func(sp *wire.Spec) { sp.SpendCapUSD = 1 })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	ev, _ := s.waitFor(0, "spendCap failure", func(e wire.Event) bool {
-		return e.Type == wire.EvFailure && strings.Contains(string(e.Data), `"spendCap"`)
+	ev, _ := s.waitFor(0, "spendCap failure", func(e event.Event) bool {
+		return e.Type == event.Failure && strings.Contains(string(e.Data), `"spendCap"`)
 	})
 	_ = ev
-	ended, _ := s.waitType(0, wire.EvTurnEnded)
-	if decode[wire.TurnEndedData](t, ended).Outcome != "stopped" {
+	ended, _ := s.waitType(0, event.TurnEnded)
+	if decode[event.TurnEndedData](t, ended).Outcome != "stopped" {
 		t.Fatalf("turn after the cap: %s", ended.Data)
 	}
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
 	s.r.Flush()
-	if n := len(s.all(wire.EvTurnStarted)); n != 1 {
+	if n := len(s.all(event.TurnStarted)); n != 1 {
 		t.Fatalf("a turn started past the spend cap")
 	}
 	raise := 5.0
 	s.do(wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: &raise})
-	_, i := s.waitFor(1, "second turn", func(e wire.Event) bool {
-		return e.Type == wire.EvTurnStarted && strings.Contains(string(e.Data), `"text":"two"`)
+	_, i := s.waitFor(1, "second turn", func(e event.Event) bool {
+		return e.Type == event.TurnStarted && strings.Contains(string(e.Data), `"text":"two"`)
 	})
-	s.waitType(i, wire.EvTurnEnded)
+	s.waitType(i, event.TurnEnded)
 }
 
 func TestCompactionAtContextFill(t *testing.T) {
@@ -197,8 +198,8 @@ turns:
 `
 	s := newSession(t, sc, nil)
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	ev, _ := s.waitType(0, wire.EvCompacted)
-	if d := decode[wire.CompactedData](t, ev); d.BeforePercent < 95 {
+	ev, _ := s.waitType(0, event.Compacted)
+	if d := decode[event.CompactedData](t, ev); d.BeforePercent < 95 {
 		t.Fatalf("compacted at %.1f%%", d.BeforePercent)
 	}
 }
@@ -208,16 +209,16 @@ turns:
 // figure: the next message waits for the cap to be raised.
 func TestSpendCapCountsTheExactCostReportedAtTurnEnd(t *testing.T) {
 	eng := &fakeEngine{turn: func(_ context.Context, _ engine.TurnInput, host engine.Host) (engine.TurnResult, error) {
-		host.Emit(wire.EvUsage, wire.UsageData{InputTokens: 10, CostUSD: 0.5, Estimated: true})
-		return engine.TurnResult{HasUsage: true, Usage: wire.UsageData{InputTokens: 10, CostUSD: 1.5}}, nil
+		host.Emit(event.Usage, event.UsageData{InputTokens: 10, CostUSD: 0.5, Estimated: true})
+		return engine.TurnResult{HasUsage: true, Usage: event.UsageData{InputTokens: 10, CostUSD: 1.5}}, nil
 	}}
 	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir()}
 	s.startFake(wire.Spec{ID: "s1", Cwd: s.cwd, SpendCapUSD: 1}, func() engine.Engine { return eng })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	ev, _ := s.waitFor(0, "spendCap failure", func(e wire.Event) bool {
-		return e.Type == wire.EvFailure && decode[wire.FailureData](t, e).Code == wire.FailSpendCap
+	ev, _ := s.waitFor(0, "spendCap failure", func(e event.Event) bool {
+		return e.Type == event.Failure && decode[event.FailureData](t, e).Code == event.FailSpendCap
 	})
-	if f := decode[wire.FailureData](t, ev); !strings.Contains(f.Message, "$1.5000 spent") {
+	if f := decode[event.FailureData](t, ev); !strings.Contains(f.Message, "$1.5000 spent") {
 		t.Fatalf("failure %+v", f)
 	}
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
@@ -226,10 +227,10 @@ func TestSpendCapCountsTheExactCostReportedAtTurnEnd(t *testing.T) {
 	}
 	raise := 5.0
 	s.do(wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: &raise})
-	_, i := s.waitFor(0, "second turn", func(e wire.Event) bool {
-		return e.Type == wire.EvTurnStarted && decode[wire.TurnStartedData](t, e).Text == "two"
+	_, i := s.waitFor(0, "second turn", func(e event.Event) bool {
+		return e.Type == event.TurnStarted && decode[event.TurnStartedData](t, e).Text == "two"
 	})
-	s.waitType(i, wire.EvTurnEnded)
+	s.waitType(i, event.TurnEnded)
 }
 
 // The stop a crossed spend cap starts belongs to the runner: Close waits for
@@ -241,7 +242,7 @@ func TestCloseWaitsForTheSpendCapStop(t *testing.T) {
 	var once sync.Once
 	eng := &fakeEngine{
 		turn: func(ctx context.Context, _ engine.TurnInput, host engine.Host) (engine.TurnResult, error) {
-			host.Emit(wire.EvUsage, wire.UsageData{CostUSD: 2, Estimated: true})
+			host.Emit(event.Usage, event.UsageData{CostUSD: 2, Estimated: true})
 			select {
 			case <-ended:
 				return engine.TurnResult{Stopped: true}, nil
@@ -263,14 +264,14 @@ func TestCloseWaitsForTheSpendCapStop(t *testing.T) {
 	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir()}
 	s.startFake(wire.Spec{ID: "s1", Cwd: s.cwd, SpendCapUSD: 1}, func() engine.Engine { return eng })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	s.waitType(0, wire.EvTurnEnded)
+	s.waitType(0, event.TurnEnded)
 	if err := s.r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	var reasons []string
-	if err := readAll(filepath.Join(s.dir, EventsFile), func(ev wire.Event) {
-		if ev.Type == wire.EvStopped {
-			reasons = append(reasons, decode[wire.StoppedData](t, ev).Reason)
+	if err := readAll(filepath.Join(s.dir, EventsFile), func(ev event.Event) {
+		if ev.Type == event.Stopped {
+			reasons = append(reasons, decode[event.StoppedData](t, ev).Reason)
 		}
 	}); err != nil {
 		t.Fatal(err)

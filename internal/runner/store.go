@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -62,7 +63,7 @@ func (s *store) eventsPath() string { return filepath.Join(s.Dir(), EventsFile) 
 
 // emit appends an event, logging (not returning) a failure: an event that
 // cannot be recorded must not take the session down with it.
-func (s *store) emit(typ wire.EventType, data any) {
+func (s *store) emit(typ event.Type, data any) {
 	if _, err := s.eventLog().Append(typ, data); err != nil {
 		s.log.Error("append event", zap.String("type", string(typ)), zap.Error(err))
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -42,7 +43,7 @@ func TestStoreMovesToTheForkedFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.emit(wire.EvModeChanged, map[string]string{"mode": "auto"})
+	s.emit(event.ModeChanged, map[string]string{"mode": "auto"})
 	if err := s.eventLog().Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestStoreMovesToTheForkedFolder(t *testing.T) {
 	if err := s.moveTo(newDir); err != nil {
 		t.Fatal(err)
 	}
-	s.emit(wire.EvModeChanged, map[string]string{"mode": "review"})
+	s.emit(event.ModeChanged, map[string]string{"mode": "review"})
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}

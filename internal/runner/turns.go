@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
+	"go.uber.org/zap"
 )
 
 // runTurns runs queued messages one turn at a time until the runner
@@ -40,10 +40,10 @@ func (r *Runner) runTurns() {
 func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	r.meter.beginTurn()
 	r.review.beginTurn()
-	r.emit(wire.EvTurnStarted, wire.TurnStartedData{Turn: t.no, MessageID: t.msg.ID, Text: t.msg.Text})
+	r.emit(event.TurnStarted, event.TurnStartedData{Turn: t.no, MessageID: t.msg.ID, Text: t.msg.Text})
 	res, err := eng.Turn(ctx, engine.TurnInput{ID: t.msg.ID, Text: t.msg.Text, Kind: t.kind})
 
-	var exact *wire.UsageData
+	var exact *event.UsageData
 	if res.HasUsage && !res.Usage.Estimated {
 		exact = &res.Usage
 	}
@@ -78,14 +78,14 @@ func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	// A steer that found no tool boundary becomes the next message.
 	if !stopped {
 		for _, text := range leftover {
-			r.emit(wire.EvSteerRequeued, wire.SteerData{Text: text})
+			r.emit(event.SteerRequeued, event.SteerData{Text: text})
 			r.enqueue(text, kindSend, true)
 		}
 	}
 	if outcome == "failed" {
 		r.fail(err)
 	}
-	ended := wire.TurnEndedData{
+	ended := event.TurnEndedData{
 		Turn: t.no, Outcome: outcome, DurationMS: time.Since(t.start).Milliseconds(),
 		Usage: usage, Files: len(changed.files), Added: changed.added, Removed: changed.removed,
 	}
@@ -94,7 +94,7 @@ func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	}
 	// turnEnded before done: a stop waiting for this turn emits stopped
 	// once done closes, and the log must say the turn ended first.
-	r.emit(wire.EvTurnEnded, ended)
+	r.emit(event.TurnEnded, ended)
 	close(t.done)
 	if err := r.evlog().Sync(); err != nil {
 		r.log.Error("sync event log at turn end", zap.Error(err))
@@ -120,12 +120,12 @@ func plural(n int) string {
 // enqueue adds a message of kind to the queue and records it: its
 // userMessage event comes before the turnStarted it leads to. A person's
 // message resets the goal's count of checks in a row.
-func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) wire.Queued {
+func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) event.Queued {
 	if kind == kindSend {
 		r.goal.reset()
 	}
-	return r.turns.add(kind, text, queuedBehindTurn, func(m wire.Queued, queued bool) {
-		r.emit(wire.EvUserMessage, wire.UserMessageData{ID: m.ID, Text: text, Kind: kind, Queued: queued})
+	return r.turns.add(kind, text, queuedBehindTurn, func(m event.Queued, queued bool) {
+		r.emit(event.UserMessage, event.UserMessageData{ID: m.ID, Text: text, Kind: kind, Queued: queued})
 	})
 }
 
@@ -147,12 +147,12 @@ func (r *Runner) tickLoop(prompt string) bool {
 // stop interrupts the running turn, denies open asks, rejects pending hunks
 // and clears the queue. It waits (bounded) for the turn to end so the reply
 // is a receipt of what was cancelled.
-func (r *Runner) stop(ctx context.Context, reason string) wire.StoppedData {
+func (r *Runner) stop(ctx context.Context, reason string) event.StoppedData {
 	r.mu.Lock()
 	t, cleared := r.turns.clear()
 	eng, timed := r.eng, r.timed
 	r.mu.Unlock()
-	receipt := wire.StoppedData{Reason: reason, InterruptedTurn: t != nil, ClearedQueue: cleared}
+	receipt := event.StoppedData{Reason: reason, InterruptedTurn: t != nil, ClearedQueue: cleared}
 	if timed != nil {
 		// A stop halts a timed loop too: the Stop button stops everything.
 		timed.stop()
@@ -182,7 +182,7 @@ func (r *Runner) stop(ctx context.Context, reason string) wire.StoppedData {
 			}
 		}
 	}
-	r.emit(wire.EvStopped, receipt)
+	r.emit(event.Stopped, receipt)
 	r.presence.touch()
 	return receipt
 }
@@ -195,7 +195,7 @@ func (r *Runner) steer(ctx context.Context, text string) (wire.SteerResult, erro
 		}
 		err := s.Steer(ctx, text)
 		if err == nil {
-			r.emit(wire.EvSteerDelivered, wire.SteerData{Text: text, Native: true})
+			r.emit(event.SteerDelivered, event.SteerData{Text: text, Native: true})
 			return wire.SteerResult{Delivery: "native"}, nil
 		}
 		if err != engine.ErrNoTurn {

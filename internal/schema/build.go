@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -19,16 +20,16 @@ func build(reg *Registry) *reflector {
 		enums[t] = v
 	}
 	for _, e := range reg.Events {
-		enums[typeOf[wire.EventType]()] = append(enums[typeOf[wire.EventType]()], string(e.Type))
+		enums[typeOf[event.Type]()] = append(enums[typeOf[event.Type]()], string(e.Type))
 	}
 	for _, c := range reg.Commands {
 		enums[typeOf[wire.Cmd]()] = append(enums[typeOf[wire.Cmd]()], string(c.Cmd))
 	}
 	r.enums = enums
 	r.composite[typeOf[wire.Command]()] = "Command"
-	r.composite[typeOf[wire.Event]()] = "SessionEvent"
+	r.composite[typeOf[event.Event]()] = "SessionEvent"
 	r.name(typeOf[wire.Command](), "Command")
-	r.name(typeOf[wire.Event](), "SessionEvent")
+	r.name(typeOf[event.Event](), "SessionEvent")
 
 	r.events(reg.Events)
 	r.commands(reg.Commands)
@@ -56,14 +57,14 @@ func upperFirst(s string) string {
 }
 
 // EventDef names the definition of an event type's events.
-func EventDef(t wire.EventType) string { return upperFirst(string(t)) + "Event" }
+func EventDef(t event.Type) string { return upperFirst(string(t)) + "Event" }
 
 // CommandDef names the definition of a command.
 func CommandDef(c wire.Cmd) string { return upperFirst(string(c)) + "Command" }
 
 func (r *reflector) events(events []Event) {
 	base := &Schema{Properties: &Properties{}}
-	r.fields("Event", typeOf[wire.Event](), base)
+	r.fields("Event", typeOf[event.Event](), base)
 	var members []*Schema
 	for _, e := range events {
 		s := &Schema{Type: Types{"object"}, Description: e.Doc, Properties: &Properties{}}

@@ -25,13 +25,16 @@ type reflector struct {
 	// it writes.
 	wireForm map[reflect.Type]reflect.Type
 	// composite maps a type to a definition built by hand (a union), not
-	// reflected: wire.Command to Command, wire.Event to SessionEvent.
+	// reflected: wire.Command to Command, event.Event to SessionEvent.
 	composite map[reflect.Type]string
 	rawTypes  map[string]reflect.Type
 	rawRefs   map[string]string
 	neverNull map[string]bool
-	comments  map[string]string
-	errs      []error
+	// rename gives the definition name of a type whose Go name is not the
+	// one the contract publishes.
+	rename   map[reflect.Type]string
+	comments map[string]string
+	errs     []error
 }
 
 func newReflector(reg *Registry) *reflector {
@@ -45,6 +48,7 @@ func newReflector(reg *Registry) *reflector {
 		rawRefs:    reg.RawRefs,
 		neverNull:  reg.NeverNull,
 		wireForm:   reg.WireForms,
+		rename:     reg.Names,
 		composite:  map[reflect.Type]string{},
 		comments:   Comments,
 	}
@@ -75,8 +79,8 @@ func (r *reflector) of(t reflect.Type) *Schema {
 	}
 	if vals, ok := r.enums[t]; ok {
 		if _, done := r.names[t]; !done {
-			r.name(t, t.Name())
-			r.defs[t.Name()] = &Schema{Type: Types{"string"}, Enum: vals, Description: r.comments[typeKey(t)]}
+			r.name(t, r.defName(t))
+			r.defs[r.defName(t)] = &Schema{Type: Types{"string"}, Enum: vals, Description: r.comments[typeKey(t)]}
 		}
 		return ref(r.names[t])
 	}
@@ -147,11 +151,21 @@ func (r *reflector) define(t, form reflect.Type) *Schema {
 	if name, ok := r.names[t]; ok {
 		return ref(name)
 	}
-	r.name(t, t.Name())
+	name := r.defName(t)
+	r.name(t, name)
 	s := &Schema{Type: Types{"object"}, Description: r.comments[typeKey(t)], Properties: &Properties{}}
-	r.defs[t.Name()] = s // before the fields: a type may refer to itself
-	r.fields(t.Name(), form, s)
-	return ref(t.Name())
+	r.defs[name] = s // before the fields: a type may refer to itself
+	r.fields(name, form, s)
+	return ref(name)
+}
+
+// defName is t's definition name: its Go name, unless the registry gives
+// it another (Registry.Names).
+func (r *reflector) defName(t reflect.Type) string {
+	if name, ok := r.rename[t]; ok {
+		return name
+	}
+	return t.Name()
 }
 
 // fields adds the properties of struct t to s, flattening embedded structs

@@ -5,6 +5,8 @@ import (
 
 	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -39,11 +41,15 @@ type Registry struct {
 	// encoding/json could write as null but whose producers never leave
 	// nil.
 	NeverNull map[string]bool
+	// Names are the definition names of types whose Go names would
+	// collide across packages or are not the names the contract publishes
+	// (event.Type is EventType).
+	Names map[reflect.Type]string
 }
 
 // Event is one event type and its data.
 type Event struct {
-	Type wire.EventType
+	Type event.Type
 	// Data is a value of the data's type; nil for an event without data.
 	Data any
 	// Doc says what the event means when its data type's comment does not.
@@ -106,64 +112,64 @@ var streamParams = []Param{
 func Default() *Registry {
 	return &Registry{
 		Types: []any{
-			wire.Spec{}, api.Session{}, wire.Reply{}, wire.Error{}, wire.Status{},
+			wire.Spec{}, api.Session{}, wire.Reply{}, wire.Error{}, command.Status{},
 			api.SessionReply{}, api.SessionsReply{}, api.HealthReply{}, api.WaitReply{},
 			api.FeedItem{}, api.TermFrame{}, wire.Message{}, graph.RunEvent{},
 		},
 		Events: []Event{
-			{Type: wire.EvSessionStarted, Data: wire.SessionStartedData{}, Doc: "The session became live in a runner, with an empty log."},
-			{Type: wire.EvSessionResumed, Data: wire.SessionStartedData{}, Doc: "The session became live in a runner, resuming its log."},
-			{Type: wire.EvUserMessage, Data: wire.UserMessageData{}},
-			{Type: wire.EvTurnStarted, Data: wire.TurnStartedData{}},
-			{Type: wire.EvAssistantDelta, Data: wire.TextData{}, Doc: "The next piece of streamed assistant text."},
-			{Type: wire.EvAssistantText, Data: wire.TextData{}, Doc: "One assistant message whole: the deltas since the last assistantText or tool call."},
-			{Type: wire.EvToolStarted, Data: wire.ToolStartedData{}},
-			{Type: wire.EvToolFinished, Data: wire.ToolFinishedData{}},
-			{Type: wire.EvAskOpened, Data: wire.AskOpenedData{}},
-			{Type: wire.EvAskAnswered, Data: wire.AskAnsweredData{}},
-			{Type: wire.EvSteerDelivered, Data: wire.SteerData{}, Doc: "A steer reached the engine, at a tool boundary or natively."},
-			{Type: wire.EvSteerRequeued, Data: wire.SteerData{}, Doc: "The turn ended before a tool boundary: the steer becomes the next message."},
-			{Type: wire.EvTurnEnded, Data: wire.TurnEndedData{}},
-			{Type: wire.EvStopped, Data: wire.StoppedData{}},
-			{Type: wire.EvFailure, Data: wire.FailureData{}},
-			{Type: wire.EvUsage, Data: wire.UsageData{}, Doc: "The figures of one model call."},
-			{Type: wire.EvContext, Data: wire.ContextData{}},
-			{Type: wire.EvRetry, Data: wire.RetryData{}},
-			{Type: wire.EvHunkStaged, Data: wire.HunkStagedData{}},
-			{Type: wire.EvHunkDecided, Data: wire.HunkDecidedData{}},
-			{Type: wire.EvEditApplied, Data: wire.EditAppliedData{}},
-			{Type: wire.EvModeChanged, Data: wire.ModeChangedData{}},
-			{Type: wire.EvGoalSet, Data: wire.GoalSetData{}},
-			{Type: wire.EvGoalCleared, Doc: "The session's goal was cleared (clearGoal)."},
-			{Type: wire.EvGoalCheck, Data: wire.GoalCheckData{}},
-			{Type: wire.EvSpendCapSet, Data: wire.SpendCapSetData{}},
-			{Type: wire.EvRotated, Data: wire.RotatedData{}},
-			{Type: wire.EvCompacted, Data: wire.CompactedData{}},
-			{Type: wire.EvQueueChanged, Data: wire.QueueChangedData{}},
-			{Type: wire.EvLogRepaired, Data: wire.LogRepairedData{}},
+			{Type: event.SessionStarted, Data: event.SessionStartedData{}, Doc: "The session became live in a runner, with an empty log."},
+			{Type: event.SessionResumed, Data: event.SessionStartedData{}, Doc: "The session became live in a runner, resuming its log."},
+			{Type: event.UserMessage, Data: event.UserMessageData{}},
+			{Type: event.TurnStarted, Data: event.TurnStartedData{}},
+			{Type: event.AssistantDelta, Data: event.TextData{}, Doc: "The next piece of streamed assistant text."},
+			{Type: event.AssistantText, Data: event.TextData{}, Doc: "One assistant message whole: the deltas since the last assistantText or tool call."},
+			{Type: event.ToolStarted, Data: event.ToolStartedData{}},
+			{Type: event.ToolFinished, Data: event.ToolFinishedData{}},
+			{Type: event.AskOpened, Data: event.AskOpenedData{}},
+			{Type: event.AskAnswered, Data: event.AskAnsweredData{}},
+			{Type: event.SteerDelivered, Data: event.SteerData{}, Doc: "A steer reached the engine, at a tool boundary or natively."},
+			{Type: event.SteerRequeued, Data: event.SteerData{}, Doc: "The turn ended before a tool boundary: the steer becomes the next message."},
+			{Type: event.TurnEnded, Data: event.TurnEndedData{}},
+			{Type: event.Stopped, Data: event.StoppedData{}},
+			{Type: event.Failure, Data: event.FailureData{}},
+			{Type: event.Usage, Data: event.UsageData{}, Doc: "The figures of one model call."},
+			{Type: event.Context, Data: event.ContextData{}},
+			{Type: event.Retry, Data: event.RetryData{}},
+			{Type: event.HunkStaged, Data: event.HunkStagedData{}},
+			{Type: event.HunkDecided, Data: event.HunkDecidedData{}},
+			{Type: event.EditApplied, Data: event.EditAppliedData{}},
+			{Type: event.ModeChanged, Data: event.ModeChangedData{}},
+			{Type: event.GoalSet, Data: event.GoalSetData{}},
+			{Type: event.GoalCleared, Doc: "The session's goal was cleared (clearGoal)."},
+			{Type: event.GoalCheck, Data: event.GoalCheckData{}},
+			{Type: event.SpendCapSet, Data: event.SpendCapSetData{}},
+			{Type: event.Rotated, Data: event.RotatedData{}},
+			{Type: event.Compacted, Data: event.CompactedData{}},
+			{Type: event.QueueChanged, Data: event.QueueChangedData{}},
+			{Type: event.LogRepaired, Data: event.LogRepairedData{}},
 		},
 		Commands: []Command{
-			{Cmd: wire.CmdSend, Required: []string{"text"}, Result: wire.Queued{}, Doc: "Queue a message; it starts when the running turn and earlier messages end."},
+			{Cmd: wire.CmdSend, Required: []string{"text"}, Result: event.Queued{}, Doc: "Queue a message; it starts when the running turn and earlier messages end."},
 			{Cmd: wire.CmdSteer, Required: []string{"text"}, Result: wire.SteerResult{}, Doc: "Steer the running turn at its next tool boundary (natively where the engine can); a send when no turn runs."},
-			{Cmd: wire.CmdStop, Result: wire.StoppedData{}, Doc: "Interrupt the turn, deny open asks, reject pending hunks, clear the queue, halt a timed loop; the receipt says what was cancelled."},
+			{Cmd: wire.CmdStop, Result: event.StoppedData{}, Doc: "Interrupt the turn, deny open asks, reject pending hunks, clear the queue, halt a timed loop; the receipt says what was cancelled."},
 			{Cmd: wire.CmdAnswer, Required: []string{"askId", "decision"}, Optional: []string{"note"}, Result: wire.AnswerResult{}, Doc: "Answer an open ask: the first answer wins."},
-			{Cmd: wire.CmdStatus, Result: wire.Status{}, Doc: "The session's status."},
-			{Cmd: wire.CmdDecideHunk, Required: []string{"hunkId", "decision"}, Optional: []string{"editId", "note"}, Result: wire.HunkDecidedData{}, Doc: "Accept or reject a staged hunk (hunkId may be EDIT/HUNK; editId may be left out when one edit is pending)."},
-			{Cmd: wire.CmdSetMode, Required: []string{"mode"}, Result: wire.ModeChangedData{}, Doc: "Change the permission mode from the next tool call on."},
-			{Cmd: wire.CmdSetGoal, Required: []string{"goal"}, Result: wire.GoalSetData{}, Doc: "Set the goal checked after every turn."},
+			{Cmd: wire.CmdStatus, Result: command.Status{}, Doc: "The session's status."},
+			{Cmd: wire.CmdDecideHunk, Required: []string{"hunkId", "decision"}, Optional: []string{"editId", "note"}, Result: event.HunkDecidedData{}, Doc: "Accept or reject a staged hunk (hunkId may be EDIT/HUNK; editId may be left out when one edit is pending)."},
+			{Cmd: wire.CmdSetMode, Required: []string{"mode"}, Result: event.ModeChangedData{}, Doc: "Change the permission mode from the next tool call on."},
+			{Cmd: wire.CmdSetGoal, Required: []string{"goal"}, Result: event.GoalSetData{}, Doc: "Set the goal checked after every turn."},
 			{Cmd: wire.CmdGetGoal, Result: wire.GoalState{}, Doc: "The goal and where its checks stand."},
 			{Cmd: wire.CmdClearGoal, Result: wire.ClearGoalResult{}, Doc: "Remove the goal (not_found without one)."},
-			{Cmd: wire.CmdMarkGoalDone, Result: wire.GoalCheckData{}, Doc: "Mark the goal met: a person's word, which ends goal checks."},
-			{Cmd: wire.CmdSetSpendCap, Required: []string{"spendCapUsd"}, Result: wire.SpendCapSetData{}, Doc: "Set the spend cap in US dollars (0 removes it)."},
+			{Cmd: wire.CmdMarkGoalDone, Result: event.GoalCheckData{}, Doc: "Mark the goal met: a person's word, which ends goal checks."},
+			{Cmd: wire.CmdSetSpendCap, Required: []string{"spendCapUsd"}, Result: event.SpendCapSetData{}, Doc: "Set the spend cap in US dollars (0 removes it)."},
 			{Cmd: wire.CmdForkSession, Result: wire.ForkResult{}, Doc: "Branch the conversation: the session continues under a new id."},
-			{Cmd: wire.CmdCancelQueued, Required: []string{"messageId"}, Result: wire.Queued{}, Doc: "Remove a queued message before its turn starts."},
+			{Cmd: wire.CmdCancelQueued, Required: []string{"messageId"}, Result: event.Queued{}, Doc: "Remove a queued message before its turn starts."},
 		},
 		Routes: routes(),
 		Enums: map[reflect.Type][]string{
 			typeOf[wire.Code]():          {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeUnauthorized), string(wire.CodeProtocol), string(wire.CodeInternal)},
 			typeOf[wire.State]():         {string(wire.StateStarting), string(wire.StateIdle), string(wire.StateWorking), string(wire.StateWaitingForApproval), string(wire.StateWaitingForReview), string(wire.StateFailed), string(wire.StateStopped)},
-			typeOf[wire.FailureCode]():   {string(wire.FailEngineError), string(wire.FailPermissionUnavailable), string(wire.FailSignInExpired), string(wire.FailContextFull), string(wire.FailSpendCap), string(wire.FailStalled)},
-			typeOf[wire.QueueChange]():   {string(wire.QueueAdded), string(wire.QueueStarted), string(wire.QueueCancelled), string(wire.QueueCleared)},
+			typeOf[event.FailureCode]():  {string(event.FailEngineError), string(event.FailPermissionUnavailable), string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap), string(event.FailStalled)},
+			typeOf[event.QueueChange]():  {string(event.QueueAdded), string(event.QueueStarted), string(event.QueueCancelled), string(event.QueueCleared)},
 			typeOf[wire.Type]():          {string(wire.THello), string(wire.TLiveEnsure), string(wire.TInject), string(wire.TLiveInterrupt), string(wire.TApprovalResolv), string(wire.TCap), string(wire.TTermOpen), string(wire.TTermInput), string(wire.TTermResize), string(wire.TTermClose), string(wire.TTermAck), string(wire.TShutdown), string(wire.TReady), string(wire.TCapResult), string(wire.TTermOpened), string(wire.TTermData), string(wire.TTermExit), string(wire.TTermError), string(wire.TMirror), string(wire.TRotate), string(wire.TLiveReady), string(wire.TInjected), string(wire.TInterrupted), string(wire.TBye)},
 			typeOf[wire.Outcome]():       {string(wire.OutcomeInjected), string(wire.OutcomeNotLive), string(wire.OutcomeNotReady), string(wire.OutcomeFailed)},
 			typeOf[api.LifecycleType]():  {string(api.LifeCreated), string(api.LifeLive), string(api.LifeReaped), string(api.LifeFailed), string(api.LifeDeleted)},
@@ -211,6 +217,9 @@ func Default() *Registry {
 		},
 		WireForms: map[reflect.Type]reflect.Type{
 			typeOf[hunks.Line](): typeOf[hunks.LineJSON](),
+		},
+		Names: map[reflect.Type]string{
+			typeOf[event.Type](): "EventType",
 		},
 		NeverNull: map[string]bool{
 			"WaitReply.events":       true, // supervisor.waiter.reply

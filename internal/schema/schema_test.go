@@ -17,6 +17,8 @@ import (
 
 	"github.com/corral-dev/corral/internal/schema"
 	"github.com/corral-dev/corral/internal/schema/schematest"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -130,12 +132,16 @@ func TestEnumsHoldEveryConstant(t *testing.T) {
 		if !slices.Equal(sorted(consts), sorted(vals)) {
 			t.Errorf("%s: the source has %v, the registry %v", t2, consts, vals)
 		}
-		if def := defs[t2.Name()]; def == nil || !slices.Equal(def.Enum, vals) {
+		name := t2.Name()
+		if n, ok := schema.Default().Names[t2]; ok {
+			name = n
+		}
+		if def := defs[name]; def == nil || !slices.Equal(def.Enum, vals) {
 			t.Errorf("%s: definition %+v", t2, def)
 		}
 	}
-	for name, typ := range map[string]string{"EventType": "EventType", "Cmd": "Cmd"} {
-		consts := constsOf(t, filepath.Join(root(t), "pkg", "wire"), typ)
+	for name, src := range map[string]struct{ dir, typ string }{"EventType": {"event", "Type"}, "Cmd": {"wire", "Cmd"}} {
+		consts := constsOf(t, filepath.Join(root(t), "pkg", src.dir), src.typ)
 		if !slices.Equal(sorted(consts), sorted(defs[name].Enum)) {
 			t.Errorf("%s: the source has %v, the registry %v", name, consts, defs[name].Enum)
 		}
@@ -215,12 +221,12 @@ func TestSchemaFollowsEncodingJSON(t *testing.T) {
 	code := 3
 	good := map[string]any{
 		"Spec":          wire.Spec{ID: "s", Engine: "script", Goal: &wire.Goal{Text: "tests pass"}},
-		"Status":        wire.Status{Session: "s", State: wire.StateIdle, Queued: []wire.Queued{}, OpenAsks: []string{}, PendingEdit: []string{}},
+		"Status":        command.Status{Session: "s", State: wire.StateIdle, Queued: []event.Queued{}, OpenAsks: []string{}, PendingEdit: []string{}},
 		"Message":       wire.Message{T: wire.TTermExit, Term: &wire.Term{TermID: "t", ExitCode: &code, Data: []byte{0, 1}}},
 		"Reply":         wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no")),
 		"Command":       wire.Command{Cmd: wire.CmdSend, Text: "hi"},
-		"SessionEvent":  wire.Event{Seq: 1, Type: wire.EvGoalCleared},
-		"TurnEndedData": wire.TurnEndedData{Turn: 1, Outcome: "done"},
+		"SessionEvent":  event.Event{Seq: 1, Type: event.GoalCleared},
+		"TurnEndedData": event.TurnEndedData{Turn: 1, Outcome: "done"},
 	}
 	for def, v := range good {
 		raw, _ := json.Marshal(v)

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 
 	"github.com/corral-dev/corral/internal/atomicfile"
-
 	"github.com/corral-dev/corral/pkg/wire"
 )
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -78,7 +79,7 @@ func (m *Manager) Command(ctx context.Context, id string, cmd wire.Command) (*wi
 }
 
 // status asks a live runner for its status.
-func (m *Manager) status(ctx context.Context, c *child) (*wire.Status, error) {
+func (m *Manager) status(ctx context.Context, c *child) (*command.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	r, err := c.call(ctx, &wire.Message{T: wire.TInject, Command: &wire.Command{Cmd: wire.CmdStatus}})
@@ -91,7 +92,7 @@ func (m *Manager) status(ctx context.Context, c *child) (*wire.Status, error) {
 	if err := r.Reply.Err(); err != nil {
 		return nil, err
 	}
-	var st wire.Status
+	var st command.Status
 	if err := json.Unmarshal(r.Reply.Result, &st); err != nil {
 		return nil, wire.Errorf(wire.CodeProtocol, "runner's status: %v", err)
 	}

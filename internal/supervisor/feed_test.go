@@ -14,6 +14,8 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -82,7 +84,7 @@ func nextItem(t *testing.T, f *Feed) feedItem {
 	}
 	it := feedItem{cursor: string(ev.Cursor), session: ev.Session, kind: ev.Kind, typ: string(ev.Type)}
 	if ev.Kind == FeedSessionEvent {
-		var e wire.Event
+		var e event.Event
 		if err := json.Unmarshal(ev.Line, &e); err != nil {
 			t.Fatalf("event line %q: %v", ev.Line, err)
 		}
@@ -350,7 +352,7 @@ func TestCommandsThatNeedNoRunnerStartNone(t *testing.T) {
 			}
 		})
 	}
-	var st wire.Status
+	var st command.Status
 	json.Unmarshal(mustCommand(t, m, id, wire.Command{Cmd: wire.CmdStatus}), &st)
 	if st.LastSeq != 2 || st.Mode != "review" {
 		t.Fatalf("status from the folder: %+v", st)

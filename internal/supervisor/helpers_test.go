@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
@@ -169,20 +170,20 @@ func mustCommand(t testing.TB, m *Manager, id string, cmd wire.Command) json.Raw
 
 // readUntil reads events of session id from seq from until one of type
 // stop, returning every event read.
-func readUntil(t *testing.T, m *Manager, id string, from int64, stop string) []wire.Event {
+func readUntil(t *testing.T, m *Manager, id string, from int64, stop string) []event.Event {
 	t.Helper()
 	s, err := m.Events(ctxT(t), id, from, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var out []wire.Event
+	var out []event.Event
 	for {
 		ev, err := s.Next(ctxT(t))
 		if err != nil {
 			t.Fatalf("after %d events: %v", len(out), err)
 		}
-		var e wire.Event
+		var e event.Event
 		if err := json.Unmarshal(ev.Line, &e); err != nil {
 			t.Fatalf("event line %q: %v", ev.Line, err)
 		}
@@ -197,14 +198,14 @@ func readUntil(t *testing.T, m *Manager, id string, from int64, stop string) []w
 }
 
 // readAll returns every event in session id's log.
-func readAll(t *testing.T, m *Manager, id string) []wire.Event {
+func readAll(t *testing.T, m *Manager, id string) []event.Event {
 	t.Helper()
 	s, err := m.Events(ctxT(t), id, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var out []wire.Event
+	var out []event.Event
 	for {
 		ev, err := s.Next(ctxT(t))
 		if errors.Is(err, io.EOF) {
@@ -213,7 +214,7 @@ func readAll(t *testing.T, m *Manager, id string) []wire.Event {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e wire.Event
+		var e event.Event
 		if err := json.Unmarshal(ev.Line, &e); err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +222,7 @@ func readAll(t *testing.T, m *Manager, id string) []wire.Event {
 	}
 }
 
-func types(evs []wire.Event) []string {
+func types(evs []event.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = string(e.Type)
@@ -230,7 +231,7 @@ func types(evs []wire.Event) []string {
 }
 
 // checkSeqs fails unless evs run from first upwards with no gap.
-func checkSeqs(t *testing.T, evs []wire.Event, first int64) {
+func checkSeqs(t *testing.T, evs []event.Event, first int64) {
 	t.Helper()
 	for i, e := range evs {
 		if e.Seq != first+int64(i) {

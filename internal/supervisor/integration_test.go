@@ -24,6 +24,8 @@ import (
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -179,7 +181,7 @@ func (d *daemonProc) command(t *testing.T, id string, cmd wire.Command) json.Raw
 
 // follow reads session id's events from seq from until match holds for one,
 // returning every event read.
-func (d *daemonProc) follow(t *testing.T, id string, from int64, match func(wire.Event) bool) []wire.Event {
+func (d *daemonProc) follow(t *testing.T, id string, from int64, match func(event.Event) bool) []event.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -188,13 +190,13 @@ func (d *daemonProc) follow(t *testing.T, id string, from int64, match func(wire
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var out []wire.Event
+	var out []event.Event
 	for {
 		line, err := st.Next()
 		if err != nil {
 			t.Fatalf("after %v: %v", types(out), err)
 		}
-		var ev wire.Event
+		var ev event.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
 			t.Fatalf("event %s: %v", line, err)
 		}
@@ -205,14 +207,14 @@ func (d *daemonProc) follow(t *testing.T, id string, from int64, match func(wire
 	}
 }
 
-func ofType(typ wire.EventType) func(wire.Event) bool {
-	return func(ev wire.Event) bool { return ev.Type == typ }
+func ofType(typ event.Type) func(event.Event) bool {
+	return func(ev event.Event) bool { return ev.Type == typ }
 }
 
 // nth matches the n-th event of type typ.
-func nth(n int, typ wire.EventType) func(wire.Event) bool {
+func nth(n int, typ event.Type) func(event.Event) bool {
 	seen := 0
-	return func(ev wire.Event) bool {
+	return func(ev event.Event) bool {
 		if ev.Type == typ {
 			seen++
 		}
@@ -280,7 +282,7 @@ func gone(t *testing.T, pid int) {
 	})
 }
 
-func dataOf[T any](t *testing.T, ev wire.Event) T {
+func dataOf[T any](t *testing.T, ev event.Event) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(ev.Data, &v); err != nil {
@@ -293,20 +295,20 @@ func TestRealSendReadsEventsToTurnEnd(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
-	evs := d.follow(t, id, 1, ofType(wire.EvTurnEnded))
+	evs := d.follow(t, id, 1, ofType(event.TurnEnded))
 	checkSeqs(t, evs, 1)
-	for _, want := range []wire.EventType{wire.EvSessionStarted, wire.EvUserMessage, wire.EvTurnStarted, wire.EvAssistantText} {
+	for _, want := range []event.Type{event.SessionStarted, event.UserMessage, event.TurnStarted, event.AssistantText} {
 		if !strings.Contains(strings.Join(types(evs), " "), string(want)) {
 			t.Fatalf("no %s in %v", want, types(evs))
 		}
 	}
-	if text := dataOf[wire.TextData](t, evs[len(evs)-1-countAfter(evs, wire.EvAssistantText)]); !strings.Contains(text.Text, "hello from the script") {
+	if text := dataOf[event.TextData](t, evs[len(evs)-1-countAfter(evs, event.AssistantText)]); !strings.Contains(text.Text, "hello from the script") {
 		t.Fatalf("assistant said %q", text.Text)
 	}
 }
 
 // countAfter counts the events after the last one of type typ.
-func countAfter(evs []wire.Event, typ wire.EventType) int {
+func countAfter(evs []event.Event, typ event.Type) int {
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Type == typ {
 			return len(evs) - 1 - i
@@ -319,18 +321,18 @@ func TestRealSecondSendQueuesDuringTurn(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "slow one"})
-	d.follow(t, id, 1, ofType(wire.EvTurnStarted))
+	d.follow(t, id, 1, ofType(event.TurnStarted))
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "and then this"})
-	evs := d.follow(t, id, 1, nth(2, wire.EvTurnEnded))
+	evs := d.follow(t, id, 1, nth(2, event.TurnEnded))
 	checkSeqs(t, evs, 1)
-	var msgs []wire.UserMessageData
-	var turns []wire.TurnStartedData
+	var msgs []event.UserMessageData
+	var turns []event.TurnStartedData
 	for _, ev := range evs {
 		switch ev.Type {
-		case wire.EvUserMessage:
-			msgs = append(msgs, dataOf[wire.UserMessageData](t, ev))
-		case wire.EvTurnStarted:
-			turns = append(turns, dataOf[wire.TurnStartedData](t, ev))
+		case event.UserMessage:
+			msgs = append(msgs, dataOf[event.UserMessageData](t, ev))
+		case event.TurnStarted:
+			turns = append(turns, dataOf[event.TurnStartedData](t, ev))
 		}
 	}
 	if len(msgs) != 2 || msgs[0].Queued || !msgs[1].Queued {
@@ -340,12 +342,12 @@ func TestRealSecondSendQueuesDuringTurn(t *testing.T) {
 		t.Fatalf("turns %+v", turns)
 	}
 	// The queued message started only after the first turn ended.
-	first := nth(1, wire.EvTurnEnded)
+	first := nth(1, event.TurnEnded)
 	for _, ev := range evs {
 		if first(ev) {
 			break
 		}
-		if ev.Type == wire.EvTurnStarted && dataOf[wire.TurnStartedData](t, ev).Text == "and then this" {
+		if ev.Type == event.TurnStarted && dataOf[event.TurnStartedData](t, ev).Text == "and then this" {
 			t.Fatal("the second turn started before the first ended")
 		}
 	}
@@ -360,25 +362,25 @@ func TestRealSteerLandsAtNextToolBoundary(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "steer test"})
-	staged := d.follow(t, id, 1, ofType(wire.EvHunkStaged))
-	if countType(staged, wire.EvToolFinished) != 1 {
-		t.Fatalf("the write was staged after %d tools ended, want 1: %v", countType(staged, wire.EvToolFinished), types(staged))
+	staged := d.follow(t, id, 1, ofType(event.HunkStaged))
+	if countType(staged, event.ToolFinished) != 1 {
+		t.Fatalf("the write was staged after %d tools ended, want 1: %v", countType(staged, event.ToolFinished), types(staged))
 	}
 	d.command(t, id, wire.Command{Cmd: wire.CmdSteer, Text: "use the other file"})
-	edit := dataOf[wire.HunkStagedData](t, staged[len(staged)-1])
+	edit := dataOf[event.HunkStagedData](t, staged[len(staged)-1])
 	d.command(t, id, wire.Command{Cmd: wire.CmdDecideHunk, EditID: edit.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
-	evs := d.follow(t, id, 1, ofType(wire.EvTurnEnded))
+	evs := d.follow(t, id, 1, ofType(event.TurnEnded))
 	t.Logf("events: %v", types(evs))
 	for i, ev := range evs {
-		if ev.Type != wire.EvSteerDelivered {
+		if ev.Type != event.SteerDelivered {
 			continue
 		}
-		if s := dataOf[wire.SteerData](t, ev); s.Text != "use the other file" {
+		if s := dataOf[event.SteerData](t, ev); s.Text != "use the other file" {
 			t.Fatalf("steer %+v", s)
 		}
 		// At the next tool boundary: right after the second tool's end,
 		// while the turn still runs.
-		if evs[i-1].Type != wire.EvToolFinished || countType(evs[:i], wire.EvToolFinished) != 2 {
+		if evs[i-1].Type != event.ToolFinished || countType(evs[:i], event.ToolFinished) != 2 {
 			t.Fatalf("steer delivered at %d, not at the next tool boundary: %v", i, types(evs))
 		}
 		return
@@ -386,7 +388,7 @@ func TestRealSteerLandsAtNextToolBoundary(t *testing.T) {
 	t.Fatalf("no steerDelivered in %v", types(evs))
 }
 
-func countType(evs []wire.Event, typ wire.EventType) int {
+func countType(evs []event.Event, typ event.Type) int {
 	n := 0
 	for _, ev := range evs {
 		if ev.Type == typ {
@@ -400,16 +402,16 @@ func TestRealStopMidTurn(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "long"})
-	d.follow(t, id, 1, ofType(wire.EvTurnStarted))
+	d.follow(t, id, 1, ofType(event.TurnStarted))
 	d.command(t, id, wire.Command{Cmd: wire.CmdStop})
-	evs := d.follow(t, id, 1, ofType(wire.EvStopped))
-	if st := dataOf[wire.StoppedData](t, evs[len(evs)-1]); !st.InterruptedTurn {
+	evs := d.follow(t, id, 1, ofType(event.Stopped))
+	if st := dataOf[event.StoppedData](t, evs[len(evs)-1]); !st.InterruptedTurn {
 		t.Fatalf("stopped %+v", st)
 	}
-	var ended *wire.TurnEndedData
+	var ended *event.TurnEndedData
 	for _, ev := range evs {
-		if ev.Type == wire.EvTurnEnded {
-			e := dataOf[wire.TurnEndedData](t, ev)
+		if ev.Type == event.TurnEnded {
+			e := dataOf[event.TurnEndedData](t, ev)
 			ended = &e
 		}
 	}
@@ -417,7 +419,7 @@ func TestRealStopMidTurn(t *testing.T) {
 		t.Fatalf("turn ended %+v: %v", ended, types(evs))
 	}
 	for _, ev := range evs {
-		if ev.Type == wire.EvAssistantText && strings.Contains(string(ev.Data), "done") {
+		if ev.Type == event.AssistantText && strings.Contains(string(ev.Data), "done") {
 			t.Fatalf("the turn ran its course instead of stopping: %v", types(evs))
 		}
 	}
@@ -427,7 +429,7 @@ func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "long"})
-	d.follow(t, id, 1, ofType(wire.EvTurnStarted))
+	d.follow(t, id, 1, ofType(event.TurnStarted))
 	pid := d.runnerPID(t, id)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -455,12 +457,12 @@ func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
 	// A new command starts a new runner, which continues the log.
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "after the crash"})
 	resumed := false
-	after := d.follow(t, id, 1, func(ev wire.Event) bool {
-		resumed = resumed || ev.Type == wire.EvSessionResumed
-		return resumed && ev.Type == wire.EvTurnEnded
+	after := d.follow(t, id, 1, func(ev event.Event) bool {
+		resumed = resumed || ev.Type == event.SessionResumed
+		return resumed && ev.Type == event.TurnEnded
 	})
 	checkSeqs(t, after, 1)
-	if last := dataOf[wire.TurnEndedData](t, after[len(after)-1]); last.Outcome != "done" {
+	if last := dataOf[event.TurnEndedData](t, after[len(after)-1]); last.Outcome != "done" {
 		t.Fatalf("the turn after the crash ended %+v", last)
 	}
 	if newPID := d.runnerPID(t, id); newPID == pid {
@@ -470,19 +472,19 @@ func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
 
 // apiSession keeps the test's use of the client type short.
 type apiSession = struct {
-	ID        string       `json:"id"`
-	Spec      wire.Spec    `json:"spec"`
-	Live      bool         `json:"live"`
-	Status    *wire.Status `json:"status,omitempty"`
-	UpdatedAt time.Time    `json:"updatedAt"`
-	LastCrash *wire.Error  `json:"lastCrash,omitempty"`
+	ID        string          `json:"id"`
+	Spec      wire.Spec       `json:"spec"`
+	Live      bool            `json:"live"`
+	Status    *command.Status `json:"status,omitempty"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	LastCrash *wire.Error     `json:"lastCrash,omitempty"`
 }
 
 func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {
 	d := startDaemon(t, "--idle-ttl", "2s")
 	id := d.create(t)
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "hi"})
-	first := d.follow(t, id, 1, ofType(wire.EvTurnEnded))
+	first := d.follow(t, id, 1, ofType(event.TurnEnded))
 	pid := d.runnerPID(t, id)
 	waitFor(t, func() bool {
 		s, err := d.c.Session(ctxT(t), id)
@@ -494,7 +496,7 @@ func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {
 		t.Fatalf("reaped session %+v %v", s, err)
 	}
 	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "back again"})
-	evs := d.follow(t, id, 1, nth(2, wire.EvTurnEnded))
+	evs := d.follow(t, id, 1, nth(2, event.TurnEnded))
 	checkSeqs(t, evs, 1)
 	if !strings.Contains(strings.Join(types(evs[len(first):]), " "), "sessionResumed userMessage") {
 		t.Fatalf("after the reap: %v", types(evs[len(first):]))
@@ -505,7 +507,7 @@ func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 	d := startDaemon(t)
 	busy, idle := d.create(t), d.create(t)
 	d.command(t, busy, wire.Command{Cmd: wire.CmdSend, Text: "long"})
-	d.follow(t, busy, 1, ofType(wire.EvTurnStarted))
+	d.follow(t, busy, 1, ofType(event.TurnStarted))
 	pids := d.runners(t, busy, idle)
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -535,7 +537,7 @@ func TestRealSupervisorKill9TakesRunnersWithIt(t *testing.T) {
 	d := startDaemon(t)
 	a, b := d.create(t), d.create(t)
 	d.command(t, a, wire.Command{Cmd: wire.CmdSend, Text: "long"})
-	d.follow(t, a, 1, ofType(wire.EvTurnStarted))
+	d.follow(t, a, 1, ofType(event.TurnStarted))
 	pids := d.runners(t, a, b)
 	if err := d.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -566,11 +568,11 @@ func TestRealPluginSessionRunsInPluginRunner(t *testing.T) {
 		t.Fatalf("plugin session runs in %v", args)
 	}
 	d.command(t, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
-	evs := d.follow(t, s.ID, 1, ofType(wire.EvTurnEnded))
+	evs := d.follow(t, s.ID, 1, ofType(event.TurnEnded))
 	var said []string
 	for _, ev := range evs {
-		if ev.Type == wire.EvAssistantText {
-			said = append(said, dataOf[wire.TextData](t, ev).Text)
+		if ev.Type == event.AssistantText {
+			said = append(said, dataOf[event.TextData](t, ev).Text)
 		}
 	}
 	if !strings.Contains(strings.Join(said, " "), "hello from the script") {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -161,7 +162,7 @@ func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
 	}
 	after := readAll(t, m, s.ID)
 	checkSeqs(t, after, 1)
-	if len(after) != len(before)+1 || after[len(after)-1].Type != wire.EvSessionResumed {
+	if len(after) != len(before)+1 || after[len(after)-1].Type != event.SessionResumed {
 		t.Fatalf("events after restart = %v", types(after))
 	}
 	if n := spawnCount(t, m, s.ID); n != 2 {
@@ -321,7 +322,7 @@ func TestReapSparesBusyRunners(t *testing.T) {
 	mustCommand(t, idle, ids[idle], wire.Command{Cmd: wire.CmdSend, Text: "again"})
 	evs := readUntil(t, idle, ids[idle], 1, "turnEnded")
 	checkSeqs(t, evs, 1)
-	if evs[1].Type != wire.EvSessionResumed {
+	if evs[1].Type != event.SessionResumed {
 		t.Fatalf("events after reap = %v", types(evs))
 	}
 }
@@ -370,7 +371,7 @@ func TestRotateAliasesNewSessionToSameRunner(t *testing.T) {
 	checkSeqs(t, evs, 1)
 	old := readAll(t, m, s.ID)
 	last := old[len(old)-1]
-	if last.Type != wire.EvRotated || evs[len(old)-1].Type != wire.EvRotated || evs[len(old)].Type != wire.EvSessionResumed {
+	if last.Type != event.Rotated || evs[len(old)-1].Type != event.Rotated || evs[len(old)].Type != event.SessionResumed {
 		t.Fatalf("old session %v, forked session %v", types(old), types(evs))
 	}
 	h := m.hub(s.ID)

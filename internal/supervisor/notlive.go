@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -38,7 +40,7 @@ func (m *Manager) answerNotLive(id string, cmd wire.Command) (reply *wire.Reply,
 	}
 	switch cmd.Cmd {
 	case wire.CmdStop:
-		return wire.OKReply(wire.StoppedData{Reason: "user"}), true, nil
+		return wire.OKReply(event.StoppedData{Reason: "user"}), true, nil
 	case wire.CmdAnswer:
 		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no open ask %q: session %s has no live runner, and an ask ends with its runner", cmd.AskID, id)), true, nil
 	case wire.CmdDecideHunk:
@@ -49,8 +51,8 @@ func (m *Manager) answerNotLive(id string, cmd wire.Command) (reply *wire.Reply,
 		m.log.Warn("unreadable presence")
 	}
 	if st == nil {
-		st = &wire.Status{Session: id, Engine: spec.Engine, State: wire.StateIdle, Mode: spec.Mode,
-			Queued: []wire.Queued{}, OpenAsks: []string{}, PendingEdit: []string{},
+		st = &command.Status{Session: id, Engine: spec.Engine, State: wire.StateIdle, Mode: spec.Mode,
+			Queued: []event.Queued{}, OpenAsks: []string{}, PendingEdit: []string{},
 			SpendCapUSD: spec.SpendCapUSD, Unattended: spec.Unattended}
 	}
 	st.LastSeq = max(st.LastSeq, lastLoggedSeq(filepath.Join(dir, eventsFile)))

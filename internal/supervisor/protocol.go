@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -125,8 +126,8 @@ func (c *child) rotate(to string) *hub {
 
 // mirror publishes a mirrored event and tracks the session's activity. It
 // returns the new session id when the event is a rotation.
-func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
-	evSeq, typ, err := scanEvent(event)
+func (c *child) mirror(h *hub, seq int64, line []byte) (rotatedTo string) {
+	evSeq, typ, err := scanEvent(line)
 	if err != nil {
 		c.log.Warn("skipping unreadable mirrored event", zap.Int64("seq", seq), zap.Error(err))
 		return ""
@@ -137,8 +138,8 @@ func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
 	// Observed before it is published: a shell that saw the event finds
 	// it counted.
 	session, engine := c.identity()
-	c.hooks.observer.Event(session, engine, typ, event)
-	h.publish(Event{Seq: evSeq, Type: typ, Line: event})
+	c.hooks.observer.Event(session, engine, typ, line)
+	h.publish(Event{Seq: evSeq, Type: typ, Line: line})
 	switch string(typ) {
 	case "turnStarted":
 		c.working.Store(true)
@@ -152,7 +153,7 @@ func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
 			c.openAsks.Store(0)
 		}
 	case "hunkStaged":
-		c.pendingHunks.Add(stagedForReview(event))
+		c.pendingHunks.Add(stagedForReview(line))
 	case "hunkDecided":
 		if c.pendingHunks.Add(-1) < 0 {
 			c.pendingHunks.Store(0)
@@ -163,9 +164,9 @@ func (c *child) mirror(h *hub, seq int64, event []byte) (rotatedTo string) {
 		c.pendingHunks.Store(0)
 	case "rotated":
 		var ev struct {
-			Data wire.RotatedData `json:"data"`
+			Data event.RotatedData `json:"data"`
 		}
-		if err := json.Unmarshal(event, &ev); err != nil || !validID(ev.Data.To) {
+		if err := json.Unmarshal(line, &ev); err != nil || !validID(ev.Data.To) {
 			c.log.Warn("rotated event without a usable new session id", zap.Int64("seq", evSeq), zap.Error(err))
 			return ""
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -118,7 +119,7 @@ func lastActive(e *entry) time.Time {
 
 // statusIdle reports whether a runner's own status shows nothing under way
 // or waiting for a person.
-func statusIdle(st *wire.Status) bool {
+func statusIdle(st *command.Status) bool {
 	switch st.State {
 	case wire.StateIdle, wire.StateStopped, wire.StateFailed, "":
 	default:

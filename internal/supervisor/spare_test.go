@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -61,7 +62,7 @@ func playTurn(t testing.TB, m *Manager, id, text string) {
 		if err != nil {
 			t.Fatalf("events of %s: %v", id, err)
 		}
-		if string(ev.Type) == string(wire.EvTurnEnded) {
+		if string(ev.Type) == string(event.TurnEnded) {
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -48,7 +49,7 @@ func readSpec(dir, id string) (wire.Spec, error) {
 
 // readPresence returns the status the runner last left in presence.json,
 // or nil when there is none.
-func readPresence(dir string) (*wire.Status, error) {
+func readPresence(dir string) (*command.Status, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, presenceFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -56,7 +57,7 @@ func readPresence(dir string) (*wire.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st wire.Status
+	var st command.Status
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("%s: %w", presenceFile, err)
 	}

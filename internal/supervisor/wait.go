@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -77,7 +79,7 @@ type waiter struct {
 	id     string
 	For    api.WaitFor
 	live   bool
-	st     *wire.Status
+	st     *command.Status
 	events []json.RawMessage
 	life   *api.Lifecycle
 	seq    int64 // the last seq seen
@@ -103,13 +105,13 @@ func (w *waiter) metNow() bool {
 		if w.live && w.st != nil && turnUnderWay(w.st) {
 			return false
 		}
-		w.events = w.fromLog(func(typ string, _ []byte) bool { return typ == string(wire.EvTurnEnded) }, true)
+		w.events = w.fromLog(func(typ string, _ []byte) bool { return typ == string(event.TurnEnded) }, true)
 		return true
 	case api.WaitIdle:
 		if w.live && (w.st == nil || !statusIdle(w.st)) {
 			return false
 		}
-		w.events = w.fromLog(func(typ string, _ []byte) bool { return typ == string(wire.EvTurnEnded) }, true)
+		w.events = w.fromLog(func(typ string, _ []byte) bool { return typ == string(event.TurnEnded) }, true)
 		return true
 	default: // human
 		if !w.live || w.st == nil || (len(w.st.OpenAsks) == 0 && len(w.st.PendingEdit) == 0) {
@@ -121,9 +123,9 @@ func (w *waiter) metNow() bool {
 				EditID string `json:"editId"`
 			}
 			switch typ {
-			case string(wire.EvAskOpened):
+			case string(event.AskOpened):
 				return json.Unmarshal(data, &d) == nil && slices.Contains(w.st.OpenAsks, d.AskID)
-			case string(wire.EvHunkStaged):
+			case string(event.HunkStaged):
 				return json.Unmarshal(data, &d) == nil && slices.Contains(w.st.PendingEdit, d.EditID)
 			}
 			return false
@@ -195,12 +197,12 @@ func (w *waiter) take(ctx context.Context, ev FeedEvent) (bool, error) {
 	typ := string(ev.Type)
 	switch w.For {
 	case api.WaitTurnEnd:
-		if typ == string(wire.EvTurnEnded) {
+		if typ == string(event.TurnEnded) {
 			w.events = []json.RawMessage{bytes.Clone(ev.Line)}
 			return true, nil
 		}
 	case api.WaitHuman:
-		if typ == string(wire.EvAskOpened) || (typ == string(wire.EvHunkStaged) && !autoHunk(ev.Line)) {
+		if typ == string(event.AskOpened) || (typ == string(event.HunkStaged) && !autoHunk(ev.Line)) {
 			w.events = []json.RawMessage{bytes.Clone(ev.Line)}
 			return true, nil
 		}
@@ -225,21 +227,21 @@ func (w *waiter) take(ctx context.Context, ev FeedEvent) (bool, error) {
 // whether the session's status is worth asking after this one.
 func (w *waiter) mayBeIdle(typ string, line []byte) bool {
 	switch typ {
-	case string(wire.EvGoalSet):
+	case string(event.GoalSet):
 		w.goal = true
-	case string(wire.EvGoalCleared):
+	case string(event.GoalCleared):
 		w.goal, w.goalPending = false, false
 		return true
-	case string(wire.EvTurnEnded):
-		var d wire.TurnEndedData
+	case string(event.TurnEnded):
+		var d event.TurnEndedData
 		if w.goal && json.Unmarshal(eventData(line), &d) == nil && d.Outcome == "done" {
 			w.goalPending = true
 			return false
 		}
 		return true
-	case string(wire.EvGoalCheck):
+	case string(event.GoalCheck):
 		w.goalPending = false
-		var d wire.GoalCheckData
+		var d event.GoalCheckData
 		if json.Unmarshal(eventData(line), &d) != nil {
 			return true
 		}
@@ -248,15 +250,15 @@ func (w *waiter) mayBeIdle(typ string, line []byte) bool {
 		}
 		// An unmet goal queues a goal-check turn next.
 		return d.Holds || d.LimitReached
-	case string(wire.EvStopped), string(wire.EvAskAnswered), string(wire.EvHunkDecided),
-		string(wire.EvEditApplied), string(wire.EvQueueChanged), string(wire.EvFailure):
+	case string(event.Stopped), string(event.AskAnswered), string(event.HunkDecided),
+		string(event.EditApplied), string(event.QueueChanged), string(event.Failure):
 		return !w.goalPending
 	}
 	return false
 }
 
 func autoHunk(line []byte) bool {
-	var d wire.HunkStagedData
+	var d event.HunkStagedData
 	return json.Unmarshal(eventData(line), &d) == nil && d.Auto
 }
 
@@ -270,7 +272,7 @@ func lineSeq(line []byte) int64 {
 }
 
 // turnUnderWay reports whether a turn runs, or a message waits for one.
-func turnUnderWay(st *wire.Status) bool {
+func turnUnderWay(st *command.Status) bool {
 	switch st.State {
 	case wire.StateWorking, wire.StateWaitingForApproval, wire.StateWaitingForReview:
 		return true

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // BenchmarkRenderDemoSession renders the demo session's whole log (112
@@ -36,11 +36,11 @@ func BenchmarkRenderLargeEdit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := json.Marshal(wire.HunkStagedData{EditID: "e1", Path: "big.txt", Edit: edit})
+	data, err := json.Marshal(event.HunkStagedData{EditID: "e1", Path: "big.txt", Edit: edit})
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := wire.Event{Seq: 1, Type: wire.EvHunkStaged, Data: data}
+	e := event.Event{Seq: 1, Type: event.HunkStaged, Data: data}
 	style := ANSIStyle()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -22,6 +22,7 @@ import (
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -177,17 +178,17 @@ func checkDecisions(t *testing.T, c *client.Client, id string) {
 		if err != nil {
 			break
 		}
-		var e wire.Event
+		var e event.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatal(err)
 		}
 		switch e.Type {
-		case wire.EvAskAnswered:
-			var d wire.AskAnsweredData
+		case event.AskAnswered:
+			var d event.AskAnsweredData
 			json.Unmarshal(e.Data, &d)
 			got = append(got, fmt.Sprintf("ask %s %s by %s", d.Decision, d.Note, d.By))
-		case wire.EvHunkDecided:
-			var d wire.HunkDecidedData
+		case event.HunkDecided:
+			var d event.HunkDecidedData
 			json.Unmarshal(e.Data, &d)
 			got = append(got, fmt.Sprintf("%s %s %s by %s", d.HunkID, d.Decision, d.Note, d.By))
 		}

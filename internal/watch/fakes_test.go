@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -30,7 +31,7 @@ type fakeSource struct {
 }
 
 type fakeLog struct {
-	events  []wire.Event
+	events  []event.Event
 	deleted bool
 }
 
@@ -50,7 +51,7 @@ func (s *fakeSource) add(id string, evs ...ev) {
 	}
 	for _, e := range evs {
 		seq := int64(len(l.events) + 1)
-		w := wire.Event{Seq: seq, TS: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).Add(time.Duration(seq) * time.Second), Type: wire.EventType(e.typ)}
+		w := event.Event{Seq: seq, TS: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).Add(time.Duration(seq) * time.Second), Type: event.Type(e.typ)}
 		if e.data != "" {
 			w.Data = json.RawMessage(e.data)
 		}

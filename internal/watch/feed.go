@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -57,7 +58,7 @@ func (s clientSource) Feed(ctx context.Context) (FeedReader, error) {
 // item is what the feed tells a watcher: one event, or news about a stream.
 type item struct {
 	session string
-	event   *wire.Event
+	event   *event.Event
 	// hidden is set for events before the first seq to show: they update
 	// the session's state but print nothing.
 	hidden bool
@@ -361,8 +362,8 @@ func (f *feed) drain(ctx context.Context, id string, st EventReader, next *int64
 
 // event decodes one line. A line that is not an event, or one already
 // seen (seq not past last), is reported or skipped: ok is false.
-func (f *feed) event(ctx context.Context, id string, line []byte, last int64) (*wire.Event, bool) {
-	var ev wire.Event
+func (f *feed) event(ctx context.Context, id string, line []byte, last int64) (*event.Event, bool) {
+	var ev event.Event
 	if err := json.Unmarshal(line, &ev); err != nil || ev.Seq <= 0 {
 		if err == nil {
 			err = errors.New("no seq")

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // FuzzRender feeds the renderer events of any type with any data: it must
@@ -20,7 +20,7 @@ func FuzzRender(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, typ string, data []byte) {
 		st := NewState("s1")
-		e := wire.Event{Seq: 1, Type: wire.EventType(typ)}
+		e := event.Event{Seq: 1, Type: event.Type(typ)}
 		if json.Valid(data) {
 			e.Data = data
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -30,7 +31,7 @@ const (
 type Prompt struct {
 	Session string
 	// Ask is set for an ask.
-	Ask *wire.AskOpenedData
+	Ask *event.AskOpenedData
 	// EditID, Path and Hunk are set for a hunk; Index counts from 1 among
 	// the Count hunks of its edit.
 	EditID string
@@ -82,15 +83,15 @@ type Closed struct {
 
 // Observe follows one event of a session and returns the prompts it
 // closed.
-func (p *Prompter) Observe(session string, ev wire.Event) []Closed {
+func (p *Prompter) Observe(session string, ev event.Event) []Closed {
 	switch ev.Type {
-	case wire.EvAskOpened:
-		var d wire.AskOpenedData
+	case event.AskOpened:
+		var d event.AskOpenedData
 		if decode(ev, &d) == nil && d.AskID != "" {
 			p.pending = append(p.pending, &Prompt{Session: session, Ask: &d})
 		}
-	case wire.EvHunkStaged:
-		var d wire.HunkStagedData
+	case event.HunkStaged:
+		var d event.HunkStagedData
 		if decode(ev, &d) != nil || d.Auto || d.Edit == nil {
 			// Auto-mode edits are already accepted; rejecting one later is
 			// a deliberate act (`supervisor hunk`), not a prompt.
@@ -103,17 +104,17 @@ func (p *Prompter) Observe(session string, ev wire.Event) []Closed {
 		for i, h := range d.Edit.Hunks {
 			p.pending = append(p.pending, &Prompt{Session: session, EditID: d.EditID, Path: path, Hunk: h, Index: i + 1, Count: len(d.Edit.Hunks)})
 		}
-	case wire.EvAskAnswered:
-		var d wire.AskAnsweredData
+	case event.AskAnswered:
+		var d event.AskAnsweredData
 		if decode(ev, &d) == nil {
 			return p.close(session, d.By, func(q *Prompt) bool { return q.IsAsk() && q.Ask.AskID == d.AskID })
 		}
-	case wire.EvHunkDecided:
-		var d wire.HunkDecidedData
+	case event.HunkDecided:
+		var d event.HunkDecidedData
 		if decode(ev, &d) == nil {
 			return p.close(session, d.By, func(q *Prompt) bool { return !q.IsAsk() && q.EditID == d.EditID && q.Hunk.ID == d.HunkID })
 		}
-	case wire.EvTurnEnded:
+	case event.TurnEnded:
 		// Every ask and hunk of a turn is closed before it ends; this only
 		// guards against a log that breaks that promise.
 		return p.close(session, "", func(q *Prompt) bool { return true })

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // observe feeds the prompter one event of a session.
 func observe(p *Prompter, session, typ, data string) []Closed {
-	return p.Observe(session, wire.Event{Seq: 1, Type: wire.EventType(typ), Data: json.RawMessage(data)})
+	return p.Observe(session, event.Event{Seq: 1, Type: event.Type(typ), Data: json.RawMessage(data)})
 }
 
 const (

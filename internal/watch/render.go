@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Indents of the transcript: the conversation at the margin, a turn's
@@ -21,7 +21,7 @@ const (
 // the bookkeeping events (usage, context) return none but change st.
 // Unknown event types are ignored, as docs/events.md asks of shells; a
 // known type whose data cannot be read yields one line saying so.
-func Render(ev wire.Event, st *State, style Style) []string {
+func Render(ev event.Event, st *State, style Style) []string {
 	r := renderer{st: st, s: style, ev: ev}
 	lines, err := r.render()
 	if err != nil {
@@ -34,11 +34,11 @@ func Render(ev wire.Event, st *State, style Style) []string {
 type renderer struct {
 	st *State
 	s  Style
-	ev wire.Event
+	ev event.Event
 }
 
 // decode reads an event's data into v; absent data leaves v as it is.
-func decode(ev wire.Event, v any) error {
+func decode(ev event.Event, v any) error {
 	if len(ev.Data) == 0 || string(ev.Data) == "null" {
 		return nil
 	}
@@ -50,49 +50,49 @@ func decode(ev wire.Event, v any) error {
 
 func (r *renderer) render() ([]string, error) {
 	switch r.ev.Type {
-	case wire.EvSessionStarted, wire.EvSessionResumed:
+	case event.SessionStarted, event.SessionResumed:
 		return r.sessionStarted()
-	case wire.EvUserMessage:
+	case event.UserMessage:
 		return r.userMessage()
-	case wire.EvTurnStarted:
+	case event.TurnStarted:
 		return r.turnStarted()
-	case wire.EvAssistantDelta:
+	case event.AssistantDelta:
 		return r.assistantDelta()
-	case wire.EvAssistantText:
+	case event.AssistantText:
 		return r.assistantText()
-	case wire.EvToolStarted:
+	case event.ToolStarted:
 		return r.toolStarted()
-	case wire.EvToolFinished:
+	case event.ToolFinished:
 		return r.toolFinished()
-	case wire.EvAskOpened:
+	case event.AskOpened:
 		return r.askOpened()
-	case wire.EvAskAnswered:
+	case event.AskAnswered:
 		return r.askAnswered()
-	case wire.EvSteerDelivered, wire.EvSteerRequeued:
+	case event.SteerDelivered, event.SteerRequeued:
 		return r.steer()
-	case wire.EvHunkStaged:
+	case event.HunkStaged:
 		return r.hunkStaged()
-	case wire.EvHunkDecided:
+	case event.HunkDecided:
 		return r.hunkDecided()
-	case wire.EvEditApplied:
+	case event.EditApplied:
 		return r.editApplied()
-	case wire.EvTurnEnded:
+	case event.TurnEnded:
 		return r.turnEnded()
-	case wire.EvStopped:
+	case event.Stopped:
 		return r.stopped()
-	case wire.EvFailure:
+	case event.Failure:
 		return r.failure()
-	case wire.EvLogRepaired:
+	case event.LogRepaired:
 		return r.logRepaired()
-	case wire.EvUsage:
+	case event.Usage:
 		return r.usage()
-	case wire.EvContext:
+	case event.Context:
 		return nil, decode(r.ev, &r.st.context)
-	case wire.EvRetry:
+	case event.Retry:
 		return r.retry()
-	case wire.EvModeChanged, wire.EvSpendCapSet, wire.EvRotated, wire.EvCompacted:
+	case event.ModeChanged, event.SpendCapSet, event.Rotated, event.Compacted:
 		return r.sessionChange()
-	case wire.EvGoalSet, wire.EvGoalCleared, wire.EvGoalCheck:
+	case event.GoalSet, event.GoalCleared, event.GoalCheck:
 		return r.goal()
 	}
 	// queueChanged is reserved without documented fields, and a type this
@@ -101,13 +101,13 @@ func (r *renderer) render() ([]string, error) {
 }
 
 func (r *renderer) sessionStarted() ([]string, error) {
-	var d wire.SessionStartedData
+	var d event.SessionStartedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
 	r.st.engine, r.st.mode = d.Engine, d.Mode
 	what := "session " + clean(r.st.session)
-	if r.ev.Type == wire.EvSessionResumed {
+	if r.ev.Type == event.SessionResumed {
 		what += " resumed"
 	}
 	parts := []string{r.s.Bold.Render("● " + what)}
@@ -134,7 +134,7 @@ func (r *renderer) sessionStarted() ([]string, error) {
 }
 
 func (r *renderer) userMessage() ([]string, error) {
-	var d wire.UserMessageData
+	var d event.UserMessageData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func (r *renderer) message(text string, notes []string) []string {
 }
 
 func (r *renderer) turnStarted() ([]string, error) {
-	var d wire.TurnStartedData
+	var d event.TurnStartedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (r *renderer) turnStarted() ([]string, error) {
 }
 
 func (r *renderer) assistantDelta() ([]string, error) {
-	var d wire.TextData
+	var d event.TextData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (r *renderer) assistantDelta() ([]string, error) {
 }
 
 func (r *renderer) assistantText() ([]string, error) {
-	var d wire.TextData
+	var d event.TextData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (r *renderer) assistantText() ([]string, error) {
 }
 
 func (r *renderer) steer() ([]string, error) {
-	var d wire.SteerData
+	var d event.SteerData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (r *renderer) steer() ([]string, error) {
 		out[i] = r.s.Steer.Render(lead + l)
 	}
 	switch {
-	case r.ev.Type == wire.EvSteerRequeued:
+	case r.ev.Type == event.SteerRequeued:
 		out[len(out)-1] += r.s.Dim.Render(" · the turn ended first: queued as the next message")
 	case d.Native:
 		out[len(out)-1] += r.s.Dim.Render(" · taken mid-turn")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -17,7 +18,7 @@ type askPart struct {
 }
 
 func (r *renderer) askOpened() ([]string, error) {
-	var d wire.AskOpenedData
+	var d event.AskOpenedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ func (r *renderer) askOpened() ([]string, error) {
 }
 
 // askWhat is what an ask asks to do: "run `ls`", "edit `a.go`".
-func askWhat(d wire.AskOpenedData) string {
+func askWhat(d event.AskOpenedData) string {
 	switch {
 	case d.Command != "":
 		return "run `" + firstLine(d.Command) + "`"
@@ -64,7 +65,7 @@ func askWhat(d wire.AskOpenedData) string {
 }
 
 func (r *renderer) askAnswered() ([]string, error) {
-	var d wire.AskAnsweredData
+	var d event.AskAnsweredData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func (r *renderer) by(by string) string {
 }
 
 func (r *renderer) hunkStaged() ([]string, error) {
-	var d wire.HunkStagedData
+	var d event.HunkStagedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ func DiffLines(h hunks.Hunk, style Style, indent string) []string {
 }
 
 func (r *renderer) hunkDecided() ([]string, error) {
-	var d wire.HunkDecidedData
+	var d event.HunkDecidedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (r *renderer) hunkDecided() ([]string, error) {
 }
 
 func (r *renderer) editApplied() ([]string, error) {
-	var d wire.EditAppliedData
+	var d event.EditAppliedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func (r *renderer) turnEnded() ([]string, error) {
-	var d wire.TurnEndedData
+	var d event.TurnEndedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (r *renderer) turnEnded() ([]string, error) {
 }
 
 func (r *renderer) stopped() ([]string, error) {
-	var d wire.StoppedData
+	var d event.StoppedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (r *renderer) stopped() ([]string, error) {
 }
 
 func (r *renderer) failure() ([]string, error) {
-	var d wire.FailureData
+	var d event.FailureData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (r *renderer) failure() ([]string, error) {
 // logRepaired says that damaged lines of the log were moved aside, and
 // where to find them.
 func (r *renderer) logRepaired() ([]string, error) {
-	var d wire.LogRepairedData
+	var d event.LogRepairedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func byteCount(n int64) string {
 }
 
 func (r *renderer) usage() ([]string, error) {
-	var d wire.UsageData
+	var d event.UsageData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (r *renderer) usage() ([]string, error) {
 }
 
 func (r *renderer) retry() ([]string, error) {
-	var d wire.RetryData
+	var d event.RetryData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -166,38 +166,38 @@ func (r *renderer) sessionChange() ([]string, error) {
 	}
 	var what string
 	switch r.ev.Type {
-	case wire.EvModeChanged:
+	case event.ModeChanged:
 		r.st.mode = d.Mode
 		what = "mode: " + clean(d.Mode)
-	case wire.EvSpendCapSet:
+	case event.SpendCapSet:
 		switch {
 		case d.SpendCapUSD == nil || *d.SpendCapUSD <= 0:
 			what = "spend cap removed"
 		default:
 			what = "spend cap: " + cost(*d.SpendCapUSD)
 		}
-	case wire.EvRotated:
+	case event.Rotated:
 		verb := "continues"
 		if d.Reason == "fork" {
 			verb = "forked: the conversation continues"
 		}
 		what = verb + " as session " + clean(d.To)
-	case wire.EvCompacted:
+	case event.Compacted:
 		what = "context compacted"
 		if d.BeforePercent > 0 {
 			what += fmt.Sprintf(" (it was %.0f%% full)", d.BeforePercent)
 		}
-		r.st.context = wire.ContextData{}
+		r.st.context = event.ContextData{}
 	}
 	return []string{r.s.Dim.Render("● " + what)}, nil
 }
 
 func (r *renderer) goal() ([]string, error) {
 	switch r.ev.Type {
-	case wire.EvGoalCleared:
+	case event.GoalCleared:
 		return []string{r.s.Goal.Render("◎ goal cleared")}, nil
-	case wire.EvGoalSet:
-		var d wire.GoalSetData
+	case event.GoalSet:
+		var d event.GoalSetData
 		if err := decode(r.ev, &d); err != nil {
 			return nil, err
 		}
@@ -207,7 +207,7 @@ func (r *renderer) goal() ([]string, error) {
 		}
 		return []string{line}, nil
 	}
-	var d wire.GoalCheckData
+	var d event.GoalCheckData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/golden")
@@ -21,11 +21,11 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/go
 const testSession = "3f2a9c0d1e4b"
 
 // events gives a case's events their seq and a time 100 ms apart.
-func (c goldenCase) wireEvents() []wire.Event {
+func (c goldenCase) wireEvents() []event.Event {
 	base := time.Date(2026, 11, 30, 10, 4, 5, 0, time.UTC)
-	out := make([]wire.Event, len(c.events))
+	out := make([]event.Event, len(c.events))
 	for i, e := range c.events {
-		out[i] = wire.Event{Seq: int64(i + 1), TS: base.Add(time.Duration(i) * 100 * time.Millisecond), Type: wire.EventType(e.typ)}
+		out[i] = event.Event{Seq: int64(i + 1), TS: base.Add(time.Duration(i) * 100 * time.Millisecond), Type: event.Type(e.typ)}
 		if e.data != "" {
 			out[i].Data = json.RawMessage(e.data)
 		}
@@ -34,7 +34,7 @@ func (c goldenCase) wireEvents() []wire.Event {
 }
 
 // transcript renders events one after the other as Render's caller does.
-func transcript(events []wire.Event, style Style) string {
+func transcript(events []event.Event, style Style) string {
 	st := NewState(testSession)
 	var b strings.Builder
 	for _, e := range events {
@@ -92,16 +92,16 @@ func TestRenderDemoTranscriptMatchesGoldenFiles(t *testing.T) {
 	checkGolden(t, "demo.color.txt", transcript(events, ANSIStyle()))
 }
 
-func readEventLog(t testing.TB, path string) []wire.Event {
+func readEventLog(t testing.TB, path string) []event.Event {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events []wire.Event
+	var events []event.Event
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	for sc.Scan() {
-		var e wire.Event
+		var e event.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -180,7 +180,7 @@ func TestStateFollowsTheTurn(t *testing.T) {
 	}
 	st := NewState(testSession)
 	for i, s := range steps {
-		Render(wire.Event{Seq: int64(i + 1), Type: wire.EventType(s.typ), Data: json.RawMessage(s.data)}, st, PlainStyle())
+		Render(event.Event{Seq: int64(i + 1), Type: event.Type(s.typ), Data: json.RawMessage(s.data)}, st, PlainStyle())
 		label, _, ok := st.Activity()
 		if ok != (s.wantActivity != "") || label != s.wantActivity {
 			t.Errorf("after %s: activity %q (busy %v), want %q", s.typ, label, ok, s.wantActivity)

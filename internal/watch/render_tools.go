@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func (r *renderer) toolStarted() ([]string, error) {
-	var d wire.ToolStartedData
+	var d event.ToolStartedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}
@@ -21,7 +21,7 @@ func (r *renderer) toolStarted() ([]string, error) {
 }
 
 // toolSummary is the one line that names a tool call.
-func toolSummary(d wire.ToolStartedData) string {
+func toolSummary(d event.ToolStartedData) string {
 	for _, s := range []string{d.Summary, d.Command, d.Path, d.URL, d.Tool} {
 		if l := firstLine(s); l != "" {
 			return l
@@ -31,7 +31,7 @@ func toolSummary(d wire.ToolStartedData) string {
 }
 
 func (r *renderer) toolFinished() ([]string, error) {
-	var d wire.ToolFinishedData
+	var d event.ToolFinishedData
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
 	}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // State is what the renderer remembers of one session between its events:
@@ -15,9 +15,9 @@ type State struct {
 	session      string
 	engine, mode string
 
-	tools     map[string]wire.ToolStartedData // running tool calls by toolId
-	edits     map[string]*stagedEdit          // staged edits by editId, until their turn ends
-	undecided int                             // review-mode hunks awaiting a decision
+	tools     map[string]event.ToolStartedData // running tool calls by toolId
+	edits     map[string]*stagedEdit           // staged edits by editId, until their turn ends
+	undecided int                              // review-mode hunks awaiting a decision
 	openAsks  int
 	waitSince time.Time // when the oldest open ask or undecided hunk appeared
 
@@ -27,7 +27,7 @@ type State struct {
 	toolStart   time.Time
 
 	streaming strings.Builder
-	context   wire.ContextData
+	context   event.ContextData
 	spent     float64 // the session's cost so far
 
 	lastUserMessage string // id of the user message rendered last
@@ -38,7 +38,7 @@ type State struct {
 func NewState(session string) *State {
 	return &State{
 		session: session,
-		tools:   make(map[string]wire.ToolStartedData),
+		tools:   make(map[string]event.ToolStartedData),
 		edits:   make(map[string]*stagedEdit),
 	}
 }

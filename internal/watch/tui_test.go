@@ -8,7 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // tuiModel is the interactive model over a fake supervisor, driven by
@@ -42,7 +42,7 @@ func tuiModel(t *testing.T, interactive bool) (*model, *fakeSender) {
 func feedItems(m *model, live bool, evs ...ev) {
 	var batch itemsMsg
 	for i, e := range evs {
-		w := wire.Event{Seq: int64(i + 1), TS: time.Now(), Type: wire.EventType(e.typ)}
+		w := event.Event{Seq: int64(i + 1), TS: time.Now(), Type: event.Type(e.typ)}
 		if e.data != "" {
 			w.Data = []byte(e.data)
 		}

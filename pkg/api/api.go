@@ -7,6 +7,7 @@ package api
 import (
 	"time"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -21,7 +22,7 @@ type Session struct {
 	Live bool `json:"live"`
 	// Status is the runner's answer to the status command when Live, else
 	// the last presence.json the runner wrote; nil when neither exists.
-	Status *wire.Status `json:"status,omitempty"`
+	Status *command.Status `json:"status,omitempty"`
 	// UpdatedAt is when the session's event log last changed (its folder's
 	// creation when it has no log yet).
 	UpdatedAt time.Time `json:"updatedAt"`

@@ -3,7 +3,7 @@ package api
 import (
 	"encoding/json"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/command"
 )
 
 // WaitFor names what GET /v1/sessions/{id}/wait waits for.
@@ -46,5 +46,5 @@ type WaitReply struct {
 	LastSeq int64 `json:"lastSeq"`
 	// Status is the session's status when the wait ended (nil when it has
 	// none yet).
-	Status *wire.Status `json:"status,omitempty"`
+	Status *command.Status `json:"status,omitempty"`
 }

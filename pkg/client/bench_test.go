@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/testsupervisor"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -53,7 +54,7 @@ func BenchmarkCreateToFirstEvent(b *testing.B) {
 	quantiles(b, health, "health")
 }
 
-func firstEvent(b *testing.B, path string) wire.Event {
+func firstEvent(b *testing.B, path string) event.Event {
 	f, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -63,7 +64,7 @@ func firstEvent(b *testing.B, path string) wire.Event {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var ev wire.Event
+	var ev event.Event
 	if err := json.Unmarshal(line, &ev); err != nil {
 		b.Fatal(err)
 	}

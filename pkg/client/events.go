@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -70,7 +71,7 @@ func (c *Client) Events(ctx context.Context, id string, opts EventsOptions) (*Ev
 type EventStream struct {
 	lines lineStream
 	next  int64 // lowest seq not yet returned
-	ev    wire.Event
+	ev    event.Event
 }
 
 // Next returns the next event line, without its newline; the slice is
@@ -97,12 +98,12 @@ func (s *EventStream) Next() ([]byte, error) {
 
 // NextEvent is Next, decoded. The event's Data is valid until the next
 // call.
-func (s *EventStream) NextEvent() (*wire.Event, error) {
+func (s *EventStream) NextEvent() (*event.Event, error) {
 	line, err := s.Next()
 	if err != nil {
 		return nil, err
 	}
-	s.ev = wire.Event{}
+	s.ev = event.Event{}
 	if err := json.Unmarshal(line, &s.ev); err != nil {
 		return nil, wire.Errorf(wire.CodeProtocol, "event line %.80q: %v", line, err)
 	}

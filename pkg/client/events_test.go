@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -223,7 +224,7 @@ func TestFollowedStreamSurvivesACutAndARestart(t *testing.T) {
 				t.Fatalf("after seqs %v: %v", got, err)
 			}
 			got = append(got, ev.Seq)
-			if ev.Type == wire.EvTurnEnded {
+			if ev.Type == event.TurnEnded {
 				return
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -41,7 +42,7 @@ func Example() {
 			log.Fatal(err)
 		}
 		fmt.Println(ev.Seq, ev.Type)
-		if ev.Type == wire.EvTurnEnded {
+		if ev.Type == event.TurnEnded {
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -41,7 +42,7 @@ func TestFeedResumesAfterACutAndIsResetByARestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			if it.Event != nil {
-				var ev wire.Event
+				var ev event.Event
 				mustDecode(t, it.Event, &ev)
 				if seqs[ev.Seq] {
 					t.Fatalf("seq %d came twice", ev.Seq)
@@ -54,8 +55,8 @@ func TestFeedResumesAfterACutAndIsResetByARestart(t *testing.T) {
 		}
 	}
 	turnEnded := func(it *api.FeedItem) bool {
-		var ev wire.Event
-		return it.Event != nil && mustDecode(t, it.Event, &ev) && ev.Type == wire.EvTurnEnded
+		var ev event.Event
+		return it.Event != nil && mustDecode(t, it.Event, &ev) && ev.Type == event.TurnEnded
 	}
 	send := func(text string) {
 		t.Helper()
@@ -93,8 +94,8 @@ func TestWaitForTheTurnAndForIdleness(t *testing.T) {
 	if err != nil || !r.Met || len(r.Events) != 1 {
 		t.Fatalf("turnEnd: %+v %v", r, err)
 	}
-	var ev wire.Event
-	if mustDecode(t, r.Events[0], &ev); ev.Type != wire.EvTurnEnded || r.LastSeq < ev.Seq {
+	var ev event.Event
+	if mustDecode(t, r.Events[0], &ev); ev.Type != event.TurnEnded || r.LastSeq < ev.Seq {
 		t.Fatalf("turnEnd decided by %s (last seq %d)", r.Events[0], r.LastSeq)
 	}
 	if r, err := sup.Client.Wait(ctx, s.ID, client.WaitOptions{}); err != nil || !r.Met || r.Status == nil || r.Status.State != wire.StateIdle {

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -67,7 +68,7 @@ type Forker interface {
 // adding it to the conversation (used for goal checks). Engines without it
 // are asked through a regular turn.
 type Judge interface {
-	Judge(ctx context.Context, prompt string) (answer string, usage wire.UsageData, err error)
+	Judge(ctx context.Context, prompt string) (answer string, usage event.UsageData, err error)
 }
 
 // Compactor is implemented by engines with their own context compaction.
@@ -128,7 +129,7 @@ type TurnResult struct {
 	// Usage totals the turn. When the engine reports an exact cost
 	// (Usage.Estimated false, CostUSD set) the runner takes it over the
 	// sum of the usage events.
-	Usage wire.UsageData
+	Usage event.UsageData
 	// HasUsage says Usage is set.
 	HasUsage bool
 }
@@ -139,7 +140,7 @@ type Host interface {
 	// Emit records an event. Engines emit assistantDelta, assistantText,
 	// toolStarted, toolFinished, usage, context and retry; the runner owns
 	// every other type. data is one of the wire.*Data types.
-	Emit(typ wire.EventType, data any)
+	Emit(typ event.Type, data any)
 
 	// Permit decides a tool call: the gate, a human's answer to an ask,
 	// hunk review of an edit. It blocks until decided or ctx ends. The
@@ -211,7 +212,7 @@ type Verdict struct {
 
 // Failure is an engine failure with a stable code for the failure event.
 type Failure struct {
-	Code    wire.FailureCode
+	Code    event.FailureCode
 	Message string
 	// Stderr holds the engine process's last stderr lines, if any.
 	Stderr []string

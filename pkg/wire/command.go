@@ -81,30 +81,6 @@ func (r *Reply) Err() error {
 	return r.Error
 }
 
-// Status is the result of the status command and the body of presence.json.
-type Status struct {
-	Session     string    `json:"session"`
-	Engine      string    `json:"engine"`
-	State       State     `json:"state"`
-	Activity    string    `json:"activity,omitempty"`
-	Mode        string    `json:"mode,omitempty"`
-	Turn        int       `json:"turn"`
-	Queued      []Queued  `json:"queued"`
-	OpenAsks    []string  `json:"openAsks"`
-	PendingEdit []string  `json:"pendingEdits"`
-	Goal        string    `json:"goal,omitempty"`
-	Usage       UsageData `json:"usage"`
-	LastSeq     int64     `json:"lastSeq"`
-	SpendCapUSD float64   `json:"spendCapUsd,omitempty"`
-	Unattended  bool      `json:"unattended,omitempty"`
-}
-
-// Queued is a send waiting for the running turn to end.
-type Queued struct {
-	ID   string `json:"id"`
-	Text string `json:"text"`
-}
-
 // State is a session's coarse state, as a status bar shows it.
 type State string
 

@@ -9,8 +9,8 @@
 // package with errors.Is.
 //
 // The same [Command] and [Reply] JSON is accepted on a runner's control.sock,
-// posted to the supervisor's HTTP API and sent by its CLI, and the same
-// [Event] lines are written to events.jsonl and streamed to shells.
+// posted to the supervisor's HTTP API and sent by its CLI. Session events
+// (package event) cross the link as the raw lines of events.jsonl.
 // docs/wire.md and docs/events.md describe every message with an example.
 package wire
 

@@ -261,7 +261,7 @@ export interface Error {
   detail?: Crash;
 }
 
-/** EventType names an event. docs/events.md lists each with its fields. */
+/** Type names an event (EventType, in the published schema). docs/events.md lists each with its fields. */
 export type EventType = "sessionStarted" | "sessionResumed" | "userMessage" | "turnStarted" | "assistantDelta" | "assistantText" | "toolStarted" | "toolFinished" | "askOpened" | "askAnswered" | "steerDelivered" | "steerRequeued" | "turnEnded" | "stopped" | "failure" | "usage" | "context" | "retry" | "hunkStaged" | "hunkDecided" | "editApplied" | "modeChanged" | "goalSet" | "goalCleared" | "goalCheck" | "spendCapSet" | "rotated" | "compacted" | "queueChanged" | "logRepaired";
 
 /** FailureCode is the stable code of a failure event. */

@@ -15,7 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // These tests drive the real Claude Code ACP agent (the pinned
@@ -88,8 +88,8 @@ func TestAgentWritesThroughReviewAndRunsThroughTheGate(t *testing.T) {
 	if len(review) != 1 || review[0].Edit.Path != r.FileIn("hello.txt") || review[0].Edit.Existed || string(review[0].Edit.After) != "hello\n" {
 		t.Errorf("edits staged for review %+v", review)
 	}
-	fins := map[string]wire.ToolFinishedData{}
-	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
+	fins := map[string]event.ToolFinishedData{}
+	for _, f := range enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished) {
 		fins[f.Tool] = f
 	}
 	if f := fins["mcp__acp__Bash"]; f.Outcome != "ok" || !strings.Contains(f.Output, "hello") || f.ExitCode == nil || *f.ExitCode != 0 {
@@ -134,8 +134,8 @@ func TestTheGateAndTheReviewerRefuseAndTheModelLearnsWhy(t *testing.T) {
 	if got := reqs[1].LastToolResult(); !strings.Contains(got, "say hi instead") {
 		t.Errorf("after the write the model got %q, want the reviewer's words", got)
 	}
-	fins := map[string]wire.ToolFinishedData{}
-	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
+	fins := map[string]event.ToolFinishedData{}
+	for _, f := range enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished) {
 		fins[f.Tool] = f
 	}
 	if f := fins["mcp__acp__Bash"]; f.Outcome != "denied" {
@@ -156,7 +156,7 @@ func TestStopEndsTheTurnAndTheSessionGoesOn(t *testing.T) {
 	r.Start("")
 	done := r.GoTurn("Write a long answer.")
 	r.WaitHeld("slow")
-	r.WaitEvent(wire.EvAssistantDelta, "streamed text", nil)
+	r.WaitEvent(event.AssistantDelta, "streamed text", nil)
 	if err := r.Eng.Interrupt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestASteerReachesTheAgentAtTheNextToolBoundary(t *testing.T) {
 	if res.Stopped || res.Text != "Short it is." {
 		t.Fatalf("result %+v", res)
 	}
-	steers := enginetest.Events[wire.SteerData](t, r.Host, wire.EvSteerDelivered)
+	steers := enginetest.Events[event.SteerData](t, r.Host, event.SteerDelivered)
 	if len(steers) != 1 || steers[0].Text != steer {
 		t.Fatalf("steerDelivered %+v", steers)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Name is the engine's registered name.
@@ -107,12 +107,12 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	e.log = e.log.With(zap.String("engine", Name))
 	set, err := newSettings(opts)
 	if err != nil {
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: err.Error()}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: err.Error()}
 	}
 	e.set = set
 	for _, dir := range append([]string{set.home}, set.dirs...) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return "", &engine.Failure{Code: wire.FailEngineError, Message: "acp: state folder: " + err.Error()}
+			return "", &engine.Failure{Code: event.FailEngineError, Message: "acp: state folder: " + err.Error()}
 		}
 	}
 	a, err := e.launch(ctx)
@@ -165,7 +165,7 @@ func (e *Engine) launch(ctx context.Context) (*agent, error) {
 		Gone:        func(*jsonrpc.Child) { e.agentGone(a) },
 	})
 	if err != nil {
-		return nil, &engine.Failure{Code: wire.FailEngineError, Message: fmt.Sprintf("acp: start the agent %s: %v", e.set.argv[0], err)}
+		return nil, &engine.Failure{Code: event.FailEngineError, Message: fmt.Sprintf("acp: start the agent %s: %v", e.set.argv[0], err)}
 	}
 	a.child, a.conn = child, child.Conn()
 	ictx, cancel := context.WithTimeout(ctx, initTimeout)
@@ -186,7 +186,7 @@ func (e *Engine) launch(ctx context.Context) (*agent, error) {
 		if a.info.AgentInfo != nil {
 			name = a.info.AgentInfo.Name + " " + a.info.AgentInfo.Version
 		}
-		return nil, &engine.Failure{Code: wire.FailEngineError, Stderr: child.Stderr(), Message: fmt.Sprintf(
+		return nil, &engine.Failure{Code: event.FailEngineError, Stderr: child.Stderr(), Message: fmt.Sprintf(
 			"acp: the agent %s speaks ACP protocol version %d; Corral speaks version %d", name, a.info.ProtocolVersion, ProtocolVersion)}
 	}
 	return a, nil
@@ -202,12 +202,12 @@ func (e *Engine) openSession(ctx context.Context, a *agent, resume string) (stri
 			return "", e.failure(a, "acp: open a session", err)
 		}
 		if res.SessionID == "" {
-			return "", &engine.Failure{Code: wire.FailEngineError, Message: "acp: the agent opened a session without an id"}
+			return "", &engine.Failure{Code: event.FailEngineError, Message: "acp: the agent opened a session without an id"}
 		}
 		return res.SessionID, nil
 	}
 	if !a.info.AgentCapabilities.LoadSession {
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "acp: the agent cannot load sessions (no loadSession capability), so session " + resume + " cannot be resumed"}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "acp: the agent cannot load sessions (no loadSession capability), so session " + resume + " cannot be resumed"}
 	}
 	// The agent replays the conversation as session/update notifications
 	// before it answers; no turn runs, so they are dropped.
@@ -224,7 +224,7 @@ func (e *Engine) ready(ctx context.Context) (*agent, error) {
 	e.mu.Lock()
 	if e.closed || !e.started {
 		e.mu.Unlock()
-		return nil, &engine.Failure{Code: wire.FailEngineError, Message: "acp: the engine is not running"}
+		return nil, &engine.Failure{Code: event.FailEngineError, Message: "acp: the engine is not running"}
 	}
 	a, id := e.agent, e.sessionID
 	e.mu.Unlock()
@@ -248,7 +248,7 @@ func (e *Engine) ready(ctx context.Context) (*agent, error) {
 	e.mu.Unlock()
 	if closed {
 		fresh.child.Stop(closeGrace)
-		return nil, &engine.Failure{Code: wire.FailEngineError, Message: "acp: the engine is closed"}
+		return nil, &engine.Failure{Code: event.FailEngineError, Message: "acp: the engine is closed"}
 	}
 	return fresh, nil
 }
@@ -306,15 +306,15 @@ func (e *Engine) failure(a *agent, what string, err error) *engine.Failure {
 		if line := ee.LastLine(); line != "" {
 			msg += ": " + line
 		}
-		return &engine.Failure{Code: wire.FailEngineError, Message: msg, Stderr: ee.Stderr, Err: err}
+		return &engine.Failure{Code: event.FailEngineError, Message: msg, Stderr: ee.Stderr, Err: err}
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
-		code := wire.FailEngineError
+		code := event.FailEngineError
 		if rpcErr.Code == codeAuthRequired {
-			code = wire.FailSignInExpired
+			code = event.FailSignInExpired
 		}
 		return &engine.Failure{Code: code, Message: fmt.Sprintf("%s: the agent refused: %s", what, rpcErr.Message), Stderr: a.child.Stderr(), Err: err}
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: what + ": " + err.Error(), Stderr: a.child.Stderr(), Err: err}
+	return &engine.Failure{Code: event.FailEngineError, Message: what + ": " + err.Error(), Stderr: a.child.Stderr(), Err: err}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // calls records the Permit calls a test's gate saw and answers them.
@@ -73,8 +73,8 @@ func TestATurnMapsUpdatesAndServesTheAgentThroughTheGate(t *testing.T) {
 		t.Errorf("read %+v", s)
 	}
 
-	fins := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
-	byID := map[string]wire.ToolFinishedData{}
+	fins := enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished)
+	byID := map[string]event.ToolFinishedData{}
 	for _, f := range fins {
 		byID[f.ToolID] = f
 	}
@@ -87,7 +87,7 @@ func TestATurnMapsUpdatesAndServesTheAgentThroughTheGate(t *testing.T) {
 	if f := byID["plan-1"]; f.Tool != "plan" || f.Output != "[~] say hi\n[ ] write hello.txt\n" {
 		t.Errorf("plan %+v", f)
 	}
-	starts := enginetest.Events[wire.ToolStartedData](t, r.Host, wire.EvToolStarted)
+	starts := enginetest.Events[event.ToolStartedData](t, r.Host, event.ToolStarted)
 	if len(starts) != len(fins) {
 		t.Errorf("%d toolStarted, %d toolFinished", len(starts), len(fins))
 	}
@@ -96,7 +96,7 @@ func TestATurnMapsUpdatesAndServesTheAgentThroughTheGate(t *testing.T) {
 			t.Errorf("command started %+v", s)
 		}
 	}
-	texts := enginetest.Events[wire.TextData](t, r.Host, wire.EvAssistantText)
+	texts := enginetest.Events[event.TextData](t, r.Host, event.AssistantText)
 	if len(texts) != 2 || texts[0].Text != "Let me work." {
 		t.Errorf("assistantText %+v", texts)
 	}
@@ -105,7 +105,7 @@ func TestATurnMapsUpdatesAndServesTheAgentThroughTheGate(t *testing.T) {
 	// prompt's tokens.
 	var cost float64
 	var tokens int64
-	for _, u := range enginetest.Events[wire.UsageData](t, r.Host, wire.EvUsage) {
+	for _, u := range enginetest.Events[event.UsageData](t, r.Host, event.Usage) {
 		cost += u.CostUSD
 		tokens += u.InputTokens
 	}
@@ -115,7 +115,7 @@ func TestATurnMapsUpdatesAndServesTheAgentThroughTheGate(t *testing.T) {
 	if !res.HasUsage || res.Usage.Estimated || res.Usage.CostUSD < 0.0299 || res.Usage.OutputTokens != 30 {
 		t.Errorf("turn usage %+v", res.Usage)
 	}
-	ctxs := enginetest.Events[wire.ContextData](t, r.Host, wire.EvContext)
+	ctxs := enginetest.Events[event.ContextData](t, r.Host, event.Context)
 	if len(ctxs) != 2 || ctxs[1].UsedTokens != 60000 || ctxs[1].Percent != 30 {
 		t.Errorf("context %+v", ctxs)
 	}
@@ -138,8 +138,8 @@ func TestRefusalsReachTheAgentAndNothingIsWritten(t *testing.T) {
 	if _, err := os.Stat(r.FileIn("hello.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("hello.txt exists: %v", err)
 	}
-	fins := map[string]wire.ToolFinishedData{}
-	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
+	fins := map[string]event.ToolFinishedData{}
+	for _, f := range enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished) {
 		fins[f.ToolID] = f
 	}
 	if f := fins["t1"]; f.Outcome != "denied" || f.Message != "Corral's gate denied this shell call." {
@@ -176,7 +176,7 @@ func TestWhatTheAgentDoesUnannouncedIsStillGated(t *testing.T) {
 		t.Errorf("the agent did not learn why: %q", res.Text)
 	}
 	outcomes := map[string]string{}
-	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
+	for _, f := range enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished) {
 		outcomes[f.Tool] = f.Outcome
 	}
 	if len(outcomes) != 2 || outcomes["execute"] != "denied" || outcomes["edit"] != "ok" {
@@ -188,7 +188,7 @@ func TestAProtocolVersionMismatchFailsTheSession(t *testing.T) {
 	t.Parallel()
 	r := fakeRig(t, "version2", nil)
 	_, _, err := r.TryStart("")
-	f := enginetest.WantFailure(t, err, wire.FailEngineError)
+	f := enginetest.WantFailure(t, err, event.FailEngineError)
 	if !strings.Contains(f.Message, "speaks ACP protocol version 2; Corral speaks version 1") || !strings.Contains(f.Message, "fake-agent 0.0.1") {
 		t.Fatalf("failure %q", f.Message)
 	}
@@ -198,7 +198,7 @@ func TestAnAgentWantingAuthenticationIsSignInExpired(t *testing.T) {
 	t.Parallel()
 	r := fakeRig(t, "auth", nil)
 	_, _, err := r.TryStart("")
-	f := enginetest.WantFailure(t, err, wire.FailSignInExpired)
+	f := enginetest.WantFailure(t, err, event.FailSignInExpired)
 	if !strings.Contains(f.Message, "Authentication required") {
 		t.Fatalf("failure %q", f.Message)
 	}
@@ -209,7 +209,7 @@ func TestAnAgentThatDiesFailsTheTurnWithItsExitAndStderr(t *testing.T) {
 	r := fakeRig(t, "crash", nil)
 	r.Start("")
 	_, err := r.Turn("go")
-	f := enginetest.WantFailure(t, err, wire.FailEngineError)
+	f := enginetest.WantFailure(t, err, event.FailEngineError)
 	if !strings.Contains(f.Message, "exited with status 7") || !strings.Contains(f.Message, "fake-agent: fatal: out of tokens") ||
 		strings.Contains(f.Message, "broken pipe") {
 		t.Fatalf("failure %q", f.Message)
@@ -229,7 +229,7 @@ func TestInterruptStopsTheTurn(t *testing.T) {
 	r := fakeRig(t, "slow", nil)
 	r.Start("")
 	done := r.GoTurn("talk")
-	r.WaitEvent(wire.EvAssistantDelta, "streaming", nil)
+	r.WaitEvent(event.AssistantDelta, "streaming", nil)
 	if err := r.Eng.Interrupt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestASteerAtAToolBoundaryBecomesTheNextPrompt(t *testing.T) {
 	if res.Stopped || res.Text != "Steered: STEER: keep it short" {
 		t.Fatalf("result %+v", res)
 	}
-	steers := enginetest.Events[wire.SteerData](t, r.Host, wire.EvSteerDelivered)
+	steers := enginetest.Events[event.SteerData](t, r.Host, event.SteerDelivered)
 	if len(steers) != 1 || steers[0].ToolID != "t1" {
 		t.Fatalf("steerDelivered %+v", steers)
 	}
@@ -273,14 +273,14 @@ func TestResumeLoadsTheSessionWithoutReplayingIt(t *testing.T) {
 	if res.Text != "fresh answer" {
 		t.Fatalf("result %+v", res)
 	}
-	for _, d := range enginetest.Events[wire.TextData](t, r.Host, wire.EvAssistantDelta) {
+	for _, d := range enginetest.Events[event.TextData](t, r.Host, event.AssistantDelta) {
 		if strings.Contains(d.Text, "old history") {
 			t.Fatal("the loaded history was replayed as events")
 		}
 	}
 	noload := fakeRig(t, "noload", nil)
 	_, _, err := noload.TryStart("sess-1")
-	if f := enginetest.WantFailure(t, err, wire.FailEngineError); !strings.Contains(f.Message, "cannot load sessions") {
+	if f := enginetest.WantFailure(t, err, event.FailEngineError); !strings.Contains(f.Message, "cannot load sessions") {
 		t.Fatalf("failure %q", f.Message)
 	}
 }
@@ -293,7 +293,7 @@ func TestAnAgentEndingTheTurnWhenRefusedSaysSo(t *testing.T) {
 	r := fakeRig(t, "quits", c.decide)
 	r.Start("")
 	_, err := r.Turn("go")
-	f := enginetest.WantFailure(t, err, wire.FailEngineError)
+	f := enginetest.WantFailure(t, err, event.FailEngineError)
 	if !strings.Contains(f.Message, "ended the turn after Corral refused Fakeexecute") || !strings.Contains(f.Message, "outside the worktree") {
 		t.Fatalf("failure %q", f.Message)
 	}

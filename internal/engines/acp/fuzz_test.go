@@ -8,7 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // FuzzSessionUpdate feeds arbitrary session/update payloads to a running
@@ -48,12 +48,12 @@ func FuzzSessionUpdate(f *testing.F) {
 			}
 			json.Unmarshal(ev.Data, &d)
 			switch ev.Type {
-			case wire.EvToolStarted:
+			case event.ToolStarted:
 				started[d.ToolID]++
 				if started[d.ToolID] > 1 {
 					t.Fatalf("tool %q started twice", d.ToolID)
 				}
-			case wire.EvToolFinished:
+			case event.ToolFinished:
 				if started[d.ToolID] != 1 {
 					t.Fatalf("tool %q finished without starting", d.ToolID)
 				}

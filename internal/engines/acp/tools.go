@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // maxOutput bounds a tool's output in a toolFinished event.
@@ -200,7 +200,7 @@ func (e *Engine) startToolLocked(t *turnState, tc *toolCall) {
 	if summary == "" {
 		summary = c.Tool
 	}
-	e.host.Emit(wire.EvToolStarted, wire.ToolStartedData{
+	e.host.Emit(event.ToolStarted, event.ToolStartedData{
 		ToolID: tc.id, Tool: c.Tool, Kind: wireKind(c), Summary: clip(oneLine(summary), 200),
 		Command: c.Command, Path: c.Path, URL: c.URL,
 	})
@@ -213,12 +213,12 @@ func (e *Engine) finishToolLocked(t *turnState, tc *toolCall, outcome, output st
 	}
 	e.startToolLocked(t, tc)
 	tc.finished = true
-	d := wire.ToolFinishedData{ToolID: tc.id, Tool: tc.toolName(), Outcome: outcome,
+	d := event.ToolFinishedData{ToolID: tc.id, Tool: tc.toolName(), Outcome: outcome,
 		DurationMS: time.Since(tc.startedAt).Milliseconds(), Output: clip(output, maxOutput), ExitCode: tc.exitCode}
 	if tc.denied {
 		d.Outcome, d.Message = "denied", tc.message
 	}
-	e.host.Emit(wire.EvToolFinished, d)
+	e.host.Emit(event.ToolFinished, d)
 }
 
 // output is the text of a call's result: its text content, else its raw

@@ -11,7 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // turnState is the running turn. Its fields are guarded by Engine.mu.
@@ -50,7 +50,7 @@ type turnState struct {
 	// then ends in error (an agent may stop the turn when refused).
 	refused string
 
-	usage    wire.UsageData
+	usage    event.UsageData
 	hasUsage bool
 	plans    int
 }
@@ -73,7 +73,7 @@ func (e *Engine) Turn(ctx context.Context, in engine.TurnInput) (engine.TurnResu
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return engine.TurnResult{}, &engine.Failure{Code: wire.FailEngineError, Message: "acp: the engine is closed"}
+		return engine.TurnResult{}, &engine.Failure{Code: event.FailEngineError, Message: "acp: the engine is closed"}
 	}
 	e.turn = t
 	e.mu.Unlock()
@@ -249,14 +249,14 @@ func (e *Engine) addUsageLocked(t *turnState, u *turnUsage) {
 	if u == nil {
 		return
 	}
-	d := wire.UsageData{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: true, Model: e.opts.Model}
+	d := event.UsageData{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Estimated: true, Model: e.opts.Model}
 	if u.CachedReadTokens != nil {
 		d.CacheReadTokens = *u.CachedReadTokens
 	}
 	if u.CachedWriteTokens != nil {
 		d.CacheWriteTokens = *u.CachedWriteTokens
 	}
-	e.host.Emit(wire.EvUsage, d)
+	e.host.Emit(event.Usage, d)
 	t.usage.InputTokens += d.InputTokens
 	t.usage.OutputTokens += d.OutputTokens
 	t.usage.CacheReadTokens += d.CacheReadTokens

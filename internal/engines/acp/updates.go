@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Update kinds (the sessionUpdate discriminator).
@@ -55,7 +55,7 @@ func (e *Engine) applyLocked(t *turnState, a *agent, u update) {
 			return
 		}
 		t.segment.WriteString(text)
-		e.host.Emit(wire.EvAssistantDelta, wire.TextData{Text: text})
+		e.host.Emit(event.AssistantDelta, event.TextData{Text: text})
 	case uToolCall, uToolUpdate:
 		if u.ToolCallID == "" {
 			return
@@ -96,7 +96,7 @@ func (e *Engine) flushTextLocked(t *turnState) {
 	}
 	t.lastText = t.segment.String()
 	t.segment.Reset()
-	e.host.Emit(wire.EvAssistantText, wire.TextData{Text: t.lastText})
+	e.host.Emit(event.AssistantText, event.TextData{Text: t.lastText})
 }
 
 // planLocked shows the agent's plan as a finished "plan" tool call, as the
@@ -118,9 +118,9 @@ func (e *Engine) planLocked(t *turnState, entries []planEntry) {
 		fmt.Fprintf(&b, "%s %s\n", mark, en.Content)
 	}
 	e.flushTextLocked(t)
-	e.host.Emit(wire.EvToolStarted, wire.ToolStartedData{ToolID: id, Tool: "plan", Kind: "other",
+	e.host.Emit(event.ToolStarted, event.ToolStartedData{ToolID: id, Tool: "plan", Kind: "other",
 		Summary: fmt.Sprintf("plan: %d of %d done", done, len(entries))})
-	e.host.Emit(wire.EvToolFinished, wire.ToolFinishedData{ToolID: id, Tool: "plan", Outcome: "ok", Output: b.String()})
+	e.host.Emit(event.ToolFinished, event.ToolFinishedData{ToolID: id, Tool: "plan", Outcome: "ok", Output: b.String()})
 }
 
 // usageLocked turns a usage update into a context event and, when the
@@ -128,7 +128,7 @@ func (e *Engine) planLocked(t *turnState, entries []planEntry) {
 // was spent since the last one.
 func (e *Engine) usageLocked(t *turnState, a *agent, u update) {
 	if u.Used != nil && u.Size != nil && *u.Size > 0 {
-		e.host.Emit(wire.EvContext, wire.ContextData{UsedTokens: *u.Used, WindowTokens: *u.Size,
+		e.host.Emit(event.Context, event.ContextData{UsedTokens: *u.Used, WindowTokens: *u.Size,
 			Percent: float64(*u.Used) * 100 / float64(*u.Size)})
 	}
 	if u.Cost == nil || !strings.EqualFold(u.Cost.Currency, "USD") {
@@ -139,7 +139,7 @@ func (e *Engine) usageLocked(t *turnState, a *agent, u update) {
 		return
 	}
 	a.costSeen = u.Cost.Amount
-	e.host.Emit(wire.EvUsage, wire.UsageData{CostUSD: delta, Model: e.opts.Model})
+	e.host.Emit(event.Usage, event.UsageData{CostUSD: delta, Model: e.opts.Model})
 	t.usage.CostUSD += delta
 	t.usage.Estimated = false
 	t.hasUsage = true

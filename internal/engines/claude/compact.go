@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -33,17 +34,17 @@ func (e *Engine) Compact(ctx context.Context) error {
 	result, msg, left := t.compactResult, t.compactError, t.compactTokens
 	t.mu.Unlock()
 	if result != "" && result != "success" {
-		return &engine.Failure{Code: wire.FailEngineError, Message: "claude compaction failed: " + firstNonEmpty(msg, result)}
+		return &engine.Failure{Code: event.FailEngineError, Message: "claude compaction failed: " + firstNonEmpty(msg, result)}
 	}
 	usage := res.Usage
 	usage.Estimated = false
-	e.host.Emit(wire.EvUsage, usage)
+	e.host.Emit(event.Usage, usage)
 	if left > 0 {
 		e.mu.Lock()
 		window := windowFor(e.model, e.windows)
 		e.mu.Unlock()
 		used := callUsage{input: left}
-		e.host.Emit(wire.EvContext, used.contextData(window))
+		e.host.Emit(event.Context, used.contextData(window))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -112,13 +113,13 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	key := opts.Credentials[CredentialItem]
 	if key == "" {
 		return "", &engine.Failure{
-			Code:    wire.FailSignInExpired,
+			Code:    event.FailSignInExpired,
 			Message: "no " + CredentialItem + " credential: store an Anthropic API key in the OS keyring (service dev.corral) or the credentials file",
 		}
 	}
 	configDir := configDirFor(opts.Dir)
 	if err := os.MkdirAll(configDir, 0o700); err != nil {
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "create the claude config folder", Err: err}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "create the claude config folder", Err: err}
 	}
 	base := opts.Env
 	if base == nil {
@@ -127,7 +128,7 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	env := buildEnv(base, configDir, key, opts.ModelEndpoint)
 	bin, version, err := locateCLI(ctx, opts.Config, env)
 	if err != nil {
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "claude CLI unavailable", Err: err}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "claude CLI unavailable", Err: err}
 	}
 
 	convID, persisted := opts.Resume, opts.Resume != ""
@@ -192,14 +193,14 @@ func (e *Engine) connect(ctx context.Context) (*conn, error) {
 func (e *Engine) launch(ctx context.Context, spec launchSpec) (*conn, error) {
 	c, err := startConn(spec, e.logger, e.handleFrame, e.tap)
 	if err != nil {
-		return nil, &engine.Failure{Code: wire.FailEngineError, Message: "start the claude CLI", Err: err}
+		return nil, &engine.Failure{Code: event.FailEngineError, Message: "start the claude CLI", Err: err}
 	}
 	ictx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
 	if _, err := c.request(ictx, newInitialize()); err != nil {
 		exited := !c.alive()
 		c.close(closeGrace)
-		f := &engine.Failure{Code: wire.FailEngineError, Message: "the claude CLI did not initialize", Stderr: c.stderr.Lines(), Err: err}
+		f := &engine.Failure{Code: event.FailEngineError, Message: "the claude CLI did not initialize", Stderr: c.stderr.Lines(), Err: err}
 		if exited {
 			f.Message, f.Err = "the claude CLI "+c.exitDescription()+" before it initialized", nil
 		}
@@ -369,7 +370,7 @@ func (e *Engine) connFailure(c *conn, t *turnState) error {
 	t.mu.Lock()
 	timedOut := t.stopTimedOut
 	t.mu.Unlock()
-	f := &engine.Failure{Code: wire.FailEngineError, Stderr: c.stderr.Lines()}
+	f := &engine.Failure{Code: event.FailEngineError, Stderr: c.stderr.Lines()}
 	switch {
 	case closed:
 		f.Message, f.Err = "the claude engine was closed during the turn", errClosed

@@ -16,7 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Some failures cannot be provoked from the real CLI: a request type it
@@ -153,7 +153,7 @@ func TestUnparsableStdoutFailsWithStderr(t *testing.T) {
 	e, _ := fakeSession(t, "garbage")
 	_, err := fakeTurn(t, e)
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailEngineError || !errors.Is(f, errNotFrame) {
+	if !errors.As(err, &f) || f.Code != event.FailEngineError || !errors.Is(f, errNotFrame) {
 		t.Fatalf("turn error = %v; want an engineError about a line that is not a frame", err)
 	}
 	if !strings.Contains(strings.Join(f.Stderr, "\n"), "about to write garbage") {
@@ -170,7 +170,7 @@ func TestCLIExitMidTurn(t *testing.T) {
 	e, _ := fakeSession(t, "exit")
 	_, err := fakeTurn(t, e)
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailEngineError || !strings.Contains(f.Message, "exited with status 3") {
+	if !errors.As(err, &f) || f.Code != event.FailEngineError || !strings.Contains(f.Message, "exited with status 3") {
 		t.Fatalf("turn error = %v; want an engineError naming the exit status", err)
 	}
 	if !strings.Contains(strings.Join(f.Stderr, "\n"), "fake CLI: boom") {
@@ -210,7 +210,7 @@ func TestStopTimeoutKillsTheCLI(t *testing.T) {
 		t.Fatal("the turn did not end after the stop timeout")
 	}
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailEngineError || !strings.Contains(f.Message, "did not end the turn") {
+	if !errors.As(err, &f) || f.Code != event.FailEngineError || !strings.Contains(f.Message, "did not end the turn") {
 		t.Fatalf("turn error = %v; want the stop-timeout failure", err)
 	}
 	waitGone(t, pid)
@@ -244,7 +244,7 @@ func TestUnsupportedOrMissingCLI(t *testing.T) {
 			})
 			defer e.Close()
 			var f *engine.Failure
-			if !errors.As(err, &f) || f.Code != wire.FailEngineError {
+			if !errors.As(err, &f) || f.Code != event.FailEngineError {
 				t.Fatalf("Start = %v; want an engineError failure", err)
 			}
 			for _, w := range tc.want {
@@ -265,7 +265,7 @@ func TestStartWithoutKeyIsSignInExpired(t *testing.T) {
 		Env: testEnv(t), Credentials: map[string]string{},
 	})
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailSignInExpired {
+	if !errors.As(err, &f) || f.Code != event.FailSignInExpired {
 		t.Fatalf("Start = %v; want signInExpired", err)
 	}
 }

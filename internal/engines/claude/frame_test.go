@@ -19,7 +19,7 @@ import (
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // The transcripts in testdata/transcripts are stdio traffic of Claude Code
@@ -244,12 +244,12 @@ func TestReplayAllowTranscript(t *testing.T) {
 	if len(calls) != 2 || calls[0].Tool != "Write" || calls[0].Edit == nil || string(calls[0].Edit.After) != "hello nod\n" || calls[1].Command != "cat hello.txt" {
 		t.Errorf("Permit calls = %+v", calls)
 	}
-	if n := len(r.host.OfType(wire.EvToolStarted)); n != 2 {
+	if n := len(r.host.OfType(event.ToolStarted)); n != 2 {
 		t.Errorf("toolStarted events = %d", n)
 	}
-	var fin []wire.ToolFinishedData
-	for _, raw := range r.host.OfType(wire.EvToolFinished) {
-		var d wire.ToolFinishedData
+	var fin []event.ToolFinishedData
+	for _, raw := range r.host.OfType(event.ToolFinished) {
+		var d event.ToolFinishedData
 		_ = json.Unmarshal(raw, &d)
 		fin = append(fin, d)
 	}
@@ -293,9 +293,9 @@ func TestReplayDenyTranscript(t *testing.T) {
 	}
 	r := newReplay(t, decide)
 	r.feed(t, readTranscript(t, "deny", "stdout.ndjson"))
-	var fin []wire.ToolFinishedData
-	for _, raw := range r.host.OfType(wire.EvToolFinished) {
-		var d wire.ToolFinishedData
+	var fin []event.ToolFinishedData
+	for _, raw := range r.host.OfType(event.ToolFinished) {
+		var d event.ToolFinishedData
 		_ = json.Unmarshal(raw, &d)
 		fin = append(fin, d)
 	}
@@ -326,21 +326,21 @@ func TestReplayInterruptTranscript(t *testing.T) {
 		t.Fatalf("finishTurn = %+v, %v; want Stopped", res, err)
 	}
 	var deltas []string
-	for _, raw := range r.host.OfType(wire.EvAssistantDelta) {
-		var d wire.TextData
+	for _, raw := range r.host.OfType(event.AssistantDelta) {
+		var d event.TextData
 		_ = json.Unmarshal(raw, &d)
 		deltas = append(deltas, d.Text)
 	}
 	if strings.Join(deltas, "") != "word0 word1 word2 " {
 		t.Errorf("deltas = %q", deltas)
 	}
-	var u wire.UsageData
-	usage := r.host.OfType(wire.EvUsage)
+	var u event.UsageData
+	usage := r.host.OfType(event.Usage)
 	if len(usage) != 1 || json.Unmarshal(usage[0], &u) != nil || u.InputTokens != 11900 || u.Model != "claude-opus-5-5" {
 		t.Errorf("usage events = %s", usage)
 	}
-	var c wire.ContextData
-	ctxEv := r.host.OfType(wire.EvContext)
+	var c event.ContextData
+	ctxEv := r.host.OfType(event.Context)
 	if len(ctxEv) != 1 || json.Unmarshal(ctxEv[0], &c) != nil || c.UsedTokens != 11901 || c.WindowTokens != 1_000_000 {
 		t.Errorf("context events = %s", ctxEv)
 	}
@@ -351,10 +351,10 @@ func TestReplayRejectedKey(t *testing.T) {
 	r.feed(t, readTranscript(t, "401-x-should-retry-false", "stdout.ndjson"))
 	_, err := r.eng.finishTurn(r.turn)
 	f, ok := err.(*engine.Failure)
-	if !ok || f.Code != wire.FailSignInExpired {
+	if !ok || f.Code != event.FailSignInExpired {
 		t.Fatalf("finishTurn error = %v; want signInExpired", err)
 	}
-	if n := len(r.host.OfType(wire.EvAssistantText)); n != 0 {
+	if n := len(r.host.OfType(event.AssistantText)); n != 0 {
 		t.Errorf("the synthetic error message was emitted as assistant text (%d events)", n)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // TestSettingsAllowRulesDoNotBypassTheGate puts a project settings file in
@@ -81,8 +81,8 @@ func TestSteerReachesTheModelAtAToolBoundary(t *testing.T) {
 	if len(reqs) != 2 || !reqs[1].ContainsText(steer) || reqs[0].ContainsText(steer) {
 		t.Fatalf("the steer is not in exactly the request after the tool (%d requests)", len(reqs))
 	}
-	var d wire.SteerData
-	delivered := s.Host.OfType(wire.EvSteerDelivered)
+	var d event.SteerData
+	delivered := s.Host.OfType(event.SteerDelivered)
 	if len(delivered) != 1 || json.Unmarshal(delivered[0], &d) != nil || d.ToolID != "toolu_bash" {
 		t.Errorf("steerDelivered = %s", delivered)
 	}

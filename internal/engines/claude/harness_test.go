@@ -14,7 +14,7 @@ import (
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // testKey is the API key the end-to-end tests hand the CLI; the fake server
@@ -128,8 +128,8 @@ func (s *session) modelRequests() []fakemodel.Request {
 }
 
 // toolFinished decodes the toolFinished events.
-func (s *session) toolFinished() []wire.ToolFinishedData {
-	return enginetest.Events[wire.ToolFinishedData](s.T, s.Host, wire.EvToolFinished)
+func (s *session) toolFinished() []event.ToolFinishedData {
+	return enginetest.Events[event.ToolFinishedData](s.T, s.Host, event.ToolFinished)
 }
 
 // toolResultFor finds the tool_result the model was sent for a call.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -21,15 +22,15 @@ const judgeTimeout = 5 * time.Minute
 // process. It sees the conversation (a fork of it, never stored:
 // --no-session-persistence) but has no tools, and the conversation itself
 // is untouched.
-func (e *Engine) Judge(ctx context.Context, prompt string) (string, wire.UsageData, error) {
+func (e *Engine) Judge(ctx context.Context, prompt string) (string, event.UsageData, error) {
 	if !e.ops.TryLock() {
-		return "", wire.UsageData{}, fmt.Errorf("claude engine: cannot judge while a turn runs: %w", wire.ErrConflict)
+		return "", event.UsageData{}, fmt.Errorf("claude engine: cannot judge while a turn runs: %w", wire.ErrConflict)
 	}
 	defer e.ops.Unlock()
 	e.mu.Lock()
 	if err := e.unusableLocked(); err != nil {
 		e.mu.Unlock()
-		return "", wire.UsageData{}, err
+		return "", event.UsageData{}, err
 	}
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--tools", "", "--no-session-persistence"}
 	if e.persisted {
@@ -50,13 +51,13 @@ func (e *Engine) Judge(ctx context.Context, prompt string) (string, wire.UsageDa
 	defer cancel()
 	r, stderr, err := runPrint(ctx, spec, prompt)
 	if err != nil {
-		return "", wire.UsageData{}, &engine.Failure{Code: wire.FailEngineError, Message: "claude side query failed", Stderr: stderr, Err: err}
+		return "", event.UsageData{}, &engine.Failure{Code: event.FailEngineError, Message: "claude side query failed", Stderr: stderr, Err: err}
 	}
 	usage := resultUsage(*r, model)
 	usage.CostUSD = sinceLastCost(*r)
 	switch {
 	case isAuthError(r.APIErrorStatus, ""):
-		return "", usage, &engine.Failure{Code: wire.FailSignInExpired, Message: signInMessage, Stderr: stderr}
+		return "", usage, &engine.Failure{Code: event.FailSignInExpired, Message: signInMessage, Stderr: stderr}
 	case r.IsError || r.Subtype != "success":
 		return "", usage, resultFailure(*r, "", stderr)
 	}

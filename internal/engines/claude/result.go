@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // signInMessage is the failure message for a rejected key.
@@ -20,7 +20,7 @@ func (e *Engine) finishTurn(t *turnState) (engine.TurnResult, error) {
 	t.mu.Unlock()
 	if rerr != nil || r == nil {
 		return engine.TurnResult{}, &engine.Failure{
-			Code:    wire.FailEngineError,
+			Code:    event.FailEngineError,
 			Message: "the claude CLI ended the turn with a result the adapter cannot read",
 			Stderr:  t.conn.stderr.Lines(),
 			Err:     rerr,
@@ -43,7 +43,7 @@ func (e *Engine) finishTurn(t *turnState) (engine.TurnResult, error) {
 	failed := r.IsError || r.Subtype != "success"
 	switch {
 	case authFailed || isAuthError(r.APIErrorStatus, ""):
-		return res, &engine.Failure{Code: wire.FailSignInExpired, Message: signInMessage, Stderr: t.conn.stderr.Lines()}
+		return res, &engine.Failure{Code: event.FailSignInExpired, Message: signInMessage, Stderr: t.conn.stderr.Lines()}
 	case stopped && failed:
 		res.Stopped = true
 		return res, nil
@@ -62,9 +62,9 @@ func resultFailure(r resultFrame, apiError string, stderr []string) *engine.Fail
 	if detail == "" {
 		detail = r.Subtype
 	}
-	code := wire.FailEngineError
+	code := event.FailEngineError
 	if contextExhausted(r, detail) {
-		code = wire.FailContextFull
+		code = event.FailContextFull
 	}
 	msg := "the claude CLI ended the turn in error: " + clip(detail, 500)
 	if r.APIErrorStatus != nil {

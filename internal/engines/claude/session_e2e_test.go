@@ -13,7 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // TestResumeInANewProcess closes the engine after a turn and resumes the
@@ -149,13 +149,13 @@ func TestCompactUsesTheCLIsCommand(t *testing.T) {
 	}
 	s := newSession(t, sc, sessionOpts{decide: allowAll})
 	s.MustTurn("Answer at length.")
-	before := len(s.Host.OfType(wire.EvUsage))
+	before := len(s.Host.OfType(event.Usage))
 	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout)
 	defer cancel()
 	if err := s.eng.Compact(ctx); err != nil {
 		t.Fatalf("Compact: %v", describe(err))
 	}
-	if got := len(s.Host.OfType(wire.EvUsage)); got != before+1 {
+	if got := len(s.Host.OfType(event.Usage)); got != before+1 {
 		t.Errorf("usage events %d -> %d, want one for the compaction", before, got)
 	}
 	if res := s.MustTurn("next"); res.Text != "Still going." {
@@ -248,7 +248,7 @@ func TestResumeUnknownConversation(t *testing.T) {
 		Host:          enginetest.NewHost(nil),
 	})
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailEngineError || !strings.Contains(strings.Join(f.Stderr, "\n"), "No conversation found") {
+	if !errors.As(err, &f) || f.Code != event.FailEngineError || !strings.Contains(strings.Join(f.Stderr, "\n"), "No conversation found") {
 		t.Fatalf("Start = %v; want an engineError carrying the CLI's stderr", err)
 	}
 }

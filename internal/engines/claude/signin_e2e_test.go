@@ -8,7 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // rejectingScenario answers every model request with a 401, optionally with
@@ -41,14 +41,14 @@ func TestRejectedKeyIsSignInExpired(t *testing.T) {
 			s := newSession(t, rejectingScenario(tc.noRetry), sessionOpts{decide: allowAll})
 			_, err := s.Turn("Hello?")
 			var f *engine.Failure
-			if !errors.As(err, &f) || f.Code != wire.FailSignInExpired {
+			if !errors.As(err, &f) || f.Code != event.FailSignInExpired {
 				t.Fatalf("turn error = %v; want a signInExpired failure", err)
 			}
 			// At most the first attempt and one retry that raced the stop.
 			if n := len(s.modelRequests()); n < 1 || n > 2 {
 				t.Errorf("the CLI made %d model requests; want 1 or 2", n)
 			}
-			if len(s.Host.OfType(wire.EvRetry)) != 0 {
+			if len(s.Host.OfType(event.Retry)) != 0 {
 				t.Error("a rejected key was reported as a retry")
 			}
 			if !s.eng.conn.alive() {
@@ -71,7 +71,7 @@ func BenchmarkSignInExpired(b *testing.B) {
 		slowest = max(slowest, time.Since(start))
 		cancel()
 		var f *engine.Failure
-		if !errors.As(err, &f) || f.Code != wire.FailSignInExpired {
+		if !errors.As(err, &f) || f.Code != event.FailSignInExpired {
 			b.Fatalf("turn error = %v; want signInExpired", err)
 		}
 	}
@@ -89,7 +89,7 @@ func BenchmarkSignInExpiredColdStart(b *testing.B) {
 		_, err := s.Turn("Hello?")
 		slowest = max(slowest, time.Since(start))
 		var f *engine.Failure
-		if !errors.As(err, &f) || f.Code != wire.FailSignInExpired {
+		if !errors.As(err, &f) || f.Code != event.FailSignInExpired {
 			b.Fatalf("turn error = %v; want signInExpired", err)
 		}
 		b.StopTimer()

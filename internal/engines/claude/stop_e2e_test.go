@@ -12,7 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func (s *session) interrupt() {
@@ -44,7 +44,7 @@ func TestStopMidStream(t *testing.T) {
 	done := s.GoTurn("Write a long answer.")
 	if err := s.Host.WaitFor(turnTimeout, "a streamed delta", func(evs []enginetest.Event) bool {
 		for _, e := range evs {
-			if e.Type == wire.EvAssistantDelta {
+			if e.Type == event.AssistantDelta {
 				return true
 			}
 		}
@@ -150,7 +150,7 @@ func TestCLIKilledMidTurnFailsAndResumes(t *testing.T) {
 	}
 	o := s.WaitTurn(done)
 	f, ok := o.Err.(*engine.Failure)
-	if !ok || f.Code != wire.FailEngineError || !strings.Contains(f.Message, "killed") {
+	if !ok || f.Code != event.FailEngineError || !strings.Contains(f.Message, "killed") {
 		t.Fatalf("turn after the kill = %+v, %v; want an engineError failure saying the CLI was killed", o.Res, o.Err)
 	}
 	res := s.MustTurn("Are you back?")

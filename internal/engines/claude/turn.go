@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // turnState is one turn on one CLI process. The reader goroutine fills it
@@ -140,7 +140,7 @@ func (e *Engine) onSystem(t *turnState, f *frame) {
 			e.stop(t, false)
 			return
 		}
-		e.host.Emit(wire.EvRetry, wire.RetryData{
+		e.host.Emit(event.Retry, event.RetryData{
 			Attempt:    s.Attempt,
 			MaxRetries: s.MaxRetries,
 			DelayMS:    s.RetryDelayMS,
@@ -206,7 +206,7 @@ func (e *Engine) onStreamEvent(t *turnState, f *frame) {
 		t.mu.Unlock()
 	case "content_block_delta":
 		if key == "" && !t.quiet && ev.Delta != nil && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
-			e.host.Emit(wire.EvAssistantDelta, wire.TextData{Text: ev.Delta.Text})
+			e.host.Emit(event.AssistantDelta, event.TextData{Text: ev.Delta.Text})
 		}
 	case "message_delta":
 		if ev.Usage == nil {
@@ -225,12 +225,12 @@ func (e *Engine) onStreamEvent(t *turnState, f *frame) {
 		if cu == nil || t.quiet {
 			return
 		}
-		e.host.Emit(wire.EvUsage, cu.usageData())
+		e.host.Emit(event.Usage, cu.usageData())
 		if key == "" {
 			e.mu.Lock()
 			window := windowFor(cu.model, e.windows)
 			e.mu.Unlock()
-			e.host.Emit(wire.EvContext, cu.contextData(window))
+			e.host.Emit(event.Context, cu.contextData(window))
 		}
 	}
 }
@@ -266,7 +266,7 @@ func (e *Engine) onAssistant(t *turnState, f *frame) {
 			t.mu.Lock()
 			t.lastText = b.Text
 			t.mu.Unlock()
-			e.host.Emit(wire.EvAssistantText, wire.TextData{Text: b.Text})
+			e.host.Emit(event.AssistantText, event.TextData{Text: b.Text})
 		case "tool_use":
 			e.toolStarted(t, b.ID, b.Name, b.Input)
 		}
@@ -286,7 +286,7 @@ func (e *Engine) toolStarted(t *turnState, id, name string, input []byte) {
 	call := describeTool(e.opts.Cwd, id, name, input)
 	t.tools[id] = &toolState{name: name, kind: call.Kind, started: time.Now()}
 	t.mu.Unlock()
-	e.host.Emit(wire.EvToolStarted, wire.ToolStartedData{
+	e.host.Emit(event.ToolStarted, event.ToolStartedData{
 		ToolID:  id,
 		Tool:    name,
 		Kind:    string(call.Kind),
@@ -332,7 +332,7 @@ func (e *Engine) toolFinished(t *turnState, b contentBlock, rejected bool) {
 	st.finished = true
 	stopping := t.stopRequested || t.interruptSent
 	out := textOf(b.Content)
-	data := wire.ToolFinishedData{ToolID: b.ToolUseID, Tool: st.name, Output: trimOutput(out)}
+	data := event.ToolFinishedData{ToolID: b.ToolUseID, Tool: st.name, Output: trimOutput(out)}
 	switch {
 	case st.denied:
 		data.Outcome, data.Message = "denied", st.message
@@ -358,7 +358,7 @@ func (e *Engine) toolFinished(t *turnState, b contentBlock, rejected bool) {
 		data.ExitCode = bashExitCode(out, b.IsError)
 	}
 	t.mu.Unlock()
-	e.host.Emit(wire.EvToolFinished, data)
+	e.host.Emit(event.ToolFinished, data)
 }
 
 func (e *Engine) onResult(t *turnState, f *frame) {

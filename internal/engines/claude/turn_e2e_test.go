@@ -11,7 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // writeBashScenario writes hello.txt, shows it with Bash, then answers.
@@ -55,22 +55,22 @@ func TestTurnWriteAndBashAllowed(t *testing.T) {
 	if len(fin) != 2 || fin[0].Outcome != "ok" || fin[1].Outcome != "ok" || fin[1].Output != "hello" || fin[1].ExitCode == nil || *fin[1].ExitCode != 0 {
 		t.Errorf("toolFinished = %+v", fin)
 	}
-	if n := len(s.Host.OfType(wire.EvUsage)); n != 3 {
+	if n := len(s.Host.OfType(event.Usage)); n != 3 {
 		t.Errorf("usage events = %d, want one per model call (3)", n)
 	}
-	if n := len(s.Host.OfType(wire.EvContext)); n != 3 {
+	if n := len(s.Host.OfType(event.Context)); n != 3 {
 		t.Errorf("context events = %d, want 3", n)
 	}
 	var texts []string
-	for _, raw := range s.Host.OfType(wire.EvAssistantText) {
-		var d wire.TextData
+	for _, raw := range s.Host.OfType(event.AssistantText) {
+		var d event.TextData
 		_ = json.Unmarshal(raw, &d)
 		texts = append(texts, d.Text)
 	}
 	if strings.Join(texts, "|") != "I'll create the file.|Done." {
 		t.Errorf("assistantText = %q", texts)
 	}
-	if len(s.Host.OfType(wire.EvAssistantDelta)) == 0 {
+	if len(s.Host.OfType(event.AssistantDelta)) == 0 {
 		t.Error("no assistantDelta events")
 	}
 }
@@ -140,8 +140,8 @@ func TestRetryIsReported(t *testing.T) {
 	if res.Text != "Made it." {
 		t.Fatalf("turn = %q", res.Text)
 	}
-	retries := s.Host.OfType(wire.EvRetry)
-	var d wire.RetryData
+	retries := s.Host.OfType(event.Retry)
+	var d event.RetryData
 	if len(retries) != 1 || json.Unmarshal(retries[0], &d) != nil || d.Attempt != 1 || !strings.HasPrefix(d.Error, "HTTP 529") {
 		t.Errorf("retry events = %s", retries)
 	}

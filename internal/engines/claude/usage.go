@@ -4,7 +4,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Context windows by model, for context events before the CLI has reported
@@ -62,8 +62,8 @@ func (c *callUsage) merge(u apiUsage) {
 // usageData is the call's usage event. The CLI reports no per-call cost
 // (its exact cost comes with the turn's result), so the event carries
 // tokens only and is marked estimated.
-func (c *callUsage) usageData() wire.UsageData {
-	return wire.UsageData{
+func (c *callUsage) usageData() event.UsageData {
+	return event.UsageData{
 		InputTokens:      c.input,
 		OutputTokens:     c.output,
 		CacheReadTokens:  c.cacheRead,
@@ -75,9 +75,9 @@ func (c *callUsage) usageData() wire.UsageData {
 
 // contextData is how full the window is after the call: everything the
 // call read plus what it wrote, which the next call reads again.
-func (c *callUsage) contextData(window int64) wire.ContextData {
+func (c *callUsage) contextData(window int64) event.ContextData {
 	used := c.input + c.cacheRead + c.cacheWrite + c.output
-	d := wire.ContextData{UsedTokens: used, WindowTokens: window}
+	d := event.ContextData{UsedTokens: used, WindowTokens: window}
 	if window > 0 {
 		d.Percent = math.Round(float64(used)*10000/float64(window)) / 100
 	}
@@ -123,8 +123,8 @@ func sinceLastCost(r resultFrame) float64 {
 func roundCost(c float64) float64 { return math.Round(c*1e10) / 1e10 }
 
 // resultUsage is a turn's token totals from its result.
-func resultUsage(r resultFrame, model string) wire.UsageData {
-	u := wire.UsageData{Model: model}
+func resultUsage(r resultFrame, model string) event.UsageData {
+	u := event.UsageData{Model: model}
 	if r.Usage.InputTokens != nil {
 		u.InputTokens = *r.Usage.InputTokens
 	}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func TestCostLedger(t *testing.T) {
@@ -48,7 +48,7 @@ func TestWindowAndContext(t *testing.T) {
 	}
 	c := callUsage{input: 1000, cacheRead: 49_000, cacheWrite: 0, output: 1000}
 	d := c.contextData(200_000)
-	if d != (wire.ContextData{UsedTokens: 51_000, WindowTokens: 200_000, Percent: 25.5}) {
+	if d != (event.ContextData{UsedTokens: 51_000, WindowTokens: 200_000, Percent: 25.5}) {
 		t.Errorf("contextData = %+v", d)
 	}
 }

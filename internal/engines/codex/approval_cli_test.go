@@ -9,7 +9,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 const (
@@ -107,7 +107,7 @@ func TestApprovalsReachTheGateAndDecideWhatIsWritten(t *testing.T) {
 			checkFile(t, fPath, tc.wantF)
 			checkFile(t, filepath.Join(r.Cwd, "new.txt"), tc.wantNew)
 
-			fins := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
+			fins := enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished)
 			outcomes := map[string]string{}
 			for _, f := range fins {
 				outcomes[f.ToolID] = f.Outcome

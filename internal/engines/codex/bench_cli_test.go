@@ -8,7 +8,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // The timing goals of the adapter, measured with the real CLI against the
@@ -44,24 +44,24 @@ func BenchmarkTextTurn(b *testing.B) {
 }
 
 func BenchmarkFailureDeadEndpoint(b *testing.B) {
-	benchFailure(b, func(r *rig) { r.Opts.ModelEndpoint = deadEndpoint(b) }, wire.FailEngineError)
+	benchFailure(b, func(r *rig) { r.Opts.ModelEndpoint = deadEndpoint(b) }, event.FailEngineError)
 }
 
 func BenchmarkFailure401(b *testing.B) {
-	benchFailure(b, func(r *rig) { r.Opts.Credentials = map[string]string{CredentialItem: "sk-wrong"} }, wire.FailSignInExpired)
+	benchFailure(b, func(r *rig) { r.Opts.Credentials = map[string]string{CredentialItem: "sk-wrong"} }, event.FailSignInExpired)
 }
 
 func BenchmarkFailure500(b *testing.B) {
-	benchFailure(b, func(r *rig) {}, wire.FailEngineError, fakemodel.Step{Error: &fakemodel.ErrorReply{Status: 500}, Always: true})
+	benchFailure(b, func(r *rig) {}, event.FailEngineError, fakemodel.Step{Error: &fakemodel.ErrorReply{Status: 500}, Always: true})
 }
 
 func BenchmarkFailureCutStream(b *testing.B) {
 	zero := 0
-	benchFailure(b, func(r *rig) {}, wire.FailEngineError, fakemodel.Step{Text: "partial", CutAfter: &zero, Always: true})
+	benchFailure(b, func(r *rig) {}, event.FailEngineError, fakemodel.Step{Text: "partial", CutAfter: &zero, Always: true})
 }
 
 // benchFailure times one failing turn, from Turn to the failure.
-func benchFailure(b *testing.B, setup func(*rig), code wire.FailureCode, steps ...fakemodel.Step) {
+func benchFailure(b *testing.B, setup func(*rig), code event.FailureCode, steps ...fakemodel.Step) {
 	r := newRig(b, fakemodel.Scenario{Steps: steps}, nil)
 	setup(r)
 	r.start("")
@@ -82,9 +82,9 @@ func BenchmarkInterrupt(b *testing.B) {
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		seen := len(r.Host.OfType(wire.EvAssistantDelta))
+		seen := len(r.Host.OfType(event.AssistantDelta))
 		done := r.GoTurn("talk")
-		waitMore(b, r.Host, wire.EvAssistantDelta, seen)
+		waitMore(b, r.Host, event.AssistantDelta, seen)
 		b.StartTimer()
 		t0 := time.Now()
 		r.interrupt()
@@ -107,9 +107,9 @@ func BenchmarkSteer(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		seen := len(r.Host.OfType(wire.EvAssistantDelta))
+		seen := len(r.Host.OfType(event.AssistantDelta))
 		done := r.GoTurn("talk")
-		waitMore(b, r.Host, wire.EvAssistantDelta, seen)
+		waitMore(b, r.Host, event.AssistantDelta, seen)
 		b.StartTimer()
 		r.steer("STEER: stop talking")
 		if o := r.WaitTurn(done); o.Err != nil || o.Res.Text != "steered" {
@@ -118,7 +118,7 @@ func BenchmarkSteer(b *testing.B) {
 	}
 }
 
-func waitMore(b *testing.B, h *enginetest.Host, typ wire.EventType, seen int) {
+func waitMore(b *testing.B, h *enginetest.Host, typ event.Type, seen int) {
 	b.Helper()
 	err := h.WaitFor(turnDeadline, string(typ), func(evs []enginetest.Event) bool {
 		n := 0

@@ -13,7 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // testKey is the API key the tests hand the engine; the fake server checks
@@ -69,7 +69,7 @@ func (r *rig) start(thread string) (*Engine, string) {
 func describe(err error) string { return enginetest.Describe(err) }
 
 // wantFailure checks that err is a failure with code.
-func wantFailure(t testing.TB, err error, code wire.FailureCode) *engine.Failure {
+func wantFailure(t testing.TB, err error, code event.FailureCode) *engine.Failure {
 	t.Helper()
 	return enginetest.WantFailure(t, err, code)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // slowStep streams text slowly and holds after a few events, so a test can
@@ -42,13 +42,13 @@ func (r *rig) interrupt() {
 }
 
 // checkToolsClosed checks that every toolStarted has its toolFinished.
-func checkToolsClosed(t testing.TB, r *rig) map[string]wire.ToolFinishedData {
+func checkToolsClosed(t testing.TB, r *rig) map[string]event.ToolFinishedData {
 	t.Helper()
-	fins := map[string]wire.ToolFinishedData{}
-	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
+	fins := map[string]event.ToolFinishedData{}
+	for _, f := range enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished) {
 		fins[f.ToolID] = f
 	}
-	for _, s := range enginetest.Events[wire.ToolStartedData](t, r.Host, wire.EvToolStarted) {
+	for _, s := range enginetest.Events[event.ToolStartedData](t, r.Host, event.ToolStarted) {
 		if _, ok := fins[s.ToolID]; !ok {
 			t.Errorf("tool %s (%s) started and never finished", s.ToolID, s.Summary)
 		}
@@ -86,7 +86,7 @@ func TestSteerWhileACommandRuns(t *testing.T) {
 	), nil)
 	r.start("")
 	done := r.GoTurn("run something slow")
-	r.WaitEvent(wire.EvToolStarted, "the command to start", nil)
+	r.WaitEvent(event.ToolStarted, "the command to start", nil)
 	r.steer("STEER: during the command")
 	o := r.WaitTurn(done)
 	if o.Err != nil {
@@ -112,7 +112,7 @@ func TestStopWhileTheModelStreams(t *testing.T) {
 	r.start("")
 	done := r.GoTurn("tell me a long story")
 	r.WaitHeld("slow")
-	r.WaitEvent(wire.EvAssistantDelta, "streamed text", nil)
+	r.WaitEvent(event.AssistantDelta, "streamed text", nil)
 	r.interrupt()
 	o := r.WaitTurn(done)
 	if o.Err != nil || !o.Res.Stopped {
@@ -162,7 +162,7 @@ func TestStopWhileACommandRunsClosesTheTool(t *testing.T) {
 	r := newRig(t, script(fakemodel.Step{Name: "cmd", Tools: tools(shellCall("call_long", "sleep 30", false))}), nil)
 	r.start("")
 	done := r.GoTurn("wait a while")
-	r.WaitEvent(wire.EvToolStarted, "the command to start", nil)
+	r.WaitEvent(event.ToolStarted, "the command to start", nil)
 	r.interrupt()
 	o := r.WaitTurn(done)
 	if o.Err != nil || !o.Res.Stopped {
@@ -300,7 +300,7 @@ func TestKilledCLIFailsTheTurnAndTheNextTurnResumes(t *testing.T) {
 		t.Fatalf("kill the CLI: %v", err)
 	}
 	o := r.WaitTurn(done)
-	f := wantFailure(t, o.Err, wire.FailEngineError)
+	f := wantFailure(t, o.Err, event.FailEngineError)
 	if !strings.Contains(f.Message, "killed") {
 		t.Errorf("failure %q does not say the CLI was killed", f.Message)
 	}
@@ -326,13 +326,13 @@ func TestModelEndpointFailures(t *testing.T) {
 		scenario fakemodel.Scenario
 		dead     bool
 		key      string
-		want     wire.FailureCode
+		want     event.FailureCode
 		retries  bool
 	}{
-		{name: "dead endpoint", dead: true, want: wire.FailEngineError},
-		{name: "401", scenario: always(fakemodel.Step{Text: "never"}), key: "sk-wrong", want: wire.FailSignInExpired},
-		{name: "500", scenario: always(fakemodel.Step{Error: &fakemodel.ErrorReply{Status: 500}}), want: wire.FailEngineError, retries: true},
-		{name: "cut stream", scenario: always(fakemodel.Step{Text: "partial answer", Chunks: 4, CutAfter: &zero}), want: wire.FailEngineError, retries: true},
+		{name: "dead endpoint", dead: true, want: event.FailEngineError},
+		{name: "401", scenario: always(fakemodel.Step{Text: "never"}), key: "sk-wrong", want: event.FailSignInExpired},
+		{name: "500", scenario: always(fakemodel.Step{Error: &fakemodel.ErrorReply{Status: 500}}), want: event.FailEngineError, retries: true},
+		{name: "cut stream", scenario: always(fakemodel.Step{Text: "partial answer", Chunks: 4, CutAfter: &zero}), want: event.FailEngineError, retries: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,7 +348,7 @@ func TestModelEndpointFailures(t *testing.T) {
 			_, err := r.Turn("hello?")
 			f := wantFailure(t, err, tc.want)
 			t.Logf("%s: %s", tc.name, f.Message)
-			if tc.retries && len(r.Host.OfType(wire.EvRetry)) == 0 {
+			if tc.retries && len(r.Host.OfType(event.Retry)) == 0 {
 				t.Error("no retry events before the failure")
 			}
 		})
@@ -375,7 +375,7 @@ func TestRejectedConfigFailsTheSession(t *testing.T) {
 	defer cancel()
 	_, err := eng.Start(ctx, r.Opts)
 	defer eng.Close()
-	f := wantFailure(t, err, wire.FailEngineError)
+	f := wantFailure(t, err, event.FailEngineError)
 	if !strings.Contains(f.Message, "corral_typo") {
 		t.Errorf("failure %q does not name the rejected setting", f.Message)
 	}
@@ -392,7 +392,7 @@ func TestUsageAndContextEvents(t *testing.T) {
 	), nil)
 	r.start("")
 	res := r.MustTurn("list files")
-	us := enginetest.Events[wire.UsageData](t, r.Host, wire.EvUsage)
+	us := enginetest.Events[event.UsageData](t, r.Host, event.Usage)
 	if len(us) != 2 {
 		t.Fatalf("usage events %+v, want one per model call", us)
 	}
@@ -402,7 +402,7 @@ func TestUsageAndContextEvents(t *testing.T) {
 	if res.Usage.InputTokens != 1500+2100 || res.Usage.OutputTokens != 50 || !res.HasUsage {
 		t.Errorf("turn usage %+v", res.Usage)
 	}
-	cs := enginetest.Events[wire.ContextData](t, r.Host, wire.EvContext)
+	cs := enginetest.Events[event.ContextData](t, r.Host, event.Context)
 	if len(cs) == 0 {
 		t.Fatal("no context events")
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // errorInfo is the decoded codexErrorInfo of a turn error: its variant name
@@ -50,7 +50,7 @@ func parseErrorInfo(raw json.RawMessage) errorInfo {
 // context window is contextFull, and everything else is engineError.
 func turnFailure(te *turnError) *engine.Failure {
 	if te == nil {
-		return &engine.Failure{Code: wire.FailEngineError, Message: "codex: the turn failed without an error message"}
+		return &engine.Failure{Code: event.FailEngineError, Message: "codex: the turn failed without an error message"}
 	}
 	info := parseErrorInfo(te.CodexErrorInfo)
 	msg := te.Message
@@ -59,9 +59,9 @@ func turnFailure(te *turnError) *engine.Failure {
 	}
 	switch {
 	case info.Name == "unauthorized" || info.HTTPStatus == 401:
-		return &engine.Failure{Code: wire.FailSignInExpired, Message: "codex: the model endpoint refused the credential (HTTP 401); store a valid " + CredentialItem + " or sign in again: " + msg}
+		return &engine.Failure{Code: event.FailSignInExpired, Message: "codex: the model endpoint refused the credential (HTTP 401); store a valid " + CredentialItem + " or sign in again: " + msg}
 	case info.Name == "contextWindowExceeded":
-		return &engine.Failure{Code: wire.FailContextFull, Message: "codex: the conversation no longer fits the model's context window: " + msg}
+		return &engine.Failure{Code: event.FailContextFull, Message: "codex: the conversation no longer fits the model's context window: " + msg}
 	}
 	detail := info.Name
 	if info.HTTPStatus != 0 {
@@ -70,7 +70,7 @@ func turnFailure(te *turnError) *engine.Failure {
 	if detail != "" {
 		msg += " [" + detail + "]"
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: "codex: " + msg}
+	return &engine.Failure{Code: event.FailEngineError, Message: "codex: " + msg}
 }
 
 // engineFailure is an engineError failure. The message is complete on its
@@ -80,7 +80,7 @@ func engineFailure(message string, err error, stderr []string) *engine.Failure {
 	if err != nil {
 		message += ": " + err.Error()
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: message, Stderr: stderr}
+	return &engine.Failure{Code: event.FailEngineError, Message: message, Stderr: stderr}
 }
 
 // benignWarnings are the configWarning summaries that do not mean the
@@ -111,5 +111,5 @@ func warningFailure(w configWarning) *engine.Failure {
 	if w.Details != nil && *w.Details != "" {
 		msg += ": " + *w.Details
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: msg}
+	return &engine.Failure{Code: event.FailEngineError, Message: msg}
 }

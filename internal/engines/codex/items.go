@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // maxToolOutput bounds the command output a toolFinished event carries;
@@ -25,7 +25,7 @@ type turnState struct {
 	// compaction marks the turn thread/compact/start runs; it takes no
 	// steers.
 	compaction bool
-	emit       func(wire.EventType, any)
+	emit       func(event.Type, any)
 	// ctx ends with the turn; Permit calls made for it use it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -40,7 +40,7 @@ type turnState struct {
 	changes  map[string][]fileUpdateChange
 	denials  map[string]string
 	text     string
-	usage    wire.UsageData
+	usage    event.UsageData
 	hasUsage bool
 	retries  int
 	requests map[string]context.CancelFunc
@@ -52,7 +52,7 @@ type toolRun struct {
 	started time.Time
 }
 
-func newTurnState(parent context.Context, threadID string, emit func(wire.EventType, any), judge bool) *turnState {
+func newTurnState(parent context.Context, threadID string, emit func(event.Type, any), judge bool) *turnState {
 	ctx, cancel := context.WithCancel(parent)
 	return &turnState{
 		threadID: threadID,
@@ -71,7 +71,7 @@ func newTurnState(parent context.Context, threadID string, emit func(wire.EventT
 
 func (t *turnState) steerable() bool { return !t.judge && !t.compaction }
 
-func (t *turnState) send(typ wire.EventType, data any) {
+func (t *turnState) send(typ event.Type, data any) {
 	if t.emit != nil && !t.judge {
 		t.emit(typ, data)
 	}
@@ -151,7 +151,7 @@ func (t *turnState) finish(info turnInfo, why string) {
 	t.mu.Unlock()
 
 	for id, run := range open {
-		t.send(wire.EvToolFinished, wire.ToolFinishedData{
+		t.send(event.ToolFinished, event.ToolFinishedData{
 			ToolID:     id,
 			Tool:       run.tool,
 			Outcome:    "stopped",
@@ -203,7 +203,7 @@ func (t *turnState) fileChanges(itemID string) ([]fileUpdateChange, bool) {
 	return ch, ok
 }
 
-func (t *turnState) addUsage(u wire.UsageData) {
+func (t *turnState) addUsage(u event.UsageData) {
 	t.mu.Lock()
 	t.usage.Add(u)
 	t.usage.Model = u.Model
@@ -213,7 +213,7 @@ func (t *turnState) addUsage(u wire.UsageData) {
 
 // toolInfo describes how an item shows up as a Corral tool; ok is false
 // for items that are not tools (messages, reasoning, plans).
-func toolInfo(it threadItem) (start wire.ToolStartedData, ok bool) {
+func toolInfo(it threadItem) (start event.ToolStartedData, ok bool) {
 	start.ToolID = it.ID
 	switch it.Type {
 	case "commandExecution":
@@ -243,7 +243,7 @@ func toolInfo(it threadItem) (start wire.ToolStartedData, ok bool) {
 		start.Tool, start.Kind = "view_image", string(engine.KindRead)
 		start.Path, start.Summary = it.Path, summarize("view "+it.Path)
 	default:
-		return wire.ToolStartedData{}, false
+		return event.ToolStartedData{}, false
 	}
 	return start, true
 }
@@ -274,7 +274,7 @@ func (t *turnState) itemStarted(it threadItem) {
 	}
 	t.tools[it.ID] = &toolRun{tool: start.Tool, started: time.Now()}
 	t.mu.Unlock()
-	t.send(wire.EvToolStarted, start)
+	t.send(event.ToolStarted, start)
 }
 
 // itemCompleted handles item/completed.
@@ -283,7 +283,7 @@ func (t *turnState) itemCompleted(it threadItem) {
 		t.mu.Lock()
 		t.text = it.Text
 		t.mu.Unlock()
-		t.send(wire.EvAssistantText, wire.TextData{Text: it.Text})
+		t.send(event.AssistantText, event.TextData{Text: it.Text})
 		return
 	}
 	start, ok := toolInfo(it)
@@ -297,10 +297,10 @@ func (t *turnState) itemCompleted(it threadItem) {
 	t.mu.Unlock()
 	if !open {
 		// Announce a tool the server only reported complete.
-		t.send(wire.EvToolStarted, start)
+		t.send(event.ToolStarted, start)
 		run = &toolRun{tool: start.Tool, started: time.Now()}
 	}
-	fin := wire.ToolFinishedData{ToolID: it.ID, Tool: run.tool, Outcome: outcome(it.Status), ExitCode: it.ExitCode}
+	fin := event.ToolFinishedData{ToolID: it.ID, Tool: run.tool, Outcome: outcome(it.Status), ExitCode: it.ExitCode}
 	if it.DurationMS != nil {
 		fin.DurationMS = *it.DurationMS
 	} else {
@@ -324,7 +324,7 @@ func (t *turnState) itemCompleted(it threadItem) {
 	if fin.Outcome == "denied" {
 		fin.Message = denial
 	}
-	t.send(wire.EvToolFinished, fin)
+	t.send(event.ToolFinished, fin)
 }
 
 func outcome(status string) string {

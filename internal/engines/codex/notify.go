@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/jsonrpc"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func (e *Engine) badLine(line []byte, err error) {
@@ -80,7 +80,7 @@ func (e *Engine) onNotification(m notification) error {
 			return err
 		}
 		if ts := e.turnFor(n.ThreadID); ts != nil && ts.owns(n.TurnID) && n.Delta != "" {
-			ts.send(wire.EvAssistantDelta, wire.TextData{Text: n.Delta})
+			ts.send(event.AssistantDelta, event.TextData{Text: n.Delta})
 		}
 	case nFileChangePatch:
 		var n patchUpdatedNotification
@@ -111,7 +111,7 @@ func (e *Engine) onNotification(m notification) error {
 		ts.retries++
 		attempt := ts.retries
 		ts.mu.Unlock()
-		ts.send(wire.EvRetry, retryData(n, attempt))
+		ts.send(event.Retry, retryData(n, attempt))
 	case nServerRequestSettled:
 		var n serverRequestResolved
 		if err := json.Unmarshal(m.Params, &n); err != nil {
@@ -142,8 +142,8 @@ func leftOpenReason(status string) string {
 
 // retryData describes a model call Codex is about to retry. Codex says
 // "Reconnecting... 1/2" and puts the cause in additionalDetails.
-func retryData(n errorNotification, attempt int) wire.RetryData {
-	d := wire.RetryData{Attempt: attempt, Error: n.Error.Message}
+func retryData(n errorNotification, attempt int) event.RetryData {
+	d := event.RetryData{Attempt: attempt, Error: n.Error.Message}
 	if n.Error.AdditionalDetails != nil && *n.Error.AdditionalDetails != "" {
 		d.Error = *n.Error.AdditionalDetails
 	}
@@ -179,7 +179,7 @@ func (e *Engine) onTokenUsage(n tokenUsageNotification) {
 		}
 		if u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens > 0 {
 			ts.addUsage(u)
-			ts.send(wire.EvUsage, u)
+			ts.send(event.Usage, u)
 		}
 	}
 	window := int64(0)
@@ -187,6 +187,6 @@ func (e *Engine) onTokenUsage(n tokenUsageNotification) {
 		window = *n.TokenUsage.ModelContextWindow
 	}
 	if c, ok := contextData(n.TokenUsage.Last, window); ok {
-		ts.send(wire.EvContext, c)
+		ts.send(event.Context, c)
 	}
 }

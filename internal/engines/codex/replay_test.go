@@ -17,7 +17,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // A replay stands in for "codex app-server" by playing back recorded
@@ -266,7 +266,7 @@ func (rr *replayRig) turn(text string) (engine.TurnResult, error) {
 	return rr.eng.Turn(context.Background(), engine.TurnInput{ID: "m", Text: text, Kind: "send"})
 }
 
-func hasEvent(evs []enginetest.Event, typ wire.EventType) bool {
+func hasEvent(evs []enginetest.Event, typ event.Type) bool {
 	for _, e := range evs {
 		if e.Type == typ {
 			return true

@@ -10,7 +10,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // These tests drive the engine with recorded app-server traffic: no CLI
@@ -40,7 +40,7 @@ func TestReplayApprovalsAllowed(t *testing.T) {
 	if got := rr.r.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	fins := enginetest.Events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished)
+	fins := enginetest.Events[event.ToolFinishedData](t, rr.host, event.ToolFinished)
 	if len(fins) != 2 {
 		t.Fatalf("toolFinished %+v", fins)
 	}
@@ -50,19 +50,19 @@ func TestReplayApprovalsAllowed(t *testing.T) {
 	if f := fins[1]; f.ToolID != "call_6" || f.Outcome != "ok" || !strings.Contains(f.Output, "added") {
 		t.Errorf("patch finished %+v", f)
 	}
-	starts := enginetest.Events[wire.ToolStartedData](t, rr.host, wire.EvToolStarted)
+	starts := enginetest.Events[event.ToolStartedData](t, rr.host, event.ToolStarted)
 	if len(starts) != 2 || starts[0].Kind != "shell" || starts[1].Kind != "edit" || starts[1].Path != filepath.Join(rr.cwd, "hello_patch.txt") {
 		t.Errorf("toolStarted %+v", starts)
 	}
 	// Three model calls of 1000 input tokens (100 cached); 20, 20 and 1 output.
-	us := enginetest.Events[wire.UsageData](t, rr.host, wire.EvUsage)
+	us := enginetest.Events[event.UsageData](t, rr.host, event.Usage)
 	if len(us) != 3 {
 		t.Fatalf("usage events %+v", us)
 	}
 	if res.Usage.InputTokens != 2700 || res.Usage.CacheReadTokens != 300 || res.Usage.OutputTokens != 41 || !res.Usage.Estimated {
 		t.Errorf("turn usage %+v", res.Usage)
 	}
-	texts := enginetest.Events[wire.TextData](t, rr.host, wire.EvAssistantText)
+	texts := enginetest.Events[event.TextData](t, rr.host, event.AssistantText)
 	if len(texts) != 1 || texts[0].Text != "Done." {
 		t.Errorf("assistantText %+v", texts)
 	}
@@ -84,7 +84,7 @@ func TestReplayApprovalsDeclinedTellTheModelWhy(t *testing.T) {
 	if !strings.Contains(sent, want) {
 		t.Errorf("sent:\n%s\nwant it to contain:\n%s", sent, want)
 	}
-	for _, f := range enginetest.Events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished) {
+	for _, f := range enginetest.Events[event.ToolFinishedData](t, rr.host, event.ToolFinished) {
 		if f.Outcome != "denied" || !strings.Contains(f.Message, "refused: "+f.ToolID) {
 			t.Errorf("tool finished %+v, want denied with the gate's message", f)
 		}
@@ -99,7 +99,7 @@ func TestReplayInterruptClosesOpenTools(t *testing.T) {
 	rr.r.skip = func(req jsonrpc.Message) bool { return string(req.ID) == "6" }
 	rr.start("")
 
-	stop := func(what string, ready wire.EventType) engine.TurnResult {
+	stop := func(what string, ready event.Type) engine.TurnResult {
 		t.Helper()
 		done := make(chan enginetest.TurnOutcome, 1)
 		go func() {
@@ -118,9 +118,9 @@ func TestReplayInterruptClosesOpenTools(t *testing.T) {
 		}
 		return o.Res
 	}
-	stop("Give me a slow answer.", wire.EvAssistantDelta)
-	stop("cmdsleep please", wire.EvToolStarted)
-	fins := enginetest.Events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished)
+	stop("Give me a slow answer.", event.AssistantDelta)
+	stop("cmdsleep please", event.ToolStarted)
+	fins := enginetest.Events[event.ToolFinishedData](t, rr.host, event.ToolFinished)
 	if len(fins) != 1 || fins[0].Outcome != "stopped" {
 		t.Fatalf("the killed command was not closed as stopped: %+v", fins)
 	}
@@ -147,7 +147,7 @@ func TestReplaySteer(t *testing.T) {
 	if err := rr.eng.Interrupt(context.Background()); err != nil {
 		t.Fatalf("Interrupt while idle: %v, want nil", err)
 	}
-	steerDuring := func(what, steer string, ready wire.EventType) engine.TurnResult {
+	steerDuring := func(what, steer string, ready event.Type) engine.TurnResult {
 		t.Helper()
 		done := make(chan enginetest.TurnOutcome, 1)
 		go func() {
@@ -166,20 +166,20 @@ func TestReplaySteer(t *testing.T) {
 		}
 		return o.Res
 	}
-	if res := steerDuring("Give me a slow answer.", "STEER: also mention bananas", wire.EvAssistantDelta); res.Text != "Steered: STEER: also mention bananas" {
+	if res := steerDuring("Give me a slow answer.", "STEER: also mention bananas", event.AssistantDelta); res.Text != "Steered: STEER: also mention bananas" {
 		t.Errorf("steered turn text %q", res.Text)
 	}
 	if res, err := rr.turn("Give me a slow answer again."); err != nil || res.Text != "Steered: STEER: via turn/start" {
 		t.Errorf("second turn %+v %v", res, err)
 	}
-	res := steerDuring("cmdsleep please", "STEER: during command", wire.EvToolStarted)
+	res := steerDuring("cmdsleep please", "STEER: during command", event.ToolStarted)
 	if res.Text != "Steered: STEER: during command" {
 		t.Errorf("steered turn text %q", res.Text)
 	}
 	// A steer sends the command to the background; Codex never completes
 	// it, so Corral closes it when the turn ends.
 	var closed bool
-	for _, f := range enginetest.Events[wire.ToolFinishedData](t, rr.host, wire.EvToolFinished) {
+	for _, f := range enginetest.Events[event.ToolFinishedData](t, rr.host, event.ToolFinished) {
 		closed = closed || f.Outcome == "stopped"
 	}
 	if !closed {
@@ -224,7 +224,7 @@ func TestReplayModelFailures(t *testing.T) {
 			rr := newReplayRig(t, tc.name, nil)
 			rr.start("")
 			_, err := rr.turn("hello?")
-			f := wantFailure(t, err, wire.FailEngineError)
+			f := wantFailure(t, err, event.FailEngineError)
 			if !strings.Contains(f.Message, tc.want) {
 				t.Errorf("failure %q lacks %q", f.Message, tc.want)
 			}
@@ -236,7 +236,7 @@ func TestReplayRefusesAFallbackProvider(t *testing.T) {
 	t.Parallel()
 	rr := newReplayRigProvider(t, "approve-1", nil, false)
 	_, err := rr.eng.Start(context.Background(), rr.opts)
-	f := wantFailure(t, err, wire.FailEngineError)
+	f := wantFailure(t, err, event.FailEngineError)
 	if !strings.Contains(f.Message, `model provider "mock"`) {
 		t.Errorf("failure %q does not name the provider", f.Message)
 	}

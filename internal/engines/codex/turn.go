@@ -10,7 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // stopWait is how long a turn whose context ended waits for the server to
@@ -210,19 +210,19 @@ const judgeInstructions = "You are answering a side question about this conversa
 // Judge answers prompt in an ephemeral fork of the thread, so neither the
 // question nor the answer enters the conversation. Any approval the fork
 // asks for is declined.
-func (e *Engine) Judge(ctx context.Context, prompt string) (string, wire.UsageData, error) {
+func (e *Engine) Judge(ctx context.Context, prompt string) (string, event.UsageData, error) {
 	e.turnMu.Lock()
 	defer e.turnMu.Unlock()
 	srv, thread, err := e.ready(ctx)
 	if err != nil {
-		return "", wire.UsageData{}, err
+		return "", event.UsageData{}, err
 	}
 	params := e.threadParams()
 	params.ThreadID, params.ExcludeTurns, params.Ephemeral = thread, true, true
 	params.DeveloperInstructions = judgeInstructions
 	var res threadResult
 	if err := srv.conn.Call(ctx, mThreadFork, params, &res); err != nil {
-		return "", wire.UsageData{}, engineFailure("codex: fork the thread for a side question", err, nil)
+		return "", event.UsageData{}, engineFailure("codex: fork the thread for a side question", err, nil)
 	}
 	fork := res.Thread.ID
 	defer func() {
@@ -237,7 +237,7 @@ func (e *Engine) Judge(ctx context.Context, prompt string) (string, wire.UsageDa
 		e.mu.Unlock()
 	}()
 	if err := e.checkPolicy(res); err != nil {
-		return "", wire.UsageData{}, engineFailure("codex", err, nil)
+		return "", event.UsageData{}, engineFailure("codex", err, nil)
 	}
 	e.mu.Lock()
 	e.totals[fork] = e.totals[thread]

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func TestShellScriptUnwrapsTheLoginShell(t *testing.T) {
@@ -200,17 +200,17 @@ func TestTurnFailureMapping(t *testing.T) {
 	cases := []struct {
 		name string
 		te   *turnError
-		code wire.FailureCode
+		code event.FailureCode
 		want string
 	}{
-		{"401 as a connection failure", &turnError{Message: "unexpected status 401 Unauthorized: bad key", CodexErrorInfo: json.RawMessage(`{"httpConnectionFailed":{"httpStatusCode":401}}`)}, wire.FailSignInExpired, "401"},
-		{"unauthorized", &turnError{Message: "nope", CodexErrorInfo: json.RawMessage(`"unauthorized"`)}, wire.FailSignInExpired, "nope"},
-		{"context window", &turnError{Message: "too long", CodexErrorInfo: json.RawMessage(`"contextWindowExceeded"`)}, wire.FailContextFull, "too long"},
-		{"500", &turnError{Message: "We’re currently experiencing high demand", CodexErrorInfo: json.RawMessage(`"internalServerError"`)}, wire.FailEngineError, "internalServerError"},
-		{"dead endpoint", &turnError{Message: "Connection failed: error sending request", CodexErrorInfo: json.RawMessage(`{"httpConnectionFailed":{"httpStatusCode":null}}`)}, wire.FailEngineError, "httpConnectionFailed"},
-		{"details appended", &turnError{Message: "Reconnecting", AdditionalDetails: s("stream closed"), CodexErrorInfo: json.RawMessage(`"other"`)}, wire.FailEngineError, "stream closed"},
-		{"odd info", &turnError{Message: "m", CodexErrorInfo: json.RawMessage(`[1]`)}, wire.FailEngineError, "other"},
-		{"no error", nil, wire.FailEngineError, "without an error"},
+		{"401 as a connection failure", &turnError{Message: "unexpected status 401 Unauthorized: bad key", CodexErrorInfo: json.RawMessage(`{"httpConnectionFailed":{"httpStatusCode":401}}`)}, event.FailSignInExpired, "401"},
+		{"unauthorized", &turnError{Message: "nope", CodexErrorInfo: json.RawMessage(`"unauthorized"`)}, event.FailSignInExpired, "nope"},
+		{"context window", &turnError{Message: "too long", CodexErrorInfo: json.RawMessage(`"contextWindowExceeded"`)}, event.FailContextFull, "too long"},
+		{"500", &turnError{Message: "We’re currently experiencing high demand", CodexErrorInfo: json.RawMessage(`"internalServerError"`)}, event.FailEngineError, "internalServerError"},
+		{"dead endpoint", &turnError{Message: "Connection failed: error sending request", CodexErrorInfo: json.RawMessage(`{"httpConnectionFailed":{"httpStatusCode":null}}`)}, event.FailEngineError, "httpConnectionFailed"},
+		{"details appended", &turnError{Message: "Reconnecting", AdditionalDetails: s("stream closed"), CodexErrorInfo: json.RawMessage(`"other"`)}, event.FailEngineError, "stream closed"},
+		{"odd info", &turnError{Message: "m", CodexErrorInfo: json.RawMessage(`[1]`)}, event.FailEngineError, "other"},
+		{"no error", nil, event.FailEngineError, "without an error"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,7 +235,7 @@ func TestWarningsThatFailTheSession(t *testing.T) {
 		}
 	}
 	d := "config.toml:17:12: `wire_api = \"chat\"` is no longer supported."
-	if f := warningFailure(configWarning{Summary: "Invalid configuration; using defaults.", Details: &d}); f.Code != wire.FailEngineError || !strings.Contains(f.Message, "wire_api") {
+	if f := warningFailure(configWarning{Summary: "Invalid configuration; using defaults.", Details: &d}); f.Code != event.FailEngineError || !strings.Contains(f.Message, "wire_api") {
 		t.Errorf("failure %+v", f)
 	}
 }
@@ -318,7 +318,7 @@ func TestStartFailsClearlyWithoutAUsableCLI(t *testing.T) {
 			eng := New()
 			defer eng.Close()
 			_, err := eng.Start(context.Background(), opts)
-			f := wantFailure(t, err, wire.FailEngineError)
+			f := wantFailure(t, err, event.FailEngineError)
 			if !strings.Contains(f.Message, path) {
 				t.Errorf("failure %q does not name %s", f.Message, path)
 			}
@@ -328,7 +328,7 @@ func TestStartFailsClearlyWithoutAUsableCLI(t *testing.T) {
 
 type nopHost struct{}
 
-func (nopHost) Emit(wire.EventType, any) {}
+func (nopHost) Emit(event.Type, any) {}
 func (nopHost) Permit(context.Context, engine.ToolCall) engine.Verdict {
 	return engine.Verdict{}
 }

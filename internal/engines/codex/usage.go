@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // price is a model's list price in USD per million tokens.
@@ -60,7 +60,7 @@ func priceFor(model string, config map[string]string) (p price, ok bool, err err
 }
 
 // cost estimates the price of usage.
-func (p price) cost(u wire.UsageData) float64 {
+func (p price) cost(u event.UsageData) float64 {
 	return (float64(u.InputTokens)*p.Input +
 		float64(u.CacheReadTokens)*p.CachedInput +
 		float64(u.OutputTokens)*p.Output) / 1e6
@@ -69,12 +69,12 @@ func (p price) cost(u wire.UsageData) float64 {
 // callUsage is the usage of one model call, from the "last" figures of a
 // token-usage notification. Codex counts cached tokens inside its input
 // tokens; Corral counts them apart, so input here is the uncached part.
-func callUsage(last tokenBreakdown) wire.UsageData {
+func callUsage(last tokenBreakdown) event.UsageData {
 	uncached := last.InputTokens - last.CachedInputTokens
 	if uncached < 0 {
 		uncached = 0
 	}
-	return wire.UsageData{
+	return event.UsageData{
 		InputTokens:      uncached,
 		OutputTokens:     last.OutputTokens,
 		CacheReadTokens:  last.CachedInputTokens,
@@ -86,11 +86,11 @@ func callUsage(last tokenBreakdown) wire.UsageData {
 // contextData is the context event for a thread's latest figures: the
 // tokens of the last model call (what the conversation now occupies) over
 // the model's window.
-func contextData(last tokenBreakdown, window int64) (wire.ContextData, bool) {
+func contextData(last tokenBreakdown, window int64) (event.ContextData, bool) {
 	if window <= 0 || last.TotalTokens <= 0 {
-		return wire.ContextData{}, false
+		return event.ContextData{}, false
 	}
-	return wire.ContextData{
+	return event.ContextData{
 		UsedTokens:   last.TotalTokens,
 		WindowTokens: window,
 		Percent:      float64(last.TotalTokens) * 100 / float64(window),

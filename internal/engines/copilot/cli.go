@@ -12,7 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Time allowed for shutdown steps. They only bound how long a stuck CLI can
@@ -125,13 +125,13 @@ func checkProtocol(version string, got *int) error {
 	}
 	if got == nil {
 		return &engine.Failure{
-			Code:    wire.FailEngineError,
+			Code:    event.FailEngineError,
 			Message: fmt.Sprintf("copilot CLI %s reports no protocol version; this adapter needs protocol version %s", version, need),
 		}
 	}
 	if *got < minProtocolVersion || *got > maxProtocolVersion {
 		return &engine.Failure{
-			Code:    wire.FailEngineError,
+			Code:    event.FailEngineError,
 			Message: fmt.Sprintf("copilot CLI %s speaks protocol version %d; this adapter needs protocol version %s (install the pinned CLI with deploy/engines/install.sh)", version, *got, need),
 		}
 	}
@@ -195,7 +195,7 @@ func (c *cli) failure(context string, err error, died bool) *engine.Failure {
 			msg += ": " + strings.TrimSpace(lines[len(lines)-1])
 		}
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: msg, Stderr: c.child.Stderr(), Err: err}
+	return &engine.Failure{Code: event.FailEngineError, Message: msg, Stderr: c.child.Stderr(), Err: err}
 }
 
 // crashFailure describes the CLI going away on its own.
@@ -212,5 +212,5 @@ func (c *cli) crashFailure() *engine.Failure {
 	if len(lines) > 0 {
 		msg += ": " + strings.TrimSpace(lines[len(lines)-1])
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: msg, Stderr: lines, Err: readErr}
+	return &engine.Failure{Code: event.FailEngineError, Message: msg, Stderr: lines, Err: readErr}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Engine-specific keys of StartOptions.Config (besides locate's "path" and
@@ -141,7 +141,7 @@ func loadSettings(opts engine.StartOptions) (settings, error) {
 	}
 	if s.provider == nil && s.auth == authToken && s.githubToken == "" {
 		return s, &engine.Failure{
-			Code: wire.FailSignInExpired,
+			Code: event.FailSignInExpired,
 			Message: "copilot: no github-token credential: store one (keyring item github-token, or the credentials file), " +
 				"point the session at a model endpoint, or set the engine's auth to \"login\" to use the CLI's own sign-in",
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func TestApprovedWriteCreatesTheFile(t *testing.T) {
@@ -48,8 +48,8 @@ func TestApprovedWriteCreatesTheFile(t *testing.T) {
 				c.Edit == nil || c.Edit.Existed || len(c.Edit.Before) != 0 || string(c.Edit.After) != "Hello from the fake model!\n" {
 				t.Fatalf("permission call = %+v (edit %+v)", c, c.Edit)
 			}
-			started := enginetest.Events[wire.ToolStartedData](t, r.Host, wire.EvToolStarted)
-			finished := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
+			started := enginetest.Events[event.ToolStartedData](t, r.Host, event.ToolStarted)
+			finished := enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished)
 			if len(started) != 1 || started[0].Kind != "edit" || started[0].ToolID != c.ID || started[0].Path != c.Path {
 				t.Fatalf("toolStarted = %+v", started)
 			}
@@ -57,19 +57,19 @@ func TestApprovedWriteCreatesTheFile(t *testing.T) {
 				t.Fatalf("toolFinished = %+v", finished)
 			}
 			var deltas strings.Builder
-			for _, d := range enginetest.Events[wire.TextData](t, r.Host, wire.EvAssistantDelta) {
+			for _, d := range enginetest.Events[event.TextData](t, r.Host, event.AssistantDelta) {
 				deltas.WriteString(d.Text)
 			}
 			if deltas.String() != "Created hello.txt." {
 				t.Fatalf("deltas add up to %q", deltas.String())
 			}
-			usage := enginetest.Events[wire.UsageData](t, r.Host, wire.EvUsage)
+			usage := enginetest.Events[event.UsageData](t, r.Host, event.Usage)
 			// Two model calls at the fake's 100 in / 10 out, priced as gpt-4.1.
 			if len(usage) != 2 || usage[0].InputTokens != 100 || usage[0].OutputTokens != 10 || !usage[0].Estimated ||
 				usage[0].Model != "gpt-4.1" || usage[0].CostUSD != (100*2.00+10*8.00)/1e6 {
 				t.Fatalf("usage = %+v", usage)
 			}
-			if ctxs := enginetest.Events[wire.ContextData](t, r.Host, wire.EvContext); len(ctxs) == 0 || ctxs[0].WindowTokens == 0 || ctxs[0].UsedTokens == 0 {
+			if ctxs := enginetest.Events[event.ContextData](t, r.Host, event.Context); len(ctxs) == 0 || ctxs[0].WindowTokens == 0 || ctxs[0].UsedTokens == 0 {
 				t.Fatalf("context = %+v", ctxs)
 			}
 			path := "/chat/completions"
@@ -104,7 +104,7 @@ func TestRefusalFeedbackReachesTheModel(t *testing.T) {
 	if len(reqs) != 2 || !strings.Contains(reqs[1].LastToolResult(), feedback) {
 		t.Fatalf("the model's next request does not carry the feedback; tool result: %q", reqs[len(reqs)-1].LastToolResult())
 	}
-	finished := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
+	finished := enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished)
 	if len(finished) != 1 || finished[0].Outcome != "denied" || finished[0].Message != feedback {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -193,7 +193,7 @@ func TestStopWhileStreaming(t *testing.T) {
 	r.start()
 	turn := r.GoTurn("Tell me a long story.")
 	r.WaitHeld("long")
-	r.WaitEvent(wire.EvAssistantDelta, "the first streamed text", nil)
+	r.WaitEvent(event.AssistantDelta, "the first streamed text", nil)
 	if err := r.eng.Interrupt(context.Background()); err != nil {
 		t.Fatalf("Interrupt: %v", err)
 	}
@@ -201,7 +201,7 @@ func TestStopWhileStreaming(t *testing.T) {
 	if out.Err != nil || !out.Res.Stopped {
 		t.Fatalf("stopped turn = %+v, %v", out.Res, out.Err)
 	}
-	if got := r.Host.OfType(wire.EvAssistantText); len(got) != 0 {
+	if got := r.Host.OfType(event.AssistantText); len(got) != 0 {
 		t.Fatalf("an aborted stream produced assistantText %s", got)
 	}
 	// The conversation goes on.
@@ -281,7 +281,7 @@ func TestStopWhilePermissionIsPending(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.Cwd, "slow.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("slow.txt was written after the stop (stat: %v)", err)
 	}
-	finished := enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished)
+	finished := enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished)
 	if len(finished) != 1 || finished[0].Outcome == "ok" {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -364,7 +364,7 @@ func TestResumeOfUnknownConversationFails(t *testing.T) {
 	r.Opts.Resume = "00000000-0000-4000-8000-000000000000"
 	err := r.tryStart()
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailEngineError || !strings.Contains(f.Error(), "resume conversation") {
+	if !errors.As(err, &f) || f.Code != event.FailEngineError || !strings.Contains(f.Error(), "resume conversation") {
 		t.Fatalf("Start = %v, want an engineError about the resume", err)
 	}
 	r.eng.Close()
@@ -387,7 +387,7 @@ func TestKilledCLIFailsTheTurnAndTheSessionResumes(t *testing.T) {
 	}
 	out := r.WaitTurn(turn)
 	var f *engine.Failure
-	if !errors.As(out.Err, &f) || f.Code != wire.FailEngineError || !strings.Contains(f.Message, "signal") {
+	if !errors.As(out.Err, &f) || f.Code != event.FailEngineError || !strings.Contains(f.Message, "signal") {
 		t.Fatalf("turn after kill -9 = %+v, %v; want an engineError naming the signal", out.Res, out.Err)
 	}
 	if !waitProcessGone(pid) {
@@ -415,7 +415,7 @@ func TestUnauthorizedProviderMeansSignInExpired(t *testing.T) {
 	r.start()
 	_, err := r.Turn("Hello?")
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailSignInExpired {
+	if !errors.As(err, &f) || f.Code != event.FailSignInExpired {
 		t.Fatalf("turn = %v, want a signInExpired failure", err)
 	}
 	for _, req := range r.Fake.Requests() {
@@ -423,7 +423,7 @@ func TestUnauthorizedProviderMeansSignInExpired(t *testing.T) {
 			t.Fatalf("a model request got %d", req.Status)
 		}
 	}
-	if len(r.Host.OfType(wire.EvRetry)) == 0 {
+	if len(r.Host.OfType(event.Retry)) == 0 {
 		t.Fatal("the CLI's retries were not reported")
 	}
 }

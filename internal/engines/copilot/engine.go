@@ -18,7 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Engine is the Copilot CLI engine for one session.
@@ -270,7 +270,7 @@ func (e *Engine) endTurn(ctx context.Context, t *turn) (engine.TurnResult, error
 	fx := &effects{}
 	for _, id := range t.toolOrder {
 		if run, ok := t.tools[id]; ok {
-			fx.emit(wire.EvToolFinished, wire.ToolFinishedData{
+			fx.emit(event.ToolFinished, event.ToolFinishedData{
 				ToolID: id, Tool: run.name, Outcome: "stopped", DurationMS: run.elapsed(),
 			})
 		}

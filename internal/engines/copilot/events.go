@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // maxToolOutput bounds the tool output a toolFinished event carries.
@@ -13,11 +13,11 @@ const maxToolOutput = 16 << 10
 
 // toolStarted describes a tool call the CLI began; paths are made
 // absolute against cwd.
-func toolStarted(d toolStartData, cwd string) wire.ToolStartedData {
+func toolStarted(d toolStartData, cwd string) event.ToolStartedData {
 	var args toolArguments
 	_ = json.Unmarshal(d.Arguments, &args) // tools without these fields are fine
 	kind := toolKind(d.ToolName, d.MCPServerName)
-	out := wire.ToolStartedData{ToolID: d.ToolCallID, Tool: d.ToolName, Kind: string(kind)}
+	out := event.ToolStartedData{ToolID: d.ToolCallID, Tool: d.ToolName, Kind: string(kind)}
 	var detail string
 	switch kind {
 	case engine.KindShell:
@@ -53,8 +53,8 @@ func toolStarted(d toolStartData, cwd string) wire.ToolStartedData {
 }
 
 // toolFinished describes a tool call the CLI completed.
-func toolFinished(d toolCompleteData, run *toolRun, denied map[string]string) wire.ToolFinishedData {
-	out := wire.ToolFinishedData{ToolID: d.ToolCallID, Tool: run.name, Outcome: "ok", DurationMS: run.elapsed()}
+func toolFinished(d toolCompleteData, run *toolRun, denied map[string]string) event.ToolFinishedData {
+	out := event.ToolFinishedData{ToolID: d.ToolCallID, Tool: run.name, Outcome: "ok", DurationMS: run.elapsed()}
 	if d.Result != nil {
 		out.Output = truncateOutput(d.Result.Content)
 	}
@@ -110,13 +110,13 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // sessionFailure maps a session.error onto a failure code.
 func sessionFailure(d sessionErrorData) *engine.Failure {
-	code := wire.FailEngineError
+	code := event.FailEngineError
 	switch {
 	case d.StatusCode == 401 || d.ErrorType == "authentication",
 		strings.Contains(d.Message, "No GitHub OAuth token"): // no sign-in at all
-		code = wire.FailSignInExpired
+		code = event.FailSignInExpired
 	case d.ErrorType == "context_limit":
-		code = wire.FailContextFull
+		code = event.FailContextFull
 	}
 	msg := strings.TrimSpace(d.Message)
 	if msg == "" {

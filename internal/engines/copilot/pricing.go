@@ -3,7 +3,7 @@ package copilot
 import (
 	"strings"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // price is a model's list price in US dollars per million tokens.
@@ -15,7 +15,7 @@ type price struct {
 // CLI commonly runs, keyed by model-name prefix; the longest matching
 // prefix wins. The CLI itself reports no money: through GitHub's routing it
 // bills premium requests, and for a custom provider nothing at all. So a
-// turn's cost is always an estimate (wire.UsageData.Estimated), and a model
+// turn's cost is always an estimate (event.UsageData.Estimated), and a model
 // missing here costs 0. docs/engines-copilot.md lists the table.
 var prices = map[string]price{
 	"gpt-4.1":           {input: 2.00, cachedInput: 0.50, output: 8.00},
@@ -52,7 +52,7 @@ func priceFor(model string) (price, bool) {
 
 // estimateCost prices one model call. Input tokens include the cached
 // ones, as OpenAI reports them; those are charged at the cached rate.
-func estimateCost(u wire.UsageData) float64 {
+func estimateCost(u event.UsageData) float64 {
 	p, ok := priceFor(u.Model)
 	if !ok {
 		return 0

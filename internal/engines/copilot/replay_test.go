@@ -14,7 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func TestReplayApprovedWrite(t *testing.T) {
@@ -43,32 +43,32 @@ func TestReplayApprovedWrite(t *testing.T) {
 		t.Fatalf("permission answers = %+v", answers)
 	}
 
-	var kinds []wire.EventType
+	var kinds []event.Type
 	for _, e := range r.host.Events() {
 		if len(kinds) == 0 || kinds[len(kinds)-1] != e.Type {
 			kinds = append(kinds, e.Type)
 		}
 	}
-	wantKinds := []wire.EventType{
-		wire.EvContext, wire.EvUsage, wire.EvToolStarted, wire.EvToolFinished, wire.EvContext,
-		wire.EvAssistantDelta, wire.EvUsage, wire.EvAssistantText,
+	wantKinds := []event.Type{
+		event.Context, event.Usage, event.ToolStarted, event.ToolFinished, event.Context,
+		event.AssistantDelta, event.Usage, event.AssistantText,
 	}
 	if !equalKinds(kinds, wantKinds) {
 		t.Fatalf("event kinds = %v, want %v", kinds, wantKinds)
 	}
-	started := enginetest.Events[wire.ToolStartedData](t, r.host, wire.EvToolStarted)
-	if started[0] != (wire.ToolStartedData{ToolID: "call_85428264", Tool: "create", Kind: "edit", Summary: "Creating file: hello.txt", Path: "/src/project/hello.txt"}) {
+	started := enginetest.Events[event.ToolStartedData](t, r.host, event.ToolStarted)
+	if started[0] != (event.ToolStartedData{ToolID: "call_85428264", Tool: "create", Kind: "edit", Summary: "Creating file: hello.txt", Path: "/src/project/hello.txt"}) {
 		t.Fatalf("toolStarted = %+v", started[0])
 	}
-	finished := enginetest.Events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[event.ToolFinishedData](t, r.host, event.ToolFinished)
 	if f := finished[0]; f.ToolID != "call_85428264" || f.Outcome != "ok" || !strings.HasPrefix(f.Output, "Created file /src/project/hello.txt") {
 		t.Fatalf("toolFinished = %+v", f)
 	}
-	usage := enginetest.Events[wire.UsageData](t, r.host, wire.EvUsage)
-	if u := usage[0]; u != (wire.UsageData{InputTokens: 100, OutputTokens: 10, CostUSD: 0.00028, Estimated: true, Model: "gpt-4.1"}) {
+	usage := enginetest.Events[event.UsageData](t, r.host, event.Usage)
+	if u := usage[0]; u != (event.UsageData{InputTokens: 100, OutputTokens: 10, CostUSD: 0.00028, Estimated: true, Model: "gpt-4.1"}) {
 		t.Fatalf("usage = %+v", u)
 	}
-	ctxs := enginetest.Events[wire.ContextData](t, r.host, wire.EvContext)
+	ctxs := enginetest.Events[event.ContextData](t, r.host, event.Context)
 	if c := ctxs[0]; c.UsedTokens != 8657 || c.WindowTokens != 128000 || c.Percent < 6.7 || c.Percent > 6.8 {
 		t.Fatalf("context = %+v", c)
 	}
@@ -87,7 +87,7 @@ func TestReplayRejectedWriteSendsTheFeedback(t *testing.T) {
 	if len(answers) != 1 || decision(t, answers[0]) != (permissionDecision{Kind: "reject", Feedback: "denied by probe driver"}) {
 		t.Fatalf("permission answers = %+v", answers)
 	}
-	finished := enginetest.Events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[event.ToolFinishedData](t, r.host, event.ToolFinished)
 	if len(finished) != 1 || finished[0].Outcome != "denied" || finished[0].Message != "denied by probe driver" {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -108,7 +108,7 @@ func TestReplayStopWhileStreaming(t *testing.T) {
 	if err != nil || !res.Stopped || res.Text != "" {
 		t.Fatalf("turn = %+v, %v; want stopped without text", res, err)
 	}
-	if deltas := enginetest.Events[wire.TextData](t, r.host, wire.EvAssistantDelta); len(deltas) != 1 || deltas[0].Text != "tick " {
+	if deltas := enginetest.Events[event.TextData](t, r.host, event.AssistantDelta); len(deltas) != 1 || deltas[0].Text != "tick " {
 		t.Fatalf("deltas = %+v", deltas)
 	}
 }
@@ -117,7 +117,7 @@ func TestReplayStopWhileStreaming(t *testing.T) {
 func (r *replay) interruptWhenStreaming(t *testing.T) {
 	go func() {
 		if err := r.host.WaitFor(time.Minute, "streamed text", func(ev []enginetest.Event) bool {
-			return len(ev) > 0 && ev[len(ev)-1].Type == wire.EvAssistantDelta
+			return len(ev) > 0 && ev[len(ev)-1].Type == event.AssistantDelta
 		}); err != nil {
 			t.Error(err)
 			return
@@ -157,7 +157,7 @@ func TestReplayStopResolvesThePendingPermission(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the pending ask was not cancelled by the stop")
 	}
-	finished := enginetest.Events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[event.ToolFinishedData](t, r.host, event.ToolFinished)
 	if len(finished) != 1 || finished[0].ToolID != "call_71204533" || finished[0].Outcome != "stopped" {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -189,11 +189,11 @@ func TestReplayStopWhileShellRuns(t *testing.T) {
 	if len(calls) != 1 || calls[0].Kind != engine.KindShell || calls[0].Tool != "bash" || calls[0].Command != "sleep 30 && echo done > slept.txt" {
 		t.Fatalf("calls = %+v", calls)
 	}
-	started := enginetest.Events[wire.ToolStartedData](t, r.host, wire.EvToolStarted)
+	started := enginetest.Events[event.ToolStartedData](t, r.host, event.ToolStarted)
 	if len(started) != 1 || started[0].Command != "sleep 30 && echo done > slept.txt" || started[0].Kind != "shell" {
 		t.Fatalf("toolStarted = %+v", started)
 	}
-	finished := enginetest.Events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished)
+	finished := enginetest.Events[event.ToolFinishedData](t, r.host, event.ToolFinished)
 	if len(finished) != 1 || finished[0].Outcome != "stopped" {
 		t.Fatalf("toolFinished = %+v", finished)
 	}
@@ -246,7 +246,7 @@ func TestReplaySteerTakenAfterTheIdleStaysInTheTurn(t *testing.T) {
 	if err != nil || res.Text != "Autumn leaves drift down." {
 		t.Fatalf("turn = %+v, %v; want it to run on into the steer's answer", res, err)
 	}
-	if texts := enginetest.Events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 2 {
+	if texts := enginetest.Events[event.TextData](t, r.host, event.AssistantText); len(texts) != 2 {
 		t.Fatalf("assistantText = %+v", texts)
 	}
 }
@@ -268,7 +268,7 @@ func TestReplayStrayRunIsAbortedBeforeTheNextTurn(t *testing.T) {
 	if err != nil || res.Text != "Two." {
 		t.Fatalf("second turn = %+v, %v", res, err)
 	}
-	if texts := enginetest.Events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 2 {
+	if texts := enginetest.Events[event.TextData](t, r.host, event.AssistantText); len(texts) != 2 {
 		t.Fatalf("assistantText = %+v; the stray run must not emit into a turn", texts)
 	}
 }
@@ -283,10 +283,10 @@ func TestReplayRunAheadOfTheTurnIsNotTheTurns(t *testing.T) {
 	if err != nil || res.Text != "Two." {
 		t.Fatalf("turn = %+v, %v", res, err)
 	}
-	if texts := enginetest.Events[wire.TextData](t, r.host, wire.EvAssistantText); len(texts) != 1 || texts[0].Text != "Two." {
+	if texts := enginetest.Events[event.TextData](t, r.host, event.AssistantText); len(texts) != 1 || texts[0].Text != "Two." {
 		t.Fatalf("assistantText = %+v", texts)
 	}
-	if started := r.host.OfType(wire.EvToolStarted); len(started) != 0 {
+	if started := r.host.OfType(event.ToolStarted); len(started) != 0 {
 		t.Fatalf("toolStarted = %s", started)
 	}
 	answers := r.p.sent(methodHandlePermission)
@@ -298,11 +298,11 @@ func TestReplayRunAheadOfTheTurnIsNotTheTurns(t *testing.T) {
 func TestReplaySessionErrorsMapToFailureCodes(t *testing.T) {
 	tests := []struct {
 		transcript string
-		code       wire.FailureCode
+		code       event.FailureCode
 		retries    int
 	}{
-		{"provider-unauthorized", wire.FailSignInExpired, 2},
-		{"context-full", wire.FailContextFull, 0},
+		{"provider-unauthorized", event.FailSignInExpired, 2},
+		{"context-full", event.FailContextFull, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.transcript, func(t *testing.T) {
@@ -313,7 +313,7 @@ func TestReplaySessionErrorsMapToFailureCodes(t *testing.T) {
 			if !errors.As(err, &f) || f.Code != tt.code {
 				t.Fatalf("turn error = %v, want code %s", err, tt.code)
 			}
-			retries := enginetest.Events[wire.RetryData](t, r.host, wire.EvRetry)
+			retries := enginetest.Events[event.RetryData](t, r.host, event.Retry)
 			if len(retries) != tt.retries {
 				t.Fatalf("retry events = %+v, want %d", retries, tt.retries)
 			}
@@ -333,7 +333,7 @@ func TestReplayCrashFailsTheTurnWithTheStderrTail(t *testing.T) {
 		if method == methodSessionAbort {
 			go func() {
 				r.host.WaitFor(time.Minute, "streamed text", func(ev []enginetest.Event) bool {
-					return len(ev) > 0 && ev[len(ev)-1].Type == wire.EvAssistantDelta
+					return len(ev) > 0 && ev[len(ev)-1].Type == event.AssistantDelta
 				})
 				r.stderr.Write([]byte("FATAL: out of memory\n"))
 				r.cli.kill()
@@ -343,7 +343,7 @@ func TestReplayCrashFailsTheTurnWithTheStderrTail(t *testing.T) {
 	r.start()
 	_, err := r.turn(t, "SLOW: tell me a long story")
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailEngineError {
+	if !errors.As(err, &f) || f.Code != event.FailEngineError {
 		t.Fatalf("turn error = %v, want an engineError", err)
 	}
 	if !strings.Contains(f.Message, "signal") || !strings.Contains(f.Message, "FATAL: out of memory") ||
@@ -355,7 +355,7 @@ func TestReplayCrashFailsTheTurnWithTheStderrTail(t *testing.T) {
 	}
 }
 
-func equalKinds(a, b []wire.EventType) bool {
+func equalKinds(a, b []event.Type) bool {
 	if len(a) != len(b) {
 		return false
 	}

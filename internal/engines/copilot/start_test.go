@@ -16,7 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // fakeOptions starts the test binary as a fake CLI in mode.
@@ -57,7 +57,7 @@ func TestStartRefusesWhatItCannotSpeak(t *testing.T) {
 			defer cancel()
 			_, err := e.Start(ctx, fakeOptions(t, tt.mode))
 			var f *engine.Failure
-			if !errors.As(err, &f) || f.Code != wire.FailEngineError {
+			if !errors.As(err, &f) || f.Code != event.FailEngineError {
 				t.Fatalf("Start = %v, want an engineError", err)
 			}
 			for _, want := range tt.want {
@@ -106,7 +106,7 @@ func TestCrashedCLIFailsTheTurnWithItsStderr(t *testing.T) {
 	}
 	_, err := e.Turn(ctx, engine.TurnInput{Text: "hello"})
 	var f *engine.Failure
-	if !errors.As(err, &f) || f.Code != wire.FailEngineError {
+	if !errors.As(err, &f) || f.Code != event.FailEngineError {
 		t.Fatalf("Turn = %v, want an engineError", err)
 	}
 	if !strings.Contains(f.Message, "exited with status 2") ||
@@ -132,7 +132,7 @@ func TestStartChecksItsOptions(t *testing.T) {
 		name   string
 		change func(*engine.StartOptions)
 		want   string
-		code   wire.FailureCode
+		code   event.FailureCode
 	}{
 		{"no host", func(o *engine.StartOptions) { o.Host = nil }, "Host is required", ""},
 		{"relative folder", func(o *engine.StartOptions) { o.Dir = "session" }, "must be an absolute path", ""},
@@ -143,7 +143,7 @@ func TestStartChecksItsOptions(t *testing.T) {
 		{"endpoint not a URL", func(o *engine.StartOptions) { o.ModelEndpoint = "localhost:8080" }, "not an http(s) URL", ""},
 		{"bad offline", func(o *engine.StartOptions) { o.Config[ConfigOffline] = "maybe" }, "offline", ""},
 		{"relative cache", func(o *engine.StartOptions) { o.Config[ConfigCacheDir] = "cache" }, "cacheDir", ""},
-		{"no token and no endpoint", func(o *engine.StartOptions) { o.ModelEndpoint = "" }, "no github-token credential", wire.FailSignInExpired},
+		{"no token and no endpoint", func(o *engine.StartOptions) { o.ModelEndpoint = "" }, "no github-token credential", event.FailSignInExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,17 +261,17 @@ func TestNativeBinaryBypassesTheNodeLoader(t *testing.T) {
 
 func TestPricesTakeTheLongestPrefix(t *testing.T) {
 	tests := []struct {
-		usage wire.UsageData
+		usage event.UsageData
 		want  float64
 	}{
-		{wire.UsageData{Model: "gpt-4.1", InputTokens: 1_000_000, OutputTokens: 1_000_000}, 2.00 + 8.00},
-		{wire.UsageData{Model: "gpt-4.1-mini-2025-04-14", InputTokens: 1_000_000}, 0.40},
-		{wire.UsageData{Model: "GPT-4.1", InputTokens: 1_000_000, CacheReadTokens: 1_000_000}, 0.50},
-		{wire.UsageData{Model: "claude-sonnet-4.5", InputTokens: 500_000, CacheReadTokens: 100_000, CacheWriteTokens: 1_000_000}, 0.4*3.00 + 0.1*0.30 + 3.75},
-		{wire.UsageData{Model: "claude-opus-4.5", OutputTokens: 1_000_000}, 25.00},
-		{wire.UsageData{Model: "claude-opus-4.1", OutputTokens: 1_000_000}, 75.00},
-		{wire.UsageData{Model: "my-local-llama", InputTokens: 1_000_000}, 0},
-		{wire.UsageData{Model: "gpt-4.1", InputTokens: 10, CacheReadTokens: 20}, 20 * 0.50 / 1e6},
+		{event.UsageData{Model: "gpt-4.1", InputTokens: 1_000_000, OutputTokens: 1_000_000}, 2.00 + 8.00},
+		{event.UsageData{Model: "gpt-4.1-mini-2025-04-14", InputTokens: 1_000_000}, 0.40},
+		{event.UsageData{Model: "GPT-4.1", InputTokens: 1_000_000, CacheReadTokens: 1_000_000}, 0.50},
+		{event.UsageData{Model: "claude-sonnet-4.5", InputTokens: 500_000, CacheReadTokens: 100_000, CacheWriteTokens: 1_000_000}, 0.4*3.00 + 0.1*0.30 + 3.75},
+		{event.UsageData{Model: "claude-opus-4.5", OutputTokens: 1_000_000}, 25.00},
+		{event.UsageData{Model: "claude-opus-4.1", OutputTokens: 1_000_000}, 75.00},
+		{event.UsageData{Model: "my-local-llama", InputTokens: 1_000_000}, 0},
+		{event.UsageData{Model: "gpt-4.1", InputTokens: 10, CacheReadTokens: 20}, 20 * 0.50 / 1e6},
 	}
 	for _, tt := range tests {
 		got := estimateCost(tt.usage)
@@ -284,14 +284,14 @@ func TestPricesTakeTheLongestPrefix(t *testing.T) {
 func TestSessionErrorsMapToFailureCodes(t *testing.T) {
 	tests := []struct {
 		in   sessionErrorData
-		code wire.FailureCode
+		code event.FailureCode
 	}{
-		{sessionErrorData{ErrorType: "authentication", StatusCode: 401, Message: "Authentication failed"}, wire.FailSignInExpired},
-		{sessionErrorData{ErrorType: "query", StatusCode: 401}, wire.FailSignInExpired},
-		{sessionErrorData{ErrorType: "query", Message: "Execution failed: InvalidArg, No GitHub OAuth token or Copilot HMAC key provided"}, wire.FailSignInExpired},
-		{sessionErrorData{ErrorType: "context_limit"}, wire.FailContextFull},
-		{sessionErrorData{ErrorType: "rate_limit", StatusCode: 429, Message: "slow down"}, wire.FailEngineError},
-		{sessionErrorData{ErrorType: "authorization", StatusCode: 403}, wire.FailEngineError},
+		{sessionErrorData{ErrorType: "authentication", StatusCode: 401, Message: "Authentication failed"}, event.FailSignInExpired},
+		{sessionErrorData{ErrorType: "query", StatusCode: 401}, event.FailSignInExpired},
+		{sessionErrorData{ErrorType: "query", Message: "Execution failed: InvalidArg, No GitHub OAuth token or Copilot HMAC key provided"}, event.FailSignInExpired},
+		{sessionErrorData{ErrorType: "context_limit"}, event.FailContextFull},
+		{sessionErrorData{ErrorType: "rate_limit", StatusCode: 429, Message: "slow down"}, event.FailEngineError},
+		{sessionErrorData{ErrorType: "authorization", StatusCode: 403}, event.FailEngineError},
 	}
 	for _, tt := range tests {
 		f := sessionFailure(tt.in)

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // turn is the state of one running turn. Its fields are guarded by the
@@ -32,7 +32,7 @@ type turn struct {
 	seen           map[string]bool // user messages the CLI started on
 
 	text     string
-	usage    wire.UsageData
+	usage    event.UsageData
 	hasUsage bool
 	retries  int
 	failure  error
@@ -84,11 +84,11 @@ type effects struct {
 }
 
 type emission struct {
-	typ  wire.EventType
+	typ  event.Type
 	data any
 }
 
-func (fx *effects) emit(typ wire.EventType, data any) {
+func (fx *effects) emit(typ event.Type, data any) {
 	fx.emits = append(fx.emits, emission{typ, data})
 }
 
@@ -201,14 +201,14 @@ func (e *Engine) handleEventLocked(c *cli, ev sessionEvent, fx *effects) {
 	case evAssistantDelta:
 		var d assistantDeltaData
 		if t != nil && decode(&d) && d.ParentToolCallID == "" && d.DeltaContent != "" {
-			fx.emit(wire.EvAssistantDelta, wire.TextData{Text: d.DeltaContent})
+			fx.emit(event.AssistantDelta, event.TextData{Text: d.DeltaContent})
 		}
 
 	case evAssistantMessage:
 		var d assistantMessageData
 		if t != nil && decode(&d) && d.ParentToolCallID == "" && d.Content != "" {
 			t.text = d.Content
-			fx.emit(wire.EvAssistantText, wire.TextData{Text: d.Content})
+			fx.emit(event.AssistantText, event.TextData{Text: d.Content})
 		}
 
 	case evToolStart:
@@ -219,7 +219,7 @@ func (e *Engine) handleEventLocked(c *cli, ev sessionEvent, fx *effects) {
 		t.tools[d.ToolCallID] = &toolRun{name: d.ToolName, start: time.Now()}
 		t.toolOrder = append(t.toolOrder, d.ToolCallID)
 		t.toolNames[d.ToolCallID] = d.ToolName
-		fx.emit(wire.EvToolStarted, toolStarted(d, e.set.cwd))
+		fx.emit(event.ToolStarted, toolStarted(d, e.set.cwd))
 
 	case evToolComplete:
 		var d toolCompleteData
@@ -231,14 +231,14 @@ func (e *Engine) handleEventLocked(c *cli, ev sessionEvent, fx *effects) {
 			return
 		}
 		delete(t.tools, d.ToolCallID)
-		fx.emit(wire.EvToolFinished, toolFinished(d, run, t.denied))
+		fx.emit(event.ToolFinished, toolFinished(d, run, t.denied))
 
 	case evAssistantUsage:
 		var d assistantUsageData
 		if t == nil || !decode(&d) {
 			return
 		}
-		u := wire.UsageData{
+		u := event.UsageData{
 			InputTokens:      d.InputTokens,
 			OutputTokens:     d.OutputTokens,
 			CacheReadTokens:  d.CacheReadTokens,
@@ -250,7 +250,7 @@ func (e *Engine) handleEventLocked(c *cli, ev sessionEvent, fx *effects) {
 		t.usage.Add(u)
 		t.usage.Model = u.Model
 		t.hasUsage = true
-		fx.emit(wire.EvUsage, u)
+		fx.emit(event.Usage, u)
 
 	case evAssistantTurnRetry:
 		var d turnRetryData
@@ -258,14 +258,14 @@ func (e *Engine) handleEventLocked(c *cli, ev sessionEvent, fx *effects) {
 			return
 		}
 		t.retries++
-		fx.emit(wire.EvRetry, wire.RetryData{Attempt: t.retries, Error: d.Reason})
+		fx.emit(event.Retry, event.RetryData{Attempt: t.retries, Error: d.Reason})
 
 	case evUsageInfo:
 		var d usageInfoData
 		if t == nil || !decode(&d) || d.TokenLimit <= 0 {
 			return
 		}
-		fx.emit(wire.EvContext, wire.ContextData{
+		fx.emit(event.Context, event.ContextData{
 			UsedTokens:   d.CurrentTokens,
 			WindowTokens: d.TokenLimit,
 			Percent:      100 * float64(d.CurrentTokens) / float64(d.TokenLimit),

@@ -6,7 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/pkg/engine"
 	pluginengine "github.com/corral-dev/corral/pkg/engine/plugin"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Engine is the plugin engine of one session. Until Start it knows no
@@ -21,11 +21,11 @@ func New() engine.Engine { return &Engine{} }
 // Start finds the plugin binary and starts its conversation.
 func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, error) {
 	if e.eng != nil {
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "plugin engine: Start may be called once"}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "plugin engine: Start may be called once"}
 	}
 	path, err := Resolve(opts.Config, os.Getenv)
 	if err != nil {
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "locate engine plugin", Err: err}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "locate engine plugin", Err: err}
 	}
 	e.eng = pluginengine.New(path)
 	return e.eng.Start(ctx, opts)
@@ -43,7 +43,7 @@ func (e *Engine) Started() engine.Engine {
 // Turn runs one turn in the plugin.
 func (e *Engine) Turn(ctx context.Context, in engine.TurnInput) (engine.TurnResult, error) {
 	if e.eng == nil {
-		return engine.TurnResult{}, &engine.Failure{Code: wire.FailEngineError, Message: "plugin engine: Start was not called"}
+		return engine.TurnResult{}, &engine.Failure{Code: event.FailEngineError, Message: "plugin engine: Start was not called"}
 	}
 	return e.eng.Turn(ctx, in)
 }

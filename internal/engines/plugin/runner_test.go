@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -119,44 +120,44 @@ func TestPluginSessionThroughTheRunnersGateAndHunks(t *testing.T) {
 	if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	started, _ := s.waitType(0, wire.EvSessionStarted)
-	if d := decode[wire.SessionStartedData](t, started); d.Engine != "plugin" || d.EngineSession != "script-p1" {
+	started, _ := s.waitType(0, event.SessionStarted)
+	if d := decode[event.SessionStartedData](t, started); d.Engine != "plugin" || d.EngineSession != "script-p1" {
 		t.Fatalf("sessionStarted %+v", d)
 	}
 
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
-	ev, i := s.waitType(0, wire.EvAskOpened)
-	ask := decode[wire.AskOpenedData](t, ev)
+	ev, i := s.waitType(0, event.AskOpened)
+	ask := decode[event.AskOpenedData](t, ev)
 	if ask.Command != "uptime" || ask.Category != "shell" {
 		t.Fatalf("ask %+v", ask)
 	}
 	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: ask.AskID, Decision: wire.DecisionAllow})
-	fin, i := s.waitType(i, wire.EvToolFinished)
-	if d := decode[wire.ToolFinishedData](t, fin); d.Outcome != "ok" || d.Output == "" {
+	fin, i := s.waitType(i, event.ToolFinished)
+	if d := decode[event.ToolFinishedData](t, fin); d.Outcome != "ok" || d.Output == "" {
 		t.Fatalf("the allowed command finished %+v", d)
 	}
 
-	ev, i = s.waitType(i, wire.EvHunkStaged)
-	staged := decode[wire.HunkStagedData](t, ev)
+	ev, i = s.waitType(i, event.HunkStaged)
+	staged := decode[event.HunkStagedData](t, ev)
 	if staged.Path != "f.txt" || len(staged.Edit.Hunks) != 2 {
 		t.Fatalf("staged %+v", staged)
 	}
 	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: staged.EditID, HunkID: "h1", Decision: wire.DecisionReject, Note: "keep line 1"})
 	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: staged.EditID, HunkID: "h2", Decision: wire.DecisionAccept})
-	fin, i = s.waitType(i, wire.EvToolFinished)
-	write := decode[wire.ToolFinishedData](t, fin)
+	fin, i = s.waitType(i, event.ToolFinished)
+	write := decode[event.ToolFinishedData](t, fin)
 	if write.Outcome != "partial" || !strings.Contains(write.Message, "keep line 1") {
 		t.Fatalf("the partly accepted edit finished %+v", write)
 	}
-	ended, _ := s.waitType(i, wire.EvTurnEnded)
-	if d := decode[wire.TurnEndedData](t, ended); d.Outcome != "done" {
+	ended, _ := s.waitType(i, event.TurnEnded)
+	if d := decode[event.TurnEndedData](t, ended); d.Outcome != "done" {
 		t.Fatalf("turnEnded %+v\n%s", d, s.dump())
 	}
 	got, err := os.ReadFile(path)
 	if want := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\nB\n"; err != nil || string(got) != want {
 		t.Fatalf("f.txt holds %q, %v; want %q", got, err, want)
 	}
-	if len(s.all(wire.EvUsage)) == 0 {
+	if len(s.all(event.Usage)) == 0 {
 		t.Fatalf("no usage reached the runner:\n%s", s.dump())
 	}
 }
@@ -180,32 +181,32 @@ turns:
 func TestPluginKilledMidTurnThroughTheRunner(t *testing.T) {
 	s := newSession(t, crashThenResume, func(sp *wire.Spec) { sp.Allow = []string{"echo *"} })
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "doomed"})
-	fin, i := s.waitType(0, wire.EvToolFinished)
+	fin, i := s.waitType(0, event.ToolFinished)
 	var pid int
-	if _, err := fmt.Sscanf(decode[wire.ToolFinishedData](t, fin).Output, "plugin-pid=%d", &pid); err != nil {
+	if _, err := fmt.Sscanf(decode[event.ToolFinishedData](t, fin).Output, "plugin-pid=%d", &pid); err != nil {
 		t.Fatalf("no plugin pid: %v\n%s", err, s.dump())
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	ev, i := s.waitType(i, wire.EvFailure)
-	f := decode[wire.FailureData](t, ev)
-	if f.Code != wire.FailEngineError || !strings.Contains(f.Message, "killed") || len(f.Stderr) == 0 {
+	ev, i := s.waitType(i, event.Failure)
+	f := decode[event.FailureData](t, ev)
+	if f.Code != event.FailEngineError || !strings.Contains(f.Message, "killed") || len(f.Stderr) == 0 {
 		t.Fatalf("failure %+v", f)
 	}
-	ended, i := s.waitType(i, wire.EvTurnEnded)
-	if d := decode[wire.TurnEndedData](t, ended); d.Outcome != "failed" {
+	ended, i := s.waitType(i, event.TurnEnded)
+	if d := decode[event.TurnEndedData](t, ended); d.Outcome != "failed" {
 		t.Fatalf("turnEnded %+v", d)
 	}
 
 	s.do(wire.Command{Cmd: wire.CmdSend, Text: "again"})
-	fin, i = s.waitType(i, wire.EvToolFinished)
+	fin, i = s.waitType(i, event.ToolFinished)
 	var again int
-	if _, err := fmt.Sscanf(decode[wire.ToolFinishedData](t, fin).Output, "plugin-pid=%d", &again); err != nil || again == pid {
+	if _, err := fmt.Sscanf(decode[event.ToolFinishedData](t, fin).Output, "plugin-pid=%d", &again); err != nil || again == pid {
 		t.Fatalf("the next turn ran in plugin %d (killed: %d): %v", again, pid, err)
 	}
-	ended, _ = s.waitType(i, wire.EvTurnEnded)
-	if d := decode[wire.TurnEndedData](t, ended); d.Outcome != "done" {
+	ended, _ = s.waitType(i, event.TurnEnded)
+	if d := decode[event.TurnEndedData](t, ended); d.Outcome != "done" {
 		t.Fatalf("the turn after the crash: %+v\n%s", d, s.dump())
 	}
 }
@@ -227,16 +228,16 @@ func TestUnresolvablePluginFailsTheSessionStart(t *testing.T) {
 	}
 }
 
-func (s *session) waitType(from int, typ wire.EventType) (wire.Event, int) {
+func (s *session) waitType(from int, typ event.Type) (event.Event, int) {
 	s.t.Helper()
 	return s.rec.WaitType(s.t, from, typ)
 }
 
-func (s *session) all(typ wire.EventType) []wire.Event { return s.rec.All(typ) }
+func (s *session) all(typ event.Type) []event.Event { return s.rec.All(typ) }
 
 func (s *session) dump() string { return s.rec.Dump() }
 
-func decode[T any](t *testing.T, ev wire.Event) T {
+func decode[T any](t *testing.T, ev event.Event) T {
 	t.Helper()
 	return eventlogtest.Decode[T](t, ev)
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/atomicfile"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Engine plays a Scenario.
@@ -59,7 +59,7 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	e.opts = opts
 	sc, err := LoadScenario(opts.Scenario)
 	if err != nil {
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "load scenario", Err: err}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "load scenario", Err: err}
 	}
 	e.sc = sc
 	if opts.Resume != "" {
@@ -67,10 +67,10 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 		case err != nil:
-			return "", &engine.Failure{Code: wire.FailEngineError, Message: "read script state", Err: err}
+			return "", &engine.Failure{Code: event.FailEngineError, Message: "read script state", Err: err}
 		default:
 			if err := json.Unmarshal(raw, &e.state); err != nil {
-				return "", &engine.Failure{Code: wire.FailEngineError, Message: "read script state", Err: err}
+				return "", &engine.Failure{Code: event.FailEngineError, Message: "read script state", Err: err}
 			}
 		}
 	}
@@ -89,13 +89,13 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 func (e *Engine) save() error {
 	raw, _ := json.Marshal(e.state)
 	if err := os.MkdirAll(filepath.Dir(e.statePath()), 0o700); err != nil {
-		return &engine.Failure{Code: wire.FailEngineError, Message: "save script state", Err: err}
+		return &engine.Failure{Code: event.FailEngineError, Message: "save script state", Err: err}
 	}
 	// Replaced, not rewritten in place: a runner killed mid-write must not
 	// leave a torn state that no later runner can resume from (the
 	// reliability harness's runner kills found one).
 	if err := atomicfile.WriteNoSync(e.statePath(), raw, 0o600); err != nil {
-		return &engine.Failure{Code: wire.FailEngineError, Message: "save script state", Err: err}
+		return &engine.Failure{Code: event.FailEngineError, Message: "save script state", Err: err}
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func (e *Engine) Close() error { return nil }
 
 // Judge answers a goal check from the scenario's goals: the prompt's clauses
 // are the lines starting with "- ".
-func (e *Engine) Judge(_ context.Context, prompt string) (string, wire.UsageData, error) {
+func (e *Engine) Judge(_ context.Context, prompt string) (string, event.UsageData, error) {
 	var b strings.Builder
 	for _, line := range strings.Split(prompt, "\n") {
 		clause, ok := strings.CutPrefix(strings.TrimSpace(line), "- ")
@@ -210,12 +210,12 @@ var prices = map[string][2]float64{
 	"script-1": {3, 15},
 }
 
-func (e *Engine) price(in, out int64) wire.UsageData {
+func (e *Engine) price(in, out int64) event.UsageData {
 	p, ok := prices[e.sc.Model]
 	if !ok {
 		p = prices["script-1"]
 	}
-	return wire.UsageData{
+	return event.UsageData{
 		InputTokens: in, OutputTokens: out, Model: e.sc.Model, Estimated: true,
 		CostUSD: (float64(in)*p[0] + float64(out)*p[1]) / 1e6,
 	}
@@ -242,7 +242,7 @@ func (e *Engine) Compact(context.Context) error {
 	e.state.HistoryTokens /= 10
 	used := e.sc.SystemTokens + e.state.HistoryTokens
 	e.mu.Unlock()
-	e.opts.Host.Emit(wire.EvContext, wire.ContextData{UsedTokens: used, WindowTokens: e.sc.ContextWindow,
+	e.opts.Host.Emit(event.Context, event.ContextData{UsedTokens: used, WindowTokens: e.sc.ContextWindow,
 		Percent: 100 * float64(used) / float64(e.sc.ContextWindow)})
 	return e.save()
 }

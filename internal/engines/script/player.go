@@ -14,7 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Named limits of the script engine's tools.
@@ -35,7 +35,7 @@ type player struct {
 	costUSD    float64
 	text       strings.Builder
 	lastText   string
-	usage      wire.UsageData
+	usage      event.UsageData
 }
 
 func (p *player) play(steps []Step) error {
@@ -51,7 +51,7 @@ func (p *player) play(steps []Step) error {
 			err = sleep(p.ctx, time.Duration(st.SleepMS)*time.Millisecond)
 		case st.Fail != nil:
 			p.flushText()
-			return &engine.Failure{Code: wire.FailureCode(st.Fail.Code), Message: st.Fail.Message}
+			return &engine.Failure{Code: event.FailureCode(st.Fail.Code), Message: st.Fail.Message}
 		case st.Tool != "":
 			p.flushText()
 			p.costUSD = st.CostUSD
@@ -78,7 +78,7 @@ func (p *player) say(st Step) error {
 				return err
 			}
 		}
-		p.host.Emit(wire.EvAssistantDelta, wire.TextData{Text: c})
+		p.host.Emit(event.AssistantDelta, event.TextData{Text: c})
 		p.text.WriteString(c)
 	}
 	p.pendingOut += tokens(st.Say)
@@ -105,7 +105,7 @@ func (p *player) flushText() {
 		return
 	}
 	p.lastText = p.text.String()
-	p.host.Emit(wire.EvAssistantText, wire.TextData{Text: p.lastText})
+	p.host.Emit(event.AssistantText, event.TextData{Text: p.lastText})
 	p.text.Reset()
 }
 
@@ -126,9 +126,9 @@ func (p *player) endCall() {
 	p.pendingIn, p.pendingOut = 0, 0
 	p.usage.Add(u)
 	p.usage.Model = u.Model
-	p.host.Emit(wire.EvUsage, u)
+	p.host.Emit(event.Usage, u)
 	used := in + u.OutputTokens
-	p.host.Emit(wire.EvContext, wire.ContextData{UsedTokens: used, WindowTokens: e.sc.ContextWindow,
+	p.host.Emit(event.Context, event.ContextData{UsedTokens: used, WindowTokens: e.sc.ContextWindow,
 		Percent: 100 * float64(used) / float64(e.sc.ContextWindow)})
 }
 
@@ -148,11 +148,11 @@ func (p *player) tool(st Step) error {
 	if err != nil {
 		return err
 	}
-	started := wire.ToolStartedData{ToolID: id, Tool: call.Tool, Kind: string(call.Kind), Summary: summary(st),
+	started := event.ToolStartedData{ToolID: id, Tool: call.Tool, Kind: string(call.Kind), Summary: summary(st),
 		Command: call.Command, Path: st.Path, URL: call.URL}
-	p.host.Emit(wire.EvToolStarted, started)
+	p.host.Emit(event.ToolStarted, started)
 	begin := time.Now()
-	fin := wire.ToolFinishedData{ToolID: id, Tool: call.Tool}
+	fin := event.ToolFinishedData{ToolID: id, Tool: call.Tool}
 
 	v := p.host.Permit(p.ctx, call)
 	switch {
@@ -179,7 +179,7 @@ func (p *player) tool(st Step) error {
 		}
 	}
 	fin.DurationMS = time.Since(begin).Milliseconds()
-	p.host.Emit(wire.EvToolFinished, fin)
+	p.host.Emit(event.ToolFinished, fin)
 	p.pendingIn += tokens(fin.Output + fin.Message)
 	if p.ctx.Err() != nil {
 		return nil
@@ -191,7 +191,7 @@ func (p *player) tool(st Step) error {
 			tmpl = "Understood: {steer}"
 		}
 		p.text.WriteString(strings.ReplaceAll(tmpl, "{steer}", s))
-		p.host.Emit(wire.EvAssistantDelta, wire.TextData{Text: p.text.String()})
+		p.host.Emit(event.AssistantDelta, event.TextData{Text: p.text.String()})
 		p.flushText()
 	}
 	return nil

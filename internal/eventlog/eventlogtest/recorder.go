@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/eventlog"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Recorder collects mirrored events. Pass its Record method as a runner's
@@ -22,7 +22,7 @@ type Recorder struct {
 	Limit time.Duration
 
 	mu     sync.Mutex
-	events []wire.Event
+	events []event.Event
 	bad    []error
 	change chan struct{}
 }
@@ -37,7 +37,7 @@ func (r *Recorder) Record(b eventlog.Batch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, line := range b.Lines {
-		var ev wire.Event
+		var ev event.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
 			r.bad = append(r.bad, fmt.Errorf("mirrored line is not an event: %w", err))
 			continue
@@ -51,7 +51,7 @@ func (r *Recorder) Record(b eventlog.Batch) {
 // WaitFor returns the first event at or after index from that satisfies
 // match, and its index, waiting for it. A mirrored line that was not an
 // event fails the test.
-func (r *Recorder) WaitFor(t testing.TB, from int, what string, match func(wire.Event) bool) (wire.Event, int) {
+func (r *Recorder) WaitFor(t testing.TB, from int, what string, match func(event.Event) bool) (event.Event, int) {
 	t.Helper()
 	deadline := time.After(r.Limit)
 	for {
@@ -79,16 +79,16 @@ func (r *Recorder) WaitFor(t testing.TB, from int, what string, match func(wire.
 }
 
 // WaitType waits for the first event of typ at or after index from.
-func (r *Recorder) WaitType(t testing.TB, from int, typ wire.EventType) (wire.Event, int) {
+func (r *Recorder) WaitType(t testing.TB, from int, typ event.Type) (event.Event, int) {
 	t.Helper()
-	return r.WaitFor(t, from, string(typ), func(ev wire.Event) bool { return ev.Type == typ })
+	return r.WaitFor(t, from, string(typ), func(ev event.Event) bool { return ev.Type == typ })
 }
 
 // All returns every recorded event of typ.
-func (r *Recorder) All(typ wire.EventType) []wire.Event {
+func (r *Recorder) All(typ event.Type) []event.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []wire.Event
+	var out []event.Event
 	for _, ev := range r.events {
 		if ev.Type == typ {
 			out = append(out, ev)
@@ -109,7 +109,7 @@ func (r *Recorder) Dump() string {
 }
 
 // Decode decodes an event's data, failing the test when it does not fit.
-func Decode[T any](t testing.TB, ev wire.Event) T {
+func Decode[T any](t testing.TB, ev event.Event) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(ev.Data, &v); err != nil {

@@ -13,7 +13,7 @@ import (
 	"sort"
 
 	"github.com/corral-dev/corral/internal/eventlog"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Splice replaces Cut bytes at Off of the original log with Insert.
@@ -148,7 +148,7 @@ func Check(orig, damaged []byte, splices []Splice, path string, lastSeq int64) e
 		if len(line) == 0 {
 			continue
 		}
-		var ev wire.Event
+		var ev event.Event
 		if line[len(line)-1] != '\n' {
 			return fmt.Errorf("repaired log ends in a torn line %q", clip(line))
 		}
@@ -159,7 +159,7 @@ func Check(orig, damaged []byte, splices []Splice, path string, lastSeq int64) e
 			return fmt.Errorf("repaired log line %d has seq %d after %d", n+1, ev.Seq, prev)
 		}
 		prev = ev.Seq
-		if ev.Type == wire.EvLogRepaired && !bytes.Contains(orig, line) {
+		if ev.Type == event.LogRepaired && !bytes.Contains(orig, line) {
 			logRepaired = line
 		}
 		lines[string(line)] = true
@@ -230,13 +230,13 @@ func Build(path string, n int) ([]byte, error) {
 		var err error
 		switch i % 4 {
 		case 0:
-			_, err = l.Append(wire.EvAssistantDelta, wire.TextData{Text: fmt.Sprintf("chunk %d", i)})
+			_, err = l.Append(event.AssistantDelta, event.TextData{Text: fmt.Sprintf("chunk %d", i)})
 		case 1:
-			_, err = l.Append(wire.EvAssistantText, wire.TextData{Text: "naïve \"quoted\" text\twith <tags> & a\nnewline, " + string(bytes.Repeat([]byte("x"), i%97))})
+			_, err = l.Append(event.AssistantText, event.TextData{Text: "naïve \"quoted\" text\twith <tags> & a\nnewline, " + string(bytes.Repeat([]byte("x"), i%97))})
 		case 2:
-			_, err = l.Append(wire.EvToolStarted, wire.ToolStartedData{ToolID: fmt.Sprintf("tool-%d", i), Tool: "Bash", Kind: "shell", Summary: "ls -la", Command: "ls -la"})
+			_, err = l.Append(event.ToolStarted, event.ToolStartedData{ToolID: fmt.Sprintf("tool-%d", i), Tool: "Bash", Kind: "shell", Summary: "ls -la", Command: "ls -la"})
 		default:
-			_, err = l.Append(wire.EvTurnEnded, nil)
+			_, err = l.Append(event.TurnEnded, nil)
 		}
 		if err != nil {
 			l.Close()

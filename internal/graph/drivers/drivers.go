@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph/executor"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -63,20 +64,20 @@ func (s clientSessions) Events(ctx context.Context, id string, from int64, follo
 
 type clientEvents struct{ s *client.EventStream }
 
-func (e clientEvents) Next(context.Context) (wire.Event, error) {
+func (e clientEvents) Next(context.Context) (event.Event, error) {
 	line, err := e.s.Next()
 	if err != nil {
-		return wire.Event{}, err
+		return event.Event{}, err
 	}
 	return decode(line)
 }
 
 func (e clientEvents) Close() error { return e.s.Close() }
 
-func decode(line []byte) (wire.Event, error) {
-	var ev wire.Event
+func decode(line []byte) (event.Event, error) {
+	var ev event.Event
 	if err := json.Unmarshal(line, &ev); err != nil {
-		return wire.Event{}, fmt.Errorf("event line: %w", err)
+		return event.Event{}, fmt.Errorf("event line: %w", err)
 	}
 	return ev, nil
 }
@@ -118,10 +119,10 @@ func (s managerSessions) Events(ctx context.Context, id string, from int64, foll
 
 type managerEvents struct{ s *supervisor.Stream }
 
-func (e *managerEvents) Next(ctx context.Context) (wire.Event, error) {
+func (e *managerEvents) Next(ctx context.Context) (event.Event, error) {
 	ev, err := e.s.Next(ctx)
 	if err != nil {
-		return wire.Event{}, err
+		return event.Event{}, err
 	}
 	return decode(ev.Line)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph/route"
 	"github.com/corral-dev/corral/internal/graph/store"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 )
@@ -106,10 +107,10 @@ func (rg *rig) briefing(t *testing.T, node string) string {
 		if err != nil {
 			t.Fatalf("no userMessage in session %s: %v", id, err)
 		}
-		var e wire.Event
+		var e event.Event
 		json.Unmarshal(ev.Line, &e)
-		if e.Type == wire.EvUserMessage {
-			var d wire.UserMessageData
+		if e.Type == event.UserMessage {
+			var d event.UserMessageData
 			json.Unmarshal(e.Data, &d)
 			return d.Text
 		}

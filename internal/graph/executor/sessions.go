@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -32,7 +34,7 @@ type Sessions interface {
 type Events interface {
 	// Next returns the next event; io.EOF ends a stream that does not
 	// follow.
-	Next(ctx context.Context) (wire.Event, error)
+	Next(ctx context.Context) (event.Event, error)
 	Close() error
 }
 
@@ -55,9 +57,9 @@ type WaitResult struct {
 	// Text is the turn's assistant text, its messages joined.
 	Text string `json:"text,omitempty"`
 	// Failure is the turn's failure, when it had one.
-	Failure *wire.FailureData `json:"failure,omitempty"`
-	Asks    []OpenAsk         `json:"asks,omitempty"`
-	Edits   []OpenEdit        `json:"edits,omitempty"`
+	Failure *event.FailureData `json:"failure,omitempty"`
+	Asks    []OpenAsk          `json:"asks,omitempty"`
+	Edits   []OpenEdit         `json:"edits,omitempty"`
 	// LastSeq is the seq of the last event read: wait again from
 	// LastSeq+1 to go on.
 	LastSeq int64 `json:"lastSeq"`
@@ -116,14 +118,14 @@ func Wait(ctx context.Context, s Sessions, id string, from int64) (*WaitResult, 
 		w.LastSeq = e.Seq
 		open.observe(e)
 		switch e.Type {
-		case wire.EvTurnStarted:
-			var d wire.TurnStartedData
+		case event.TurnStarted:
+			var d event.TurnStartedData
 			json.Unmarshal(e.Data, &d)
 			w.Turn = d.Turn
 			text.Reset()
 			w.Failure = nil
-		case wire.EvAssistantText:
-			var d wire.TextData
+		case event.AssistantText:
+			var d event.TextData
 			json.Unmarshal(e.Data, &d)
 			if text.Len() > 0 {
 				text.WriteString("\n\n")
@@ -131,16 +133,16 @@ func Wait(ctx context.Context, s Sessions, id string, from int64) (*WaitResult, 
 			if text.Len()+len(d.Text) <= maxText {
 				text.WriteString(d.Text)
 			}
-		case wire.EvFailure:
-			var d wire.FailureData
+		case event.Failure:
+			var d event.FailureData
 			json.Unmarshal(e.Data, &d)
 			w.Failure = &d
-		case wire.EvTurnEnded:
-			var d wire.TurnEndedData
+		case event.TurnEnded:
+			var d event.TurnEndedData
 			json.Unmarshal(e.Data, &d)
 			w.State, w.Outcome, w.Turn, w.Text = TurnEnded, d.Outcome, d.Turn, text.String()
 			return w, nil
-		case wire.EvAskOpened, wire.EvHunkStaged:
+		case event.AskOpened, event.HunkStaged:
 			if open.empty() {
 				continue
 			}
@@ -169,18 +171,18 @@ func newOpenItems() *openItems {
 	return &openItems{asks: map[string]OpenAsk{}, edits: map[string]*OpenEdit{}}
 }
 
-func (o *openItems) observe(e wire.Event) {
+func (o *openItems) observe(e event.Event) {
 	switch e.Type {
-	case wire.EvAskOpened:
-		var d wire.AskOpenedData
+	case event.AskOpened:
+		var d event.AskOpenedData
 		json.Unmarshal(e.Data, &d)
 		o.asks[d.AskID] = OpenAsk{AskID: d.AskID, Tool: d.Tool, Reason: d.Reason, Command: d.Command, Path: d.Path}
-	case wire.EvAskAnswered:
-		var d wire.AskAnsweredData
+	case event.AskAnswered:
+		var d event.AskAnsweredData
 		json.Unmarshal(e.Data, &d)
 		delete(o.asks, d.AskID)
-	case wire.EvHunkStaged:
-		var d wire.HunkStagedData
+	case event.HunkStaged:
+		var d event.HunkStagedData
 		json.Unmarshal(e.Data, &d)
 		if !d.Auto {
 			oe := &OpenEdit{EditID: d.EditID, Path: d.Path}
@@ -189,8 +191,8 @@ func (o *openItems) observe(e wire.Event) {
 			}
 			o.edits[d.EditID] = oe
 		}
-	case wire.EvHunkDecided:
-		var d wire.HunkDecidedData
+	case event.HunkDecided:
+		var d event.HunkDecidedData
 		json.Unmarshal(e.Data, &d)
 		if oe := o.edits[d.EditID]; oe != nil {
 			oe.Hunks = remove(oe.Hunks, d.HunkID)
@@ -220,7 +222,7 @@ func (o *openItems) lists() ([]OpenAsk, []OpenEdit) {
 
 // humanFromStatus describes what a session waiting for a person waits on,
 // reading the open asks and edits from its log.
-func humanFromStatus(ctx context.Context, s Sessions, id string, st *wire.Status) (*WaitResult, error) {
+func humanFromStatus(ctx context.Context, s Sessions, id string, st *command.Status) (*WaitResult, error) {
 	w := &WaitResult{State: NeedsHuman, LastSeq: st.LastSeq}
 	ev, err := s.Events(ctx, id, 1, false)
 	if err != nil {
@@ -250,12 +252,12 @@ func remove(xs []string, x string) []string {
 }
 
 // status asks a session for its status.
-func status(ctx context.Context, s Sessions, id string) (*wire.Status, error) {
+func status(ctx context.Context, s Sessions, id string) (*command.Status, error) {
 	reply, err := s.Command(ctx, id, wire.Command{Cmd: wire.CmdStatus})
 	if err != nil {
 		return nil, err
 	}
-	var st wire.Status
+	var st command.Status
 	if err := json.Unmarshal(reply.Result, &st); err != nil {
 		return nil, fmt.Errorf("status of session %s: %w", id, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/corral-dev/corral/pkg/event"
+	"github.com/corral-dev/corral/pkg/wire"
 	"io"
 	"os"
 	"os/signal"
@@ -21,8 +23,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // EnvVar selects the fake's behaviour; Main runs only when it is set.
@@ -162,7 +162,7 @@ type runner struct {
 	working  bool
 	turn     int
 	asks     []string
-	queued   []wire.Queued
+	queued   []event.Queued
 	notLive  bool
 	injected int
 
@@ -270,11 +270,11 @@ func (r *runner) serve(stdin io.Reader) int {
 				r.write(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Error: wire.Errorf(wire.CodeEngineError, "engine %q refused to start", m.Spec.Engine)})
 				continue
 			}
-			typ := wire.EvSessionStarted
+			typ := event.SessionStarted
 			if r.seq > 0 {
-				typ = wire.EvSessionResumed
+				typ = event.SessionResumed
 			}
-			r.emit(typ, wire.SessionStartedData{Engine: m.Spec.Engine, Cwd: m.Spec.Cwd, Mode: m.Spec.Mode})
+			r.emit(typ, event.SessionStartedData{Engine: m.Spec.Engine, Cwd: m.Spec.Cwd, Mode: m.Spec.Mode})
 			if len(m.Credentials) > 0 {
 				// Prove they arrived without ever writing them down.
 				names := make([]string, 0, len(m.Credentials))

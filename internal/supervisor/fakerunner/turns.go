@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -45,14 +47,14 @@ func (r *runner) inject(m *wire.Message) {
 		r.mu.Lock()
 		busy := r.working
 		if busy {
-			r.queued = append(r.queued, wire.Queued{ID: id, Text: cmd.Text})
+			r.queued = append(r.queued, event.Queued{ID: id, Text: cmd.Text})
 		} else {
 			r.working = true
 			r.turn++
 		}
 		turn := r.turn
 		r.mu.Unlock()
-		r.emit(wire.EvUserMessage, wire.UserMessageData{ID: id, Text: cmd.Text, Kind: "send", Queued: busy})
+		r.emit(event.UserMessage, event.UserMessageData{ID: id, Text: cmd.Text, Kind: "send", Queued: busy})
 		reply(wire.OKReply(map[string]any{"messageId": id, "queued": busy}))
 		if !busy {
 			r.wg.Add(1)
@@ -66,8 +68,8 @@ func (r *runner) inject(m *wire.Message) {
 		reply(wire.OKReply(r.status()))
 	case wire.CmdCancelQueued:
 		r.mu.Lock()
-		i := slices.IndexFunc(r.queued, func(q wire.Queued) bool { return q.ID == cmd.MessageID })
-		var q wire.Queued
+		i := slices.IndexFunc(r.queued, func(q event.Queued) bool { return q.ID == cmd.MessageID })
+		var q event.Queued
 		if i >= 0 {
 			q = r.queued[i]
 			r.queued = slices.Delete(r.queued, i, i+1)
@@ -98,7 +100,7 @@ func (r *runner) inject(m *wire.Message) {
 func (r *runner) runTurn(turn int, id, text string) {
 	defer r.wg.Done()
 	for {
-		r.emit(wire.EvTurnStarted, wire.TurnStartedData{Turn: turn, MessageID: id, Text: text})
+		r.emit(event.TurnStarted, event.TurnStartedData{Turn: turn, MessageID: id, Text: text})
 		outcome := "done"
 		switch {
 		case strings.HasPrefix(text, BurstPrefix):
@@ -112,16 +114,16 @@ func (r *runner) runTurn(turn int, id, text string) {
 			r.mu.Lock()
 			r.asks = append(r.asks, ask)
 			r.mu.Unlock()
-			r.emit(wire.EvAskOpened, wire.AskOpenedData{AskID: ask, Tool: "shell", Category: "shell", Reason: "runs a command", Command: "make"})
+			r.emit(event.AskOpened, event.AskOpenedData{AskID: ask, Tool: "shell", Category: "shell", Reason: "runs a command", Command: "make"})
 			select {
 			case d := <-r.ans:
-				r.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: ask, Decision: d, By: "user"})
+				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: d, By: "user"})
 			case <-r.stop:
-				r.emit(wire.EvAskAnswered, wire.AskAnsweredData{AskID: ask, Decision: wire.DecisionDeny, By: "stop"})
+				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: wire.DecisionDeny, By: "stop"})
 				outcome = "stopped"
 			}
 		default:
-			r.emit(wire.EvAssistantText, wire.TextData{Text: "echo: " + text})
+			r.emit(event.AssistantText, event.TextData{Text: "echo: " + text})
 		}
 		// As the real runner does, the turn is over (the status says so)
 		// before turnEnded is seen.
@@ -132,7 +134,7 @@ func (r *runner) runTurn(turn int, id, text string) {
 			r.queued = nil
 		}
 		r.mu.Unlock()
-		r.emit(wire.EvTurnEnded, wire.TurnEndedData{Turn: turn, Outcome: outcome})
+		r.emit(event.TurnEnded, event.TurnEndedData{Turn: turn, Outcome: outcome})
 		if last {
 			r.writePresence()
 			return
@@ -185,7 +187,7 @@ func (r *runner) stopTurn() *wire.Reply {
 	if working {
 		r.interruptTurn()
 	}
-	r.emit(wire.EvStopped, wire.StoppedData{Reason: "user", InterruptedTurn: working, ClearedQueue: cleared})
+	r.emit(event.Stopped, event.StoppedData{Reason: "user", InterruptedTurn: working, ClearedQueue: cleared})
 	return wire.OKReply(map[string]any{"interruptedTurn": working})
 }
 
@@ -215,11 +217,11 @@ func (r *runner) answer(askID, decision string) *wire.Reply {
 	return wire.OKReply(nil)
 }
 
-func (r *runner) status() wire.Status {
+func (r *runner) status() command.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := wire.Status{Session: r.session, Engine: r.engine, State: wire.StateIdle, Turn: r.turn,
-		Queued: append([]wire.Queued{}, r.queued...), OpenAsks: append([]string{}, r.asks...), PendingEdit: []string{}, LastSeq: r.seq}
+	st := command.Status{Session: r.session, Engine: r.engine, State: wire.StateIdle, Turn: r.turn,
+		Queued: append([]event.Queued{}, r.queued...), OpenAsks: append([]string{}, r.asks...), PendingEdit: []string{}, LastSeq: r.seq}
 	if r.working {
 		st.State = wire.StateWorking
 	}
@@ -241,12 +243,12 @@ func (r *runner) writePresence() {
 }
 
 // emit appends an event to the log and then mirrors it, in that order.
-func (r *runner) emit(typ wire.EventType, data any) {
+func (r *runner) emit(typ event.Type, data any) {
 	raw, _ := json.Marshal(data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
-	ev := wire.Event{Seq: r.seq, TS: time.Now().UTC(), Type: typ, Data: raw}
+	ev := event.Event{Seq: r.seq, TS: time.Now().UTC(), Type: typ, Data: raw}
 	line, _ := json.Marshal(ev)
 	if _, err := r.log.Write(append(line, '\n')); err != nil {
 		fmt.Fprintln(r.errw, "fake runner:", err)
@@ -296,7 +298,7 @@ func (r *runner) fork() (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o600); err != nil {
 		return "", err
 	}
-	r.emit(wire.EvRotated, wire.RotatedData{From: from, To: to, Reason: "fork"})
+	r.emit(event.Rotated, event.RotatedData{From: from, To: to, Reason: "fork"})
 	r.mu.Lock()
 	old, err := os.ReadFile(filepath.Join(cur, "events.jsonl"))
 	if err == nil {
@@ -312,7 +314,7 @@ func (r *runner) fork() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r.emit(wire.EvSessionResumed, wire.SessionStartedData{Engine: r.engine, Parent: from})
+	r.emit(event.SessionResumed, event.SessionStartedData{Engine: r.engine, Parent: from})
 	r.write(&wire.Message{T: wire.TRotate, Session: from, NewSession: to})
 	return to, nil
 }

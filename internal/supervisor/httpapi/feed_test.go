@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -52,7 +53,7 @@ func TestFeedOverSSE(t *testing.T) {
 		}
 		switch {
 		case it.Event != nil:
-			var e wire.Event
+			var e event.Event
 			if json.Unmarshal(it.Event, &e) != nil || string(e.Type) != ev.event {
 				t.Fatalf("event %s named %q", it.Event, ev.event)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
@@ -502,7 +503,7 @@ func readSSE(t *testing.T, url, lastID, stop string) []sseEvent {
 func checkSSE(t *testing.T, evs []sseEvent, first int64) {
 	t.Helper()
 	for i, ev := range evs {
-		var e wire.Event
+		var e event.Event
 		if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
 			t.Fatalf("event %d data %q: %v", i, ev.data, err)
 		}

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // discardHost is a Host that allows everything and records nothing, so a
 // benchmark measures the plugin boundary rather than a recorder.
 type discardHost struct{}
 
-func (discardHost) Emit(wire.EventType, any) {}
+func (discardHost) Emit(event.Type, any) {}
 func (discardHost) Permit(context.Context, engine.ToolCall) engine.Verdict {
 	return engine.Verdict{Allow: true}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -51,7 +52,7 @@ func TestPluginKilledMidTurnFailsTheTurnAndTheNextResumes(t *testing.T) {
 		t.Fatalf("first turn: %+v %v", res, err)
 	}
 	turn := s.turnAsync(context.Background(), "second")
-	s.waitType(wire.EvToolFinished, 1)
+	s.waitType(event.ToolFinished, 1)
 	pid := s.pluginPID(0)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func TestPluginKilledMidTurnFailsTheTurnAndTheNextResumes(t *testing.T) {
 	r := await(t, turn)
 	f := asFailureOf(t, r.err)
 	t.Logf("failure: %v\nstderr: %q", f, f.Stderr)
-	if f.Code != wire.FailEngineError || !strings.Contains(f.Message, "exited (killed by signal: killed) during the turn") {
+	if f.Code != event.FailEngineError || !strings.Contains(f.Message, "exited (killed by signal: killed) during the turn") {
 		t.Fatalf("failure %q (%s)", f.Message, f.Code)
 	}
 	if !containsLine(f.Stderr, "turn started") {
@@ -115,7 +116,7 @@ func TestStuckPluginIsKilledWhenItsTurnIsCancelled(t *testing.T) {
 	s, _ := mustStart(t, sessionOptions{bin: bins.test, env: []string{"TESTPLUGIN_MODE=hang"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	turn := s.turnAsync(ctx, "go")
-	s.waitType(wire.EvAssistantDelta, 1)
+	s.waitType(event.AssistantDelta, 1)
 	if err := s.eng.Interrupt(context.Background()); err != nil {
 		t.Fatalf("interrupt: %v", err)
 	}
@@ -158,7 +159,7 @@ func TestMismatchedHandshakeFailsTheStart(t *testing.T) {
 			_, _, err := startSession(t, sessionOptions{bin: c.bin, env: []string{"TESTPLUGIN_MODE=" + c.mode}})
 			f := asFailureOf(t, err)
 			t.Logf("failure: %v\nstderr: %q", f, f.Stderr)
-			if f.Code != wire.FailEngineError || !strings.Contains(f.Error(), c.found) {
+			if f.Code != event.FailEngineError || !strings.Contains(f.Error(), c.found) {
 				t.Fatalf("failure %q, want it to say %q", f.Error(), c.found)
 			}
 			var he *HandshakeError

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // interruptWait bounds the plugin's answer to Interrupt, on top of the
@@ -51,7 +51,7 @@ var _ engine.Engine = (*Engine)(nil)
 // connection; Host and Logger stay in the runner.
 func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, error) {
 	if opts.Host == nil {
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "engine plugin: StartOptions.Host is nil"}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "engine plugin: StartOptions.Host is nil"}
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -61,7 +61,7 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	e.mu.Lock()
 	if e.started || e.closed {
 		e.mu.Unlock()
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "engine plugin: Start may be called once"}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "engine plugin: Start may be called once"}
 	}
 	e.opts, e.log = opts, opts.Logger
 	e.mu.Unlock()
@@ -74,7 +74,7 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	defer e.mu.Unlock()
 	if e.closed {
 		p.shutdown()
-		return "", &engine.Failure{Code: wire.FailEngineError, Message: "engine plugin: closed while starting"}
+		return "", &engine.Failure{Code: event.FailEngineError, Message: "engine plugin: closed while starting"}
 	}
 	e.cur, e.conv, e.caps, e.started = p, conv, caps, true
 	return conv, nil
@@ -119,9 +119,9 @@ func (e *Engine) ready(ctx context.Context) (*process, error) {
 	e.mu.Unlock()
 	switch {
 	case closed:
-		return nil, &engine.Failure{Code: wire.FailEngineError, Message: "engine plugin: the engine is closed"}
+		return nil, &engine.Failure{Code: event.FailEngineError, Message: "engine plugin: the engine is closed"}
 	case !started:
-		return nil, &engine.Failure{Code: wire.FailEngineError, Message: "engine plugin: Start was not called"}
+		return nil, &engine.Failure{Code: event.FailEngineError, Message: "engine plugin: Start was not called"}
 	case p != nil && !p.exited():
 		return p, nil
 	case p != nil:
@@ -143,7 +143,7 @@ func (e *Engine) ready(ctx context.Context) (*process, error) {
 	defer e.mu.Unlock()
 	if e.closed {
 		np.shutdown()
-		return nil, &engine.Failure{Code: wire.FailEngineError, Message: "engine plugin: the engine is closed"}
+		return nil, &engine.Failure{Code: event.FailEngineError, Message: "engine plugin: the engine is closed"}
 	}
 	if conv != opts.Resume {
 		e.log.Warn("the relaunched plugin resumed under another conversation id", zap.String("was", opts.Resume), zap.String("now", conv))
@@ -260,13 +260,13 @@ func (e *Engine) fork(ctx context.Context) (string, error) {
 	return conv, err
 }
 
-func (e *Engine) judge(ctx context.Context, prompt string) (string, wire.UsageData, error) {
+func (e *Engine) judge(ctx context.Context, prompt string) (string, event.UsageData, error) {
 	p, err := e.ready(ctx)
 	if err != nil {
-		return "", wire.UsageData{}, err
+		return "", event.UsageData{}, err
 	}
 	if !e.Capabilities().Judge {
-		return "", wire.UsageData{}, e.lacks("judging")
+		return "", event.UsageData{}, e.lacks("judging")
 	}
 	answer, usage, err := p.remote.judge(ctx, prompt)
 	if lostConnection(err) {
@@ -293,7 +293,7 @@ func (e *Engine) compact(ctx context.Context) error {
 // lacks is the error of an optional call the running plugin no longer
 // implements (a relaunch found a different binary).
 func (e *Engine) lacks(what string) error {
-	return &engine.Failure{Code: wire.FailEngineError, Message: fmt.Sprintf("engine plugin %s no longer implements %s", e.name(), what)}
+	return &engine.Failure{Code: event.FailEngineError, Message: fmt.Sprintf("engine plugin %s no longer implements %s", e.name(), what)}
 }
 
 // failure reaps a plugin whose connection was lost (killing it if it is
@@ -310,7 +310,7 @@ func (e *Engine) failure(p *process, when string, err error) error {
 	}
 	e.mu.Unlock()
 	return &engine.Failure{
-		Code:    wire.FailEngineError,
+		Code:    event.FailEngineError,
 		Message: fmt.Sprintf("engine plugin %s %s %s", e.name(), how, when),
 		Stderr:  p.tailLines(),
 		Err:     err,
@@ -333,5 +333,5 @@ func asFailure(msg string, err error) error {
 	if errors.As(err, &se) {
 		msg += ": protocol error"
 	}
-	return &engine.Failure{Code: wire.FailEngineError, Message: msg, Err: err}
+	return &engine.Failure{Code: event.FailEngineError, Message: msg, Err: err}
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // maxEventData bounds one event's data from a plugin. Tool output is the
@@ -16,29 +16,29 @@ const maxEventData = 4 << 20
 // the runner's Host expects (the runner switches on those types). A plugin
 // may emit only the engine's event types; the runner owns the rest, and a
 // plugin must not forge them.
-func decodeEvent(typ wire.EventType, raw json.RawMessage) (any, error) {
+func decodeEvent(typ event.Type, raw json.RawMessage) (any, error) {
 	if len(raw) > maxEventData {
 		return nil, fmt.Errorf("%s event data is %d bytes, over the %d limit", typ, len(raw), maxEventData)
 	}
 	switch typ {
-	case wire.EvAssistantDelta, wire.EvAssistantText:
-		return decodeData[wire.TextData](typ, raw)
-	case wire.EvToolStarted:
-		return decodeData[wire.ToolStartedData](typ, raw)
-	case wire.EvToolFinished:
-		return decodeData[wire.ToolFinishedData](typ, raw)
-	case wire.EvUsage:
-		return decodeData[wire.UsageData](typ, raw)
-	case wire.EvContext:
-		return decodeData[wire.ContextData](typ, raw)
-	case wire.EvRetry:
-		return decodeData[wire.RetryData](typ, raw)
+	case event.AssistantDelta, event.AssistantText:
+		return decodeData[event.TextData](typ, raw)
+	case event.ToolStarted:
+		return decodeData[event.ToolStartedData](typ, raw)
+	case event.ToolFinished:
+		return decodeData[event.ToolFinishedData](typ, raw)
+	case event.Usage:
+		return decodeData[event.UsageData](typ, raw)
+	case event.Context:
+		return decodeData[event.ContextData](typ, raw)
+	case event.Retry:
+		return decodeData[event.RetryData](typ, raw)
 	}
 	return nil, fmt.Errorf("a plugin may emit assistantDelta, assistantText, toolStarted, toolFinished, usage, context and retry events, not %q", typ)
 }
 
 // decodeData decodes raw as a T; on error the value is nil.
-func decodeData[T any](typ wire.EventType, raw json.RawMessage) (any, error) {
+func decodeData[T any](typ event.Type, raw json.RawMessage) (any, error) {
 	var v T
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, fmt.Errorf("%s event has no data", typ)

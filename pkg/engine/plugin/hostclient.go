@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // hostClient is the runner's Host as the engine inside a plugin sees it:
@@ -24,7 +24,7 @@ var _ engine.Host = (*hostClient)(nil)
 
 // Emit sends the event synchronously, so events keep the order the engine
 // emitted them in.
-func (h *hostClient) Emit(typ wire.EventType, data any) {
+func (h *hostClient) Emit(typ event.Type, data any) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		h.log.Error("emit: encode event data", zap.String("type", string(typ)), zap.Error(err))

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // probe is an engine served in-process that records what reaches it and
@@ -65,7 +65,7 @@ type typedHost struct {
 	permits int
 }
 
-func (h *typedHost) Emit(typ wire.EventType, data any) {
+func (h *typedHost) Emit(typ event.Type, data any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, fmt.Sprintf("%s %T", typ, data))
@@ -158,10 +158,10 @@ func TestErrorsKeepWhatCallersBranchOn(t *testing.T) {
 		check func(error) error
 	}{
 		{"a failure keeps its code, stderr and cause",
-			&engine.Failure{Code: wire.FailSignInExpired, Message: "sign in again", Stderr: []string{"401"}, Err: errors.New("bad key")},
+			&engine.Failure{Code: event.FailSignInExpired, Message: "sign in again", Stderr: []string{"401"}, Err: errors.New("bad key")},
 			func(err error) error {
 				var f *engine.Failure
-				if !errors.As(err, &f) || f.Code != wire.FailSignInExpired || !reflect.DeepEqual(f.Stderr, []string{"401"}) || f.Error() != "sign in again: bad key" {
+				if !errors.As(err, &f) || f.Code != event.FailSignInExpired || !reflect.DeepEqual(f.Stderr, []string{"401"}) || f.Error() != "sign in again: bad key" {
 					return fmt.Errorf("got %#v", err)
 				}
 				return nil
@@ -170,7 +170,7 @@ func TestErrorsKeepWhatCallersBranchOn(t *testing.T) {
 			&engine.Failure{Code: "madeUp", Message: "odd"},
 			func(err error) error {
 				var f *engine.Failure
-				if !errors.As(err, &f) || f.Code != wire.FailEngineError {
+				if !errors.As(err, &f) || f.Code != event.FailEngineError {
 					return fmt.Errorf("got %#v", err)
 				}
 				return nil
@@ -187,7 +187,7 @@ func TestErrorsKeepWhatCallersBranchOn(t *testing.T) {
 			errors.New("disk full"),
 			func(err error) error {
 				var f *engine.Failure
-				if !errors.As(err, &f) || f.Code != wire.FailEngineError || !strings.Contains(err.Error(), "disk full") {
+				if !errors.As(err, &f) || f.Code != event.FailEngineError || !strings.Contains(err.Error(), "disk full") {
 					return fmt.Errorf("got %#v", err)
 				}
 				return nil
@@ -232,15 +232,15 @@ func TestNativeSteerAndNoTurnCrossIntact(t *testing.T) {
 
 func TestEventsArriveTypedAndForgedOnesAreRefused(t *testing.T) {
 	p := &probe{turn: func(_ context.Context, h engine.Host) (engine.TurnResult, error) {
-		h.Emit(wire.EvAssistantDelta, wire.TextData{Text: "a"})
-		h.Emit(wire.EvTurnEnded, wire.TurnEndedData{Outcome: "done"})
-		h.Emit(wire.EvToolStarted, wire.ToolStartedData{ToolID: "t1"})
-		h.Emit(wire.EvFailure, wire.FailureData{Code: wire.FailSpendCap})
-		h.Emit(wire.EvToolFinished, wire.ToolFinishedData{ToolID: "t1"})
-		h.Emit(wire.EvUsage, wire.UsageData{InputTokens: 3})
-		h.Emit(wire.EvContext, wire.ContextData{Percent: 5})
-		h.Emit(wire.EvRetry, wire.RetryData{Attempt: 1})
-		h.Emit(wire.EvAssistantText, wire.TextData{Text: "a"})
+		h.Emit(event.AssistantDelta, event.TextData{Text: "a"})
+		h.Emit(event.TurnEnded, event.TurnEndedData{Outcome: "done"})
+		h.Emit(event.ToolStarted, event.ToolStartedData{ToolID: "t1"})
+		h.Emit(event.Failure, event.FailureData{Code: event.FailSpendCap})
+		h.Emit(event.ToolFinished, event.ToolFinishedData{ToolID: "t1"})
+		h.Emit(event.Usage, event.UsageData{InputTokens: 3})
+		h.Emit(event.Context, event.ContextData{Percent: 5})
+		h.Emit(event.Retry, event.RetryData{Attempt: 1})
+		h.Emit(event.AssistantText, event.TextData{Text: "a"})
 		return engine.TurnResult{Text: "a"}, nil
 	}}
 	host := &typedHost{}
@@ -249,8 +249,8 @@ func TestEventsArriveTypedAndForgedOnesAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"assistantDelta wire.TextData", "toolStarted wire.ToolStartedData", "toolFinished wire.ToolFinishedData",
-		"usage wire.UsageData", "context wire.ContextData", "retry wire.RetryData", "assistantText wire.TextData",
+		"assistantDelta event.TextData", "toolStarted event.ToolStartedData", "toolFinished event.ToolFinishedData",
+		"usage event.UsageData", "context event.ContextData", "retry event.RetryData", "assistantText event.TextData",
 	}
 	host.mu.Lock()
 	defer host.mu.Unlock()

@@ -17,7 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Named limits of a plugin process's life.
@@ -134,9 +134,9 @@ func (p *process) launchFailure(ctx context.Context, err error) error {
 	ch := p.child.Load()
 	switch {
 	case ctx.Err() != nil:
-		return &engine.Failure{Code: wire.FailEngineError, Message: "starting engine plugin " + name + " was cancelled", Stderr: p.tailLines(), Err: ctx.Err()}
+		return &engine.Failure{Code: event.FailEngineError, Message: "starting engine plugin " + name + " was cancelled", Stderr: p.tailLines(), Err: ctx.Err()}
 	case ch == nil || !ch.started.Load():
-		return &engine.Failure{Code: wire.FailEngineError, Message: "run engine plugin " + p.path, Err: err}
+		return &engine.Failure{Code: event.FailEngineError, Message: "run engine plugin " + p.path, Err: err}
 	}
 	exited := ch.waitExit(exitWait)
 	lines := p.tailLines()
@@ -145,7 +145,7 @@ func (p *process) launchFailure(ctx context.Context, err error) error {
 		first = lines[0]
 	}
 	he := &HandshakeError{Path: p.path, Expected: expectedHandshake(), Found: describeHandshake(err, exited, ch.exitSummary(), first), Err: err}
-	return &engine.Failure{Code: wire.FailEngineError, Message: "engine plugin handshake failed", Stderr: lines, Err: he}
+	return &engine.Failure{Code: event.FailEngineError, Message: "engine plugin handshake failed", Stderr: lines, Err: he}
 }
 
 // tailLines returns the crash tail, with any unterminated last lines.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func openFDs(t *testing.T) int {
@@ -34,7 +34,7 @@ func TestCloseReleasesEveryGoroutineAndFD(t *testing.T) {
 
 		s, _ = mustStart(t, sessionOptions{scenario: crashable})
 		turn := s.turnAsync(context.Background(), "second")
-		s.waitType(wire.EvToolFinished, 1)
+		s.waitType(event.ToolFinished, 1)
 		if err := syscall.Kill(s.pluginPID(0), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

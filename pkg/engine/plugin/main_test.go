@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -153,7 +154,7 @@ func await(t *testing.T, ch <-chan turnResult) turnResult {
 }
 
 // waitType waits until the host recorded n events of typ.
-func (s *session) waitType(typ wire.EventType, n int) {
+func (s *session) waitType(typ event.Type, n int) {
 	s.t.Helper()
 	err := s.host.WaitFor(waitLimit, fmt.Sprintf("%d %s events", n, typ), func(evs []enginetest.Event) bool {
 		c := 0
@@ -174,8 +175,8 @@ func (s *session) waitType(typ wire.EventType, n int) {
 func (s *session) pluginPID(nth int) int {
 	s.t.Helper()
 	var pids []int
-	for _, raw := range s.host.OfType(wire.EvToolFinished) {
-		fin := decodeJSON[wire.ToolFinishedData](s.t, raw)
+	for _, raw := range s.host.OfType(event.ToolFinished) {
+		fin := decodeJSON[event.ToolFinishedData](s.t, raw)
 		var pid int
 		if _, err := fmt.Sscanf(strings.TrimSpace(fin.Output), "plugin-pid=%d", &pid); err == nil {
 			pids = append(pids, pid)

@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // The Corral engine protocol, version ProtocolVersion. The runner calls the
@@ -110,7 +110,7 @@ type JudgeArgs struct {
 // JudgeReply answers it.
 type JudgeReply struct {
 	Answer string
-	Usage  wire.UsageData
+	Usage  event.UsageData
 	Err    *RemoteError
 }
 
@@ -129,7 +129,7 @@ type CancelArgs struct{ Call uint64 }
 // EmitArgs record an event; Data is the JSON of one of the wire.*Data types
 // (see decodeEvent). The reply is a bool.
 type EmitArgs struct {
-	Type wire.EventType
+	Type event.Type
 	Data json.RawMessage
 }
 
@@ -162,7 +162,7 @@ const (
 // and context errors.
 type RemoteError struct {
 	Kind    string
-	Code    wire.FailureCode
+	Code    event.FailureCode
 	Message string
 	Stderr  []string
 	// Cause is the wrapped error's text (a Failure's Err).
@@ -194,10 +194,10 @@ func encodeError(err error) *RemoteError {
 
 // knownFailureCode reports whether a plugin may fail with code; anything
 // else becomes engineError.
-func knownFailureCode(code wire.FailureCode) bool {
+func knownFailureCode(code event.FailureCode) bool {
 	switch code {
-	case wire.FailEngineError, wire.FailPermissionUnavailable, wire.FailSignInExpired,
-		wire.FailContextFull, wire.FailSpendCap, wire.FailStalled:
+	case event.FailEngineError, event.FailPermissionUnavailable, event.FailSignInExpired,
+		event.FailContextFull, event.FailSpendCap, event.FailStalled:
 		return true
 	}
 	return false
@@ -219,7 +219,7 @@ func (re *RemoteError) err() error {
 	case kindFailure:
 		f := &engine.Failure{Code: re.Code, Message: re.Message, Stderr: re.Stderr}
 		if !knownFailureCode(f.Code) {
-			f.Code = wire.FailEngineError
+			f.Code = event.FailEngineError
 		}
 		if re.Cause != "" {
 			f.Err = errors.New(re.Cause)

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // remote is the runner's side of one plugin connection: it calls the
@@ -84,11 +84,11 @@ func (r *remote) fork(ctx context.Context) (string, error) {
 	return reply.Conversation, reply.Err.err()
 }
 
-func (r *remote) judge(ctx context.Context, prompt string) (string, wire.UsageData, error) {
+func (r *remote) judge(ctx context.Context, prompt string) (string, event.UsageData, error) {
 	id := r.nextID()
 	var reply JudgeReply
 	if err := invoke(ctx, r.rpc, "Plugin.Judge", id, JudgeArgs{Call: id, Prompt: prompt}, &reply); err != nil {
-		return "", wire.UsageData{}, err
+		return "", event.UsageData{}, err
 	}
 	return reply.Answer, reply.Usage, reply.Err.err()
 }

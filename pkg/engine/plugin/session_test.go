@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func decodeJSON[T any](t *testing.T, raw json.RawMessage) T {
@@ -77,9 +77,9 @@ func TestPluginSessionEndToEnd(t *testing.T) {
 	}
 
 	var streamed strings.Builder
-	deltas := s.host.OfType(wire.EvAssistantDelta)
+	deltas := s.host.OfType(event.AssistantDelta)
 	for _, raw := range deltas[:5] {
-		streamed.WriteString(decodeJSON[wire.TextData](t, raw).Text)
+		streamed.WriteString(decodeJSON[event.TextData](t, raw).Text)
 	}
 	if got := streamed.String(); got != "Looking around the worktree first." {
 		t.Fatalf("streamed %q in %d deltas", got, len(deltas))
@@ -98,15 +98,15 @@ func TestPluginSessionEndToEnd(t *testing.T) {
 		t.Fatalf("edit ask %+v (proposal %+v)", asked[1], ed)
 	}
 
-	fins := s.host.OfType(wire.EvToolFinished)
+	fins := s.host.OfType(event.ToolFinished)
 	if len(fins) != 2 {
 		t.Fatalf("%d toolFinished events, want 2", len(fins))
 	}
-	shell := decodeJSON[wire.ToolFinishedData](t, fins[0])
+	shell := decodeJSON[event.ToolFinishedData](t, fins[0])
 	if shell.Outcome != "ok" || !strings.HasPrefix(shell.Output, "plugin-pid=") {
 		t.Fatalf("shell finished %+v", shell)
 	}
-	write := decodeJSON[wire.ToolFinishedData](t, fins[1])
+	write := decodeJSON[event.ToolFinishedData](t, fins[1])
 	if write.Outcome != "partial" || write.Message != applied {
 		t.Fatalf("edit finished %+v", write)
 	}
@@ -114,18 +114,18 @@ func TestPluginSessionEndToEnd(t *testing.T) {
 		t.Fatalf("the plugin wrote an edit the runner applied itself: %v", err)
 	}
 
-	steers := s.host.OfType(wire.EvSteerDelivered)
-	if len(steers) != 1 || decodeJSON[wire.SteerData](t, steers[0]).ToolID != "tool-1" {
+	steers := s.host.OfType(event.SteerDelivered)
+	if len(steers) != 1 || decodeJSON[event.SteerData](t, steers[0]).ToolID != "tool-1" {
 		t.Fatalf("steerDelivered %s", steers)
 	}
 	var texts []string
-	for _, raw := range s.host.OfType(wire.EvAssistantText) {
-		texts = append(texts, decodeJSON[wire.TextData](t, raw).Text)
+	for _, raw := range s.host.OfType(event.AssistantText) {
+		texts = append(texts, decodeJSON[event.TextData](t, raw).Text)
 	}
 	if strings.Join(texts, "|") != "Looking around the worktree first.|Noted — use tabs.|All done." {
 		t.Fatalf("assistant texts %q", texts)
 	}
-	if len(s.host.OfType(wire.EvUsage)) == 0 || len(s.host.OfType(wire.EvContext)) == 0 {
+	if len(s.host.OfType(event.Usage)) == 0 || len(s.host.OfType(event.Context)) == 0 {
 		t.Fatal("no usage or context events crossed")
 	}
 
@@ -149,8 +149,8 @@ func TestPluginSessionEndToEnd(t *testing.T) {
 	if branch, err := f.Fork(ctx); err != nil || branch != "script-s1-fork1" {
 		t.Fatalf("fork: %q %v", branch, err)
 	}
-	before := len(s.host.OfType(wire.EvContext))
-	if err := c.Compact(ctx); err != nil || len(s.host.OfType(wire.EvContext)) != before+1 {
+	before := len(s.host.OfType(event.Context))
+	if err := c.Compact(ctx); err != nil || len(s.host.OfType(event.Context)) != before+1 {
 		t.Fatalf("compact: %v", err)
 	}
 
@@ -181,7 +181,7 @@ turns:
 func TestInterruptStopsTheTurnAndKeepsTheConversation(t *testing.T) {
 	s, _ := mustStart(t, sessionOptions{scenario: slowTurn})
 	turn := s.turnAsync(context.Background(), "first")
-	s.waitType(wire.EvAssistantDelta, 3) // "Working on it."
+	s.waitType(event.AssistantDelta, 3) // "Working on it."
 	if err := s.eng.Interrupt(context.Background()); err != nil {
 		t.Fatalf("interrupt: %v", err)
 	}
@@ -230,7 +230,7 @@ func TestCancelledTurnCancelsThePendingPermit(t *testing.T) {
 	if err := <-sawCancel; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the pending Permit saw %v", err)
 	}
-	fin := decodeJSON[wire.ToolFinishedData](t, s.host.OfType(wire.EvToolFinished)[0])
+	fin := decodeJSON[event.ToolFinishedData](t, s.host.OfType(event.ToolFinished)[0])
 	if fin.Outcome != "stopped" {
 		t.Fatalf("tool outcome %q, want stopped", fin.Outcome)
 	}
@@ -256,7 +256,7 @@ func TestCredentialsNeverInThePluginEnvironmentOrArgv(t *testing.T) {
 	if _, err := s.turn("go"); err != nil {
 		t.Fatal(err)
 	}
-	out := decodeJSON[wire.ToolFinishedData](t, s.host.OfType(wire.EvToolFinished)[0]).Output
+	out := decodeJSON[event.ToolFinishedData](t, s.host.OfType(event.ToolFinished)[0]).Output
 	env, argv, ok := strings.Cut(out, "ARGV\n")
 	if !ok || !strings.Contains(env, MagicCookieKey+"="+MagicCookieValue) {
 		t.Fatalf("could not read the plugin's environment:\n%s", out)

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/proc"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func TestDescribeHandshake(t *testing.T) {
@@ -79,19 +79,19 @@ func TestLineWritersShareATailLineByLine(t *testing.T) {
 
 func TestDecodeEvent(t *testing.T) {
 	cases := []struct {
-		typ     wire.EventType
+		typ     event.Type
 		data    string
 		want    any
 		wantErr string
 	}{
-		{wire.EvAssistantDelta, `{"text":"hi"}`, wire.TextData{Text: "hi"}, ""},
-		{wire.EvUsage, `{"inputTokens":5,"costUsd":0.5,"estimated":true}`, wire.UsageData{InputTokens: 5, CostUSD: 0.5, Estimated: true}, ""},
-		{wire.EvToolFinished, `{"toolId":"t","outcome":"ok"}`, wire.ToolFinishedData{ToolID: "t", Outcome: "ok"}, ""},
-		{wire.EvTurnEnded, `{}`, nil, "a plugin may emit"},
-		{wire.EvHunkStaged, `{}`, nil, "not \"hunkStaged\""},
-		{wire.EvUsage, `{"inputTokens":"many"}`, nil, "usage event data"},
-		{wire.EvContext, ``, nil, "context event has no data"},
-		{wire.EvRetry, `[1,2]`, nil, "retry event data"},
+		{event.AssistantDelta, `{"text":"hi"}`, event.TextData{Text: "hi"}, ""},
+		{event.Usage, `{"inputTokens":5,"costUsd":0.5,"estimated":true}`, event.UsageData{InputTokens: 5, CostUSD: 0.5, Estimated: true}, ""},
+		{event.ToolFinished, `{"toolId":"t","outcome":"ok"}`, event.ToolFinishedData{ToolID: "t", Outcome: "ok"}, ""},
+		{event.TurnEnded, `{}`, nil, "a plugin may emit"},
+		{event.HunkStaged, `{}`, nil, "not \"hunkStaged\""},
+		{event.Usage, `{"inputTokens":"many"}`, nil, "usage event data"},
+		{event.Context, ``, nil, "context event has no data"},
+		{event.Retry, `[1,2]`, nil, "retry event data"},
 	}
 	for _, c := range cases {
 		t.Run(string(c.typ)+" "+c.data, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestDecodeEvent(t *testing.T) {
 		})
 	}
 	big := json.RawMessage(`{"text":"` + strings.Repeat("x", maxEventData) + `"}`)
-	if _, err := decodeEvent(wire.EvAssistantText, big); err == nil || !strings.Contains(err.Error(), "over the") {
+	if _, err := decodeEvent(event.AssistantText, big); err == nil || !strings.Contains(err.Error(), "over the") {
 		t.Fatalf("oversized event: %v", err)
 	}
 }
@@ -122,7 +122,7 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add("turnEnded", []byte(`{"outcome":"done"}`))
 	f.Add("context", []byte(`null`))
 	f.Fuzz(func(t *testing.T, typ string, data []byte) {
-		v, err := decodeEvent(wire.EventType(typ), data)
+		v, err := decodeEvent(event.Type(typ), data)
 		if err != nil {
 			if v != nil {
 				t.Fatalf("a value %#v with error %v", v, err)

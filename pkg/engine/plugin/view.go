@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // Started returns e as a runner should drive it once Start succeeded: an
@@ -135,7 +135,7 @@ type (
 
 func (s steerer) Steer(ctx context.Context, text string) error { return s.e.steer(ctx, text) }
 func (f forker) Fork(ctx context.Context) (string, error)      { return f.e.fork(ctx) }
-func (j judge) Judge(ctx context.Context, prompt string) (string, wire.UsageData, error) {
+func (j judge) Judge(ctx context.Context, prompt string) (string, event.UsageData, error) {
 	return j.e.judge(ctx, prompt)
 }
 func (k compactor) Compact(ctx context.Context) error { return k.e.compact(ctx) }

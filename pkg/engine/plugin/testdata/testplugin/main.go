@@ -17,7 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/engine/plugin"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func main() {
@@ -54,7 +54,7 @@ func (m *misbehaving) Start(_ context.Context, opts engine.StartOptions) (string
 }
 
 func (m *misbehaving) Turn(context.Context, engine.TurnInput) (engine.TurnResult, error) {
-	m.host.Emit(wire.EvAssistantDelta, wire.TextData{Text: "about to " + m.mode})
+	m.host.Emit(event.AssistantDelta, event.TextData{Text: "about to " + m.mode})
 	fmt.Fprintln(os.Stderr, "testplugin: the turn goes wrong now")
 	if m.mode == "panic" {
 		panic("testplugin: deliberate panic mid-turn")

@@ -1,4 +1,4 @@
-package wire
+package event
 
 // QueueChange says what changed a session's queue.
 type QueueChange string
@@ -31,4 +31,10 @@ type ModeChangedData struct {
 // setSpendCap.
 type SpendCapSetData struct {
 	SpendCapUSD float64 `json:"spendCapUsd"`
+}
+
+// Queued is a send waiting for the running turn to end.
+type Queued struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
 }

@@ -1,4 +1,4 @@
-package wire
+package event
 
 import (
 	"encoding/json"
@@ -10,45 +10,46 @@ import (
 type Event struct {
 	Seq  int64           `json:"seq"`
 	TS   time.Time       `json:"ts"`
-	Type EventType       `json:"type"`
+	Type Type            `json:"type"`
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
-// EventType names an event. docs/events.md lists each with its fields.
-type EventType string
+// Type names an event (EventType, in the published schema). docs/events.md
+// lists each with its fields.
+type Type string
 
 // Event types.
 const (
-	EvSessionStarted EventType = "sessionStarted"
-	EvSessionResumed EventType = "sessionResumed"
-	EvUserMessage    EventType = "userMessage"
-	EvTurnStarted    EventType = "turnStarted"
-	EvAssistantDelta EventType = "assistantDelta"
-	EvAssistantText  EventType = "assistantText"
-	EvToolStarted    EventType = "toolStarted"
-	EvToolFinished   EventType = "toolFinished"
-	EvAskOpened      EventType = "askOpened"
-	EvAskAnswered    EventType = "askAnswered"
-	EvSteerDelivered EventType = "steerDelivered"
-	EvSteerRequeued  EventType = "steerRequeued"
-	EvTurnEnded      EventType = "turnEnded"
-	EvStopped        EventType = "stopped"
-	EvFailure        EventType = "failure"
-	EvUsage          EventType = "usage"
-	EvContext        EventType = "context"
-	EvRetry          EventType = "retry"
-	EvHunkStaged     EventType = "hunkStaged"
-	EvHunkDecided    EventType = "hunkDecided"
-	EvEditApplied    EventType = "editApplied"
-	EvModeChanged    EventType = "modeChanged"
-	EvGoalSet        EventType = "goalSet"
-	EvGoalCleared    EventType = "goalCleared"
-	EvGoalCheck      EventType = "goalCheck"
-	EvSpendCapSet    EventType = "spendCapSet"
-	EvRotated        EventType = "rotated"
-	EvCompacted      EventType = "compacted"
-	EvQueueChanged   EventType = "queueChanged"
-	EvLogRepaired    EventType = "logRepaired"
+	SessionStarted Type = "sessionStarted"
+	SessionResumed Type = "sessionResumed"
+	UserMessage    Type = "userMessage"
+	TurnStarted    Type = "turnStarted"
+	AssistantDelta Type = "assistantDelta"
+	AssistantText  Type = "assistantText"
+	ToolStarted    Type = "toolStarted"
+	ToolFinished   Type = "toolFinished"
+	AskOpened      Type = "askOpened"
+	AskAnswered    Type = "askAnswered"
+	SteerDelivered Type = "steerDelivered"
+	SteerRequeued  Type = "steerRequeued"
+	TurnEnded      Type = "turnEnded"
+	Stopped        Type = "stopped"
+	Failure        Type = "failure"
+	Usage          Type = "usage"
+	Context        Type = "context"
+	Retry          Type = "retry"
+	HunkStaged     Type = "hunkStaged"
+	HunkDecided    Type = "hunkDecided"
+	EditApplied    Type = "editApplied"
+	ModeChanged    Type = "modeChanged"
+	GoalSet        Type = "goalSet"
+	GoalCleared    Type = "goalCleared"
+	GoalCheck      Type = "goalCheck"
+	SpendCapSet    Type = "spendCapSet"
+	Rotated        Type = "rotated"
+	Compacted      Type = "compacted"
+	QueueChanged   Type = "queueChanged"
+	LogRepaired    Type = "logRepaired"
 )
 
 // FailureCode is the stable code of a failure event.

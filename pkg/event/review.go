@@ -1,4 +1,4 @@
-package wire
+package event
 
 import "github.com/corral-dev/corral/pkg/hunks"
 
