@@ -59,7 +59,7 @@ func goType(def string) (reflect.Type, bool) {
 		return nil, false // a result is checked against its command's type elsewhere
 	}
 	types := map[string]any{
-		"SessionEvent": event.Event{}, "Command": wire.Command{}, "Reply": wire.Reply{}, "Spec": wire.Spec{},
+		"SessionEvent": event.Event{}, "Command": wire.Command{}, "Reply": wire.Reply{}, "ErrorReply": api.ErrorReply{}, "Spec": wire.Spec{},
 		"HealthReply": api.HealthReply{}, "SessionReply": api.SessionReply{}, "SessionsReply": api.SessionsReply{},
 		"WaitReply": api.WaitReply{}, "FeedItem": api.FeedItem{}, "TermFrame": api.TermFrame{}, "Message": wire.Message{},
 		"WorkspaceReply": api.WorkspaceReply{}, "CommitRequest": api.CommitRequest{}, "CommitReply": api.CommitReply{}, "MergeReply": api.MergeReply{},

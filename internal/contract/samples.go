@@ -59,7 +59,7 @@ var (
 		Workspace: &wire.Workspace{Base: "main", Branch: "corral/9afafddc", Repo: "/home/me/app", BaseCommit: "156f8f96a1b2c3d4e5f60718293a4b5c6d7e8f90", Path: "/state/workspaces/app-9afafddc"},
 		Allow:     []string{"Bash(go test:*)"}, SpendCapUSD: 5, EngineSession: "script-3f2a9c0d1e4b",
 		Goal: &wire.Goal{Text: "tests pass; lint is clean"}, GoalLimit: 5, CompactAt: 90}
-	crash = &wire.Error{Message: "runner for session 3f2a9c0d1e4b was killed by signal killed", Code: wire.CodeRunnerCrashed, StatusCode: 502,
+	crash = &api.Error{Message: "runner for session 3f2a9c0d1e4b was killed by signal killed", Code: wire.CodeRunnerCrashed, StatusCode: 502,
 		Detail: &wire.Crash{ExitCode: -1, Signal: "killed", Stderr: []string{"runner wrapper: starting pid 4242"}}}
 	session = api.Session{ID: "3f2a9c0d1e4b", Spec: spec, Live: true, Status: &status, UpdatedAt: ts, LastCrash: crash}
 	goalChk = event.GoalCheckData{Goal: "tests pass; lint is clean", Clauses: []event.GoalClause{{Clause: "tests pass", Met: true, Evidence: "go test ./... passed"},
@@ -155,11 +155,11 @@ func Samples() []Sample {
 		add("result."+string(c.cmd.Cmd), "CommandResults."+string(c.cmd.Cmd), c.result)
 	}
 	for _, code := range schema.Defs()["Code"].Enum {
-		e := wire.Errorf(wire.Code(code), "a %s failure", code)
+		e := api.NewError(wire.Errorf(wire.Code(code), "a %s failure", code))
 		if code == string(wire.CodeRunnerCrashed) {
 			e = crash
 		}
-		add("error."+code, "Reply", wire.ErrReply(e))
+		add("error."+code, "ErrorReply", api.ErrorReply{Error: e})
 	}
 	// The routes' bodies.
 	created := spec
@@ -189,7 +189,7 @@ func Samples() []Sample {
 	}
 	for _, m := range []api.StreamMark{
 		{Type: api.MarkLive}, {Type: api.MarkReset, Reason: "the cursor is not from this run of the supervisor"},
-		{Type: api.MarkEnded, Error: wire.Errorf(wire.CodeUnavailable, "the supervisor is shutting down")},
+		{Type: api.MarkEnded, Error: api.NewError(wire.Errorf(wire.CodeUnavailable, "the supervisor is shutting down"))},
 	} {
 		add("route.feed."+string(m.Type), "FeedItem", api.FeedItem{Cursor: "7c1e02aa-1050", Stream: &m})
 	}

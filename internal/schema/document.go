@@ -165,7 +165,7 @@ func operation(rt Route) map[string]any {
 	}
 	responses := map[string]any{
 		"default": map[string]any{"description": "a failure: ok false and the error (its code says which)",
-			"content": map[string]any{"application/json": map[string]any{"schema": rebase(ref("Reply"))}}},
+			"content": map[string]any{"application/json": map[string]any{"schema": rebase(ref("ErrorReply"))}}},
 	}
 	switch {
 	case rt.Stream != "":

@@ -112,7 +112,7 @@ var streamParams = []Param{
 func Default() *Registry {
 	return &Registry{
 		Types: []any{
-			wire.Spec{}, api.Session{}, wire.Reply{}, wire.Error{}, command.Status{},
+			wire.Spec{}, api.Session{}, wire.Reply{}, wire.Error{}, api.ErrorReply{}, api.Error{}, command.Status{},
 			api.SessionReply{}, api.SessionsReply{}, api.HealthReply{}, api.WaitReply{},
 			api.FeedItem{}, api.TermFrame{}, wire.Message{}, graph.RunEvent{},
 		},
@@ -220,6 +220,8 @@ func Default() *Registry {
 		},
 		Names: map[reflect.Type]string{
 			typeOf[event.Type](): "EventType",
+			// An error as the HTTP API answers it, with its status.
+			typeOf[api.Error](): "HTTPError",
 		},
 		NeverNull: map[string]bool{
 			"WaitReply.events":       true, // supervisor.waiter.reply
@@ -243,6 +245,7 @@ func Default() *Registry {
 			"NextResponse.blocked":      true,
 			"RetryResponse.unreachable": true,
 			"RetryResponse.ready":       true,
+			"ErrorReply.error":          true, // pkg/api.NewError, never nil
 		},
 	}
 }

@@ -243,7 +243,6 @@ func (c *child) deathError(code int, sig string) *wire.Error {
 			e.Message += ": " + lines[len(lines)-1]
 		}
 	}
-	e.StatusCode = wire.StatusFor(e.Code)
 	return e
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
@@ -443,7 +444,7 @@ func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
 		s = (*apiSession)(got)
 		return !got.Live && got.LastCrash != nil
 	})
-	crash := s.LastCrash
+	crash := s.LastCrash.Wire()
 	if !errors.Is(crash, wire.ErrRunnerCrashed) || crash.Detail == nil || crash.Detail.Signal != "killed" || crash.Detail.ExitCode != -1 {
 		t.Fatalf("crash %+v", crash)
 	}
@@ -477,7 +478,7 @@ type apiSession = struct {
 	Live      bool            `json:"live"`
 	Status    *command.Status `json:"status,omitempty"`
 	UpdatedAt time.Time       `json:"updatedAt"`
-	LastCrash *wire.Error     `json:"lastCrash,omitempty"`
+	LastCrash *api.Error      `json:"lastCrash,omitempty"`
 }
 
 func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {

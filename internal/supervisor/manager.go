@@ -202,7 +202,7 @@ func (m *Manager) spawn(e *entry, id string) {
 	close(e.ready)
 	m.mu.Unlock()
 	if err != nil {
-		m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: wire.ToError(err)})
+		m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: api.NewError(err)})
 	} else if !late {
 		m.publishLife(id, api.Lifecycle{Type: api.LifeLive})
 	}
@@ -326,7 +326,7 @@ func (m *Manager) onExit(c *child) {
 			delete(m.entries, id)
 			if crash != nil {
 				m.crashes[id] = crash
-				m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: crash})
+				m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: api.NewError(crash)})
 			}
 		}
 	}

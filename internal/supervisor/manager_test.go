@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
@@ -101,8 +102,8 @@ func TestRunnerExitRejectsPendingCallWithCodeAndStderr(t *testing.T) {
 	if !strings.Contains(strings.Join(we.Detail.Stderr, "\n"), "engine exploded") {
 		t.Fatalf("stderr tail = %q, want the runner's last words", we.Detail.Stderr)
 	}
-	if !strings.Contains(we.Message, "exited with code 3") || we.StatusCode != 502 {
-		t.Fatalf("message %q status %d", we.Message, we.StatusCode)
+	if !strings.Contains(we.Message, "exited with code 3") || api.StatusFor(we.Code) != 502 {
+		t.Fatalf("message %q code %s", we.Message, we.Code)
 	}
 	if m.Live(s.ID) {
 		t.Fatal("session still live after its runner died")

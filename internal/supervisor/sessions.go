@@ -66,7 +66,9 @@ func (m *Manager) Get(ctx context.Context, id string) (api.Session, error) {
 	}
 	s := api.Session{ID: id, Spec: spec, UpdatedAt: updatedAt(dir)}
 	m.mu.Lock()
-	s.LastCrash = m.crashes[id]
+	if crash := m.crashes[id]; crash != nil {
+		s.LastCrash = api.NewError(crash)
+	}
 	m.mu.Unlock()
 	if e := m.holdLive(id); e != nil {
 		s.Live = true

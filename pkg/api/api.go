@@ -29,7 +29,7 @@ type Session struct {
 	// LastCrash is how the session's runner last died unasked (code
 	// runner_crashed, with exit code, signal and stderr tail), while this
 	// supervisor ran; the next command starts a new runner.
-	LastCrash *wire.Error `json:"lastCrash,omitempty"`
+	LastCrash *Error `json:"lastCrash,omitempty"`
 }
 
 // SessionReply is the body of a successful create or get.

@@ -57,7 +57,7 @@ type Lifecycle struct {
 	// room.
 	Reason string `json:"reason,omitempty"`
 	// Error is why the runner failed (sessionFailed).
-	Error *wire.Error `json:"error,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }
 
 // StreamMarkType names a stream mark.
@@ -84,5 +84,5 @@ type StreamMark struct {
 	// Reason explains a streamReset.
 	Reason string `json:"reason,omitempty"`
 	// Error is why a streamEnded stream ended.
-	Error *wire.Error `json:"error,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }

@@ -187,29 +187,18 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) e
 	return nil
 }
 
-// replyError rebuilds the supervisor's error from a failed response.
+// replyError rebuilds the supervisor's error from a failed response: the
+// body's code, or, for a body without one, the code of the status.
 func replyError(status int, raw []byte) error {
-	var r wire.Reply
-	if json.Unmarshal(raw, &r) == nil && r.Error != nil {
-		if r.Error.StatusCode == 0 {
-			r.Error.StatusCode = status
-		}
-		return r.Error
+	var r api.ErrorReply
+	if json.Unmarshal(raw, &r) == nil && r.Error != nil && r.Error.Code != "" {
+		return r.Error.Wire()
 	}
 	msg := strings.TrimSpace(string(raw))
 	if len(msg) > 200 {
 		msg = msg[:200]
 	}
-	code := wire.CodeInternal
-	switch status {
-	case http.StatusNotFound:
-		code = wire.CodeNotFound
-	case http.StatusBadRequest:
-		code = wire.CodeBadRequest
-	case http.StatusUnauthorized:
-		code = wire.CodeUnauthorized
-	}
-	return &wire.Error{Code: code, StatusCode: status, Message: fmt.Sprintf("supervisor answered %d: %s", status, msg)}
+	return &wire.Error{Code: api.CodeFor(status), Message: fmt.Sprintf("supervisor answered %d: %s", status, msg)}
 }
 
 // Health checks the supervisor answers.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -49,7 +50,7 @@ func TestFailuresComeBackAsTypedErrors(t *testing.T) {
 			c := serveFixed(t, tc.status, "application/json", tc.body)
 			_, err := c.Session(context.Background(), "x")
 			var we *wire.Error
-			if !errors.Is(err, tc.want) || !errors.As(err, &we) || we.Message != tc.msg || we.StatusCode != tc.status {
+			if !errors.Is(err, tc.want) || !errors.As(err, &we) || we.Message != tc.msg || api.StatusFor(we.Code) != tc.status {
 				t.Fatalf("err = %#v, want %v %q", err, tc.want, tc.msg)
 			}
 		})

@@ -268,9 +268,9 @@ func replyEnd(line []byte) error {
 	if !bytes.HasPrefix(line, []byte(`{"ok":false`)) {
 		return nil
 	}
-	var r wire.Reply
+	var r api.ErrorReply
 	if json.Unmarshal(line, &r) == nil && r.Error != nil {
-		return r.Error
+		return r.Error.Wire()
 	}
 	return nil
 }

@@ -108,7 +108,7 @@ func feedEnd(line []byte) error {
 	}
 	var it api.FeedItem
 	if json.Unmarshal(line, &it) == nil && it.Stream != nil && it.Stream.Type == api.MarkEnded && it.Stream.Error != nil {
-		return it.Stream.Error
+		return it.Stream.Error.Wire()
 	}
 	return nil
 }

@@ -184,7 +184,7 @@ func (t *Terminal) Next(ctx context.Context) (TermEvent, error) {
 			}
 			return TermEvent{Exit: ex}, nil
 		case api.FrameError:
-			e := &wire.Error{Code: f.Code, Message: f.Message, StatusCode: wire.StatusFor(f.Code)}
+			e := &wire.Error{Code: f.Code, Message: f.Message}
 			if f.Fatal {
 				t.end = e
 				return TermEvent{}, e

@@ -123,8 +123,8 @@ func TestErrorsSurviveTheWire(t *testing.T) {
 				t.Fatalf("errors.Is(%v, %s) is false after the wire", got, c.want.Code)
 			}
 			var we *Error
-			if !errors.As(got, &we) || we.StatusCode != StatusFor(c.want.Code) || we.Message != c.err.Error() {
-				t.Fatalf("rebuilt error %+v lost its status or message", we)
+			if !errors.As(got, &we) || we.Code != c.want.Code || we.Message != c.err.Error() {
+				t.Fatalf("rebuilt error %+v lost its code or message", we)
 			}
 		})
 	}
@@ -151,7 +151,7 @@ func TestToErrorKeepsContext(t *testing.T) {
 		t.Fatalf("code %s, want not_found", we.Code)
 	}
 	plain := ToError(io.ErrUnexpectedEOF)
-	if plain.Code != CodeInternal || plain.StatusCode != 500 {
+	if plain.Code != CodeInternal || plain.Message != io.ErrUnexpectedEOF.Error() {
 		t.Fatalf("plain error became %+v", plain)
 	}
 }

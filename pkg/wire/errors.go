@@ -3,11 +3,12 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Code is a stable, machine-readable error class. Codes travel across every
 // process boundary (wire, control.sock, HTTP) so callers can branch on them.
+// A code says nothing of any transport's status: the supervisor's HTTP API
+// maps codes onto HTTP statuses at its edge (pkg/api).
 type Code string
 
 // Error codes. Keep docs/wire.md in step when adding one.
@@ -44,10 +45,9 @@ var (
 // Error is an error as it crosses a process boundary. Detail carries
 // code-specific facts (for runner_crashed: exitCode, signal, stderr).
 type Error struct {
-	Message    string `json:"message"`
-	Code       Code   `json:"code"`
-	StatusCode int    `json:"statusCode"`
-	Detail     *Crash `json:"detail,omitempty"`
+	Message string `json:"message"`
+	Code    Code   `json:"code"`
+	Detail  *Crash `json:"detail,omitempty"`
 }
 
 // Crash describes how a runner child ended; it rides on runner_crashed errors.
@@ -66,34 +66,9 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// Errorf builds an *Error of the given code with a formatted message and the
-// code's HTTP status.
+// Errorf builds an *Error of the given code with a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), StatusCode: StatusFor(code)}
-}
-
-// StatusFor maps a code onto the HTTP status the supervisor's API answers with.
-func StatusFor(code Code) int {
-	switch code {
-	case CodeNotFound:
-		return http.StatusNotFound
-	case CodeBadRequest:
-		return http.StatusBadRequest
-	case CodeConflict:
-		return http.StatusConflict
-	case CodeTimeout:
-		return http.StatusGatewayTimeout
-	case CodeRunnerCrashed, CodeEngineError:
-		return http.StatusBadGateway
-	case CodePermissionUnavailable, CodeUnavailable:
-		return http.StatusServiceUnavailable
-	case CodeUnauthorized:
-		return http.StatusUnauthorized
-	case CodeProtocol:
-		return http.StatusBadGateway
-	default:
-		return http.StatusInternalServerError
-	}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // ToError converts any error into its wire form. An *Error anywhere in the
@@ -106,14 +81,11 @@ func ToError(err error) *Error {
 	var we *Error
 	if errors.As(err, &we) {
 		out := *we
-		if out.StatusCode == 0 {
-			out.StatusCode = StatusFor(out.Code)
-		}
 		// Keep the wrapping context the caller added.
 		if msg := err.Error(); msg != we.Error() {
 			out.Message = msg
 		}
 		return &out
 	}
-	return &Error{Code: CodeInternal, Message: err.Error(), StatusCode: http.StatusInternalServerError}
+	return &Error{Code: CodeInternal, Message: err.Error()}
 }

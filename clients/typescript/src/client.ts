@@ -23,6 +23,7 @@ import type {
   WorkspaceReply,
   WorkspaceStatus,
   FeedItem,
+  ErrorReply,
   HealthReply,
   Reply,
   Session,
@@ -449,7 +450,7 @@ export class CorralClient {
 async function replyError(resp: Response): Promise<CorralError> {
   const text = await resp.text().catch(() => "");
   try {
-    const r = JSON.parse(text) as Reply;
+    const r = JSON.parse(text) as ErrorReply;
     if (r.error) return CorralError.from(r.error, resp.status);
   } catch {
     // not JSON: say what came
@@ -460,7 +461,7 @@ async function replyError(resp: Response): Promise<CorralError> {
 /** A session stream's end: a failed reply, which has no seq. */
 function replyEnd(line: string): CorralError | undefined {
   if (!line.startsWith('{"ok":false')) return undefined;
-  const r = JSON.parse(line) as Reply;
+  const r = JSON.parse(line) as ErrorReply;
   return r.error ? CorralError.from(r.error) : undefined;
 }
 

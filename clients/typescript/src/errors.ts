@@ -1,4 +1,4 @@
-import type { Code, Crash, Error as WireError } from "./types.gen.js";
+import type { Code, Crash, Error as WireError, HTTPError } from "./types.gen.js";
 
 /**
  * A failure the supervisor reported, or one reaching it: branch on `code`
@@ -21,8 +21,11 @@ export class CorralError extends Error {
   }
 
   /** Rebuilds the error of a failed reply. */
-  static from(e: WireError, statusCode?: number): CorralError {
-    return new CorralError(e.code, e.message, e.statusCode || statusCode || 0, e.detail);
+  static from(e: WireError | HTTPError, statusCode?: number): CorralError {
+    // The HTTP API's errors carry their status; an error from elsewhere
+    // (a runner's reply) takes the answer's.
+    const own = "statusCode" in e ? e.statusCode : 0;
+    return new CorralError(e.code, e.message, own || statusCode || 0, e.detail);
   }
 }
 

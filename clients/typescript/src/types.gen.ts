@@ -123,7 +123,7 @@ export interface ClearGoalResult {
 /** Cmd names a control command. */
 export type Cmd = "send" | "steer" | "stop" | "answer" | "status" | "decideHunk" | "setMode" | "setGoal" | "getGoal" | "clearGoal" | "markGoalDone" | "setSpendCap" | "forkSession" | "cancelQueued";
 
-/** Code is a stable, machine-readable error class. Codes travel across every process boundary (wire, control.sock, HTTP) so callers can branch on them. */
+/** Code is a stable, machine-readable error class. Codes travel across every process boundary (wire, control.sock, HTTP) so callers can branch on them. A code says nothing of any transport's status: the supervisor's HTTP API maps codes onto HTTP statuses at its edge (pkg/api). */
 export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "unauthorized" | "protocol_mismatch" | "internal";
 
 /** A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and an inject message. */
@@ -257,8 +257,13 @@ export interface EditAppliedEvent {
 export interface Error {
   message: string;
   code: Code;
-  statusCode: number;
   detail?: Crash;
+}
+
+/** ErrorReply is the body of every failed answer: {"ok":false,"error":{...}}. */
+export interface ErrorReply {
+  ok: boolean;
+  error: HTTPError;
 }
 
 /** Type names an event (EventType, in the published schema). docs/events.md lists each with its fields. */
@@ -386,6 +391,14 @@ export interface GoalState {
   limit: number;
 }
 
+/** Error is an error as the HTTP API answers it: the error's code and message, and the HTTP status of the answer. */
+export interface HTTPError {
+  message: string;
+  code: Code;
+  statusCode: number;
+  detail?: Crash;
+}
+
 /** HealthReply is the body of GET /v1/health. */
 export interface HealthReply {
   ok: boolean;
@@ -462,7 +475,7 @@ export interface Lifecycle {
   /** Reason says why the runner was stopped (sessionReaped): idle or room. */
   reason?: "idle" | "room";
   /** Error is why the runner failed (sessionFailed). */
-  error?: Error;
+  error?: HTTPError;
 }
 
 /** LifecycleType names a change in a session's life. */
@@ -884,7 +897,7 @@ export interface Session {
   /** UpdatedAt is when the session's event log last changed (its folder's creation when it has no log yet). */
   updatedAt: string;
   /** LastCrash is how the session's runner last died unasked (code runner_crashed, with exit code, signal and stderr tail), while this supervisor ran; the next command starts a new runner. */
-  lastCrash?: Error;
+  lastCrash?: HTTPError;
 }
 
 /** One line of a session's events.jsonl: one of the event types, told apart by type (docs/events.md). A shell ignores a type it does not know. */
@@ -1116,7 +1129,7 @@ export interface StreamMark {
   /** Reason explains a streamReset. */
   reason?: string;
   /** Error is why a streamEnded stream ended. */
-  error?: Error;
+  error?: HTTPError;
 }
 
 /** StreamMarkType names a stream mark. */

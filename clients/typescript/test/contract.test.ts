@@ -17,6 +17,7 @@ import {
   type Command,
   type CommandOf,
   type FeedItem,
+  type ErrorReply,
   type OpenRequest,
   type RunEvent,
   type SubmitBody,
@@ -89,8 +90,8 @@ test("every command's result decodes, typed by its command", async () => {
 
 test("every error becomes a CorralError with its code", async () => {
   for (const s of of("error.")) {
-    const reply = read(s.name) as Reply;
-    const e = reply.error!;
+    const reply = read(s.name) as ErrorReply;
+    const e = reply.error;
     const c = serving(() => json(reply, e.statusCode));
     await assert.rejects(c.session("3f2a9c0d1e4b"), (err: unknown) => {
       assert.ok(err instanceof CorralError);
@@ -99,7 +100,7 @@ test("every error becomes a CorralError with its code", async () => {
       assert.deepEqual(err.detail, e.detail);
       return true;
     });
-    write(s.name, "Reply", { ok: false, error: { message: e.message, code: e.code, statusCode: e.statusCode, ...(e.detail ? { detail: e.detail } : {}) } });
+    write(s.name, "ErrorReply", { ok: false, error: { message: e.message, code: e.code, statusCode: e.statusCode, ...(e.detail ? { detail: e.detail } : {}) } });
   }
 });
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/corral-dev/corral/internal/graph"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -165,10 +166,10 @@ func ToError(err error) ErrorBody {
 	var ge *graph.Error
 	if errors.As(err, &ge) {
 		code := ge.WireCode()
-		return ErrorBody{Message: err.Error(), Code: code, StatusCode: wire.StatusFor(code), GraphCode: ge.Code, Node: ge.Node}
+		return ErrorBody{Message: err.Error(), Code: code, StatusCode: api.StatusFor(code), GraphCode: ge.Code, Node: ge.Node}
 	}
 	we := wire.ToError(err)
-	return ErrorBody{Message: we.Message, Code: we.Code, StatusCode: we.StatusCode, GraphCode: graph.Code(we.Code)}
+	return ErrorBody{Message: we.Message, Code: we.Code, StatusCode: api.StatusFor(we.Code), GraphCode: graph.Code(we.Code)}
 }
 
 // Event types of a run's graph event stream are graph.RunEvent's.

@@ -113,7 +113,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		idBuf = strconv.AppendInt(idBuf[:0], ev.Seq, 10)
 		return sw.write(idBuf, ev.Type, ev.Line)
 	}, func(sw *streamWriter, err error) {
-		raw, _ := json.Marshal(wire.ErrReply(err))
+		raw, _ := json.Marshal(api.ErrorReply{Error: api.NewError(err)})
 		sw.end(raw)
 	})
 }

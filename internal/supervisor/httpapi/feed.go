@@ -8,7 +8,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/api"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // parseFeedQuery reads GET /v1/events's parameters: session and type
@@ -74,7 +73,7 @@ func (s *server) feed(w http.ResponseWriter, r *http.Request) {
 		item = ev.AppendJSON(item[:0])
 		return sw.write(ev.Cursor, ev.Type, item)
 	}, func(sw *streamWriter, err error) {
-		raw, _ := json.Marshal(api.FeedItem{Stream: &api.StreamMark{Type: api.MarkEnded, Error: wire.ToError(err)}})
+		raw, _ := json.Marshal(api.FeedItem{Stream: &api.StreamMark{Type: api.MarkEnded, Error: api.NewError(err)}})
 		sw.end(raw)
 	})
 }

@@ -3,7 +3,8 @@
 // Server-Sent Events or NDJSON. docs/api.md is its reference.
 //
 // Every error is a JSON body {"ok":false,"error":{message,code,statusCode}}
-// with the HTTP status of its code (wire.StatusFor).
+// with the HTTP status of its code (api.StatusFor): errors carry codes
+// only, and this is the one place they become HTTP statuses.
 package httpapi
 
 import (
@@ -115,8 +116,8 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeError(w, &wire.Error{Code: wire.CodeBadRequest, StatusCode: http.StatusMethodNotAllowed,
-				Message: fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, allow)})
+			writeErrorStatus(w, http.StatusMethodNotAllowed, wire.Errorf(wire.CodeBadRequest,
+				"%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, allow))
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -205,17 +206,14 @@ func (s *server) command(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	status := http.StatusOK
 	if !reply.OK {
 		if reply.Error == nil {
 			reply.Error = wire.Errorf(wire.CodeInternal, "runner refused %s without saying why", cmd.Cmd)
 		}
-		if reply.Error.StatusCode == 0 {
-			reply.Error.StatusCode = wire.StatusFor(reply.Error.Code)
-		}
-		status = reply.Error.StatusCode
+		writeError(w, reply.Error)
+		return
 	}
-	writeJSON(w, status, reply)
+	writeJSON(w, http.StatusOK, reply)
 }
 
 // decodeBody reads one JSON object into v, refusing unknown fields, trailing
@@ -258,14 +256,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		raw, _ = json.Marshal(wire.ErrReply(fmt.Errorf("encode reply: %w", err)))
+		raw, _ = json.Marshal(api.ErrorReply{Error: api.NewError(fmt.Errorf("encode reply: %w", err))})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(raw, '\n'))
 }
 
+// writeError answers err with the HTTP status of its code.
 func writeError(w http.ResponseWriter, err error) {
-	e := wire.ToError(err)
-	writeJSON(w, e.StatusCode, wire.Reply{Error: e})
+	e := api.NewError(err)
+	writeJSON(w, e.StatusCode, api.ErrorReply{Error: e})
+}
+
+// writeErrorStatus answers err with a status of the request's own (405,
+// 426) rather than its code's.
+func writeErrorStatus(w http.ResponseWriter, status int, err error) {
+	e := api.NewError(err)
+	e.StatusCode = status
+	writeJSON(w, status, api.ErrorReply{Error: e})
 }

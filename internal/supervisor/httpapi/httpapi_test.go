@@ -112,11 +112,11 @@ func (f *fixture) send(id, text string) {
 }
 
 // errorOf decodes an error body and checks its shape.
-func errorOf(t *testing.T, code int, raw []byte) *wire.Error {
+func errorOf(t *testing.T, code int, raw []byte) *api.Error {
 	t.Helper()
 	var r struct {
-		OK    *bool       `json:"ok"`
-		Error *wire.Error `json:"error"`
+		OK    *bool      `json:"ok"`
+		Error *api.Error `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil || r.OK == nil || *r.OK || r.Error == nil {
 		t.Fatalf("error body %s: want {ok:false,error}", raw)

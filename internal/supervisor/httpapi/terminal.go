@@ -174,8 +174,8 @@ func (h *terminals) serve(w http.ResponseWriter, r *http.Request) {
 		// Checked before the terminal opens: a plain GET must not start
 		// a program nobody can see.
 		w.Header().Set("Upgrade", "websocket")
-		writeError(w, &wire.Error{Code: wire.CodeBadRequest, StatusCode: http.StatusUpgradeRequired,
-			Message: "this endpoint is a WebSocket: send Connection: Upgrade and Upgrade: websocket"})
+		writeErrorStatus(w, http.StatusUpgradeRequired, wire.Errorf(wire.CodeBadRequest,
+			"this endpoint is a WebSocket: send Connection: Upgrade and Upgrade: websocket"))
 		return
 	}
 	clientID, err := newClientID()
