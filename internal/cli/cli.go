@@ -22,7 +22,7 @@ type External struct {
 	Main    func(args []string, stdout, stderr io.Writer) int
 }
 
-type command struct {
+type subcommand struct {
 	name    string
 	args    string // positional arguments, for usage
 	summary string
@@ -34,8 +34,8 @@ type env struct {
 	stdout, stderr io.Writer
 }
 
-func commands() []command {
-	return []command{
+func commands() []subcommand {
+	return []subcommand{
 		{"serve", "", "run the supervisor daemon", runServe},
 		{"new", "", "create a session; prints its id", runNew},
 		{"ls", "", "list sessions", runList},
@@ -119,7 +119,7 @@ func Main(args []string, stdout, stderr io.Writer, ext ...External) int {
 	return 2
 }
 
-func usage(w io.Writer, cmds []command, ext []External) {
+func usage(w io.Writer, cmds []subcommand, ext []External) {
 	fmt.Fprintln(w, "Usage: supervisor COMMAND [flags] [args]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")

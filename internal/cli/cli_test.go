@@ -117,7 +117,7 @@ func TestSessionFromTheCommandLine(t *testing.T) {
 
 	// Flags may follow the positional arguments; words are joined.
 	reply := mustRun(t, "send", id, "hello", "there", "--state", state)
-	if !strings.Contains(reply, `"messageId"`) {
+	if !strings.Contains(reply, `"id":"m`) {
 		t.Fatalf("send printed %q", reply)
 	}
 	events := waitEvents(t, id, `"type":"turnEnded"`)
@@ -242,7 +242,7 @@ func TestWaitAndCancel(t *testing.T) {
 	mustRun(t, "send", id, "first")
 	queued := mustRun(t, "send", id, "second")
 	var q struct {
-		MessageID string `json:"messageId"`
+		MessageID string `json:"id"`
 	}
 	if err := json.Unmarshal([]byte(queued), &q); err != nil || q.MessageID == "" {
 		t.Fatalf("send's result %q: %v", queued, err)

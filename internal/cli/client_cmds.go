@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -199,7 +200,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // runCommand sends cmd and prints the reply's result, if any.
-func runCommand(ctx context.Context, e *env, c *client.Client, id string, cmd wire.Command) error {
+func runCommand(ctx context.Context, e *env, c *client.Client, id string, cmd command.Request) error {
 	r, err := c.Command(ctx, id, cmd)
 	if err != nil {
 		return err
@@ -210,9 +211,9 @@ func runCommand(ctx context.Context, e *env, c *client.Client, id string, cmd wi
 	return nil
 }
 
-func textCommand(cmd wire.Cmd, summary string) func(context.Context, *env, []string) error {
+func textCommand(name string, build func(text string) command.Request, summary string) func(context.Context, *env, []string) error {
 	return func(ctx context.Context, e *env, args []string) error {
-		fs := newFlags(e, string(cmd), "ID TEXT...", summary+" Words after ID are joined by spaces; put -- before text starting with -.")
+		fs := newFlags(e, name, "ID TEXT...", summary+" Words after ID are joined by spaces; put -- before text starting with -.")
 		c, pos, err := simple(e, fs, args, 2, -1)
 		if err != nil {
 			return err
@@ -221,13 +222,15 @@ func textCommand(cmd wire.Cmd, summary string) func(context.Context, *env, []str
 		if strings.TrimSpace(text) == "" {
 			return usagef("the text is empty")
 		}
-		return runCommand(ctx, e, c, pos[0], wire.Command{Cmd: cmd, Text: text})
+		return runCommand(ctx, e, c, pos[0], build(text))
 	}
 }
 
 var (
-	runSend  = textCommand(wire.CmdSend, "Send a message; it is queued while a turn runs.")
-	runSteer = textCommand(wire.CmdSteer, "Steer the running turn at its next tool boundary (a send when no turn runs).")
+	runSend = textCommand("send", func(text string) command.Request { return command.Send{Text: text} },
+		"Send a message; it is queued while a turn runs.")
+	runSteer = textCommand("steer", func(text string) command.Request { return command.Steer{Text: text} },
+		"Steer the running turn at its next tool boundary (a send when no turn runs).")
 )
 
 func runStop(ctx context.Context, e *env, args []string) error {
@@ -236,7 +239,7 @@ func runStop(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCommand(ctx, e, c, pos[0], wire.Command{Cmd: wire.CmdStop})
+	return runCommand(ctx, e, c, pos[0], command.Stop{})
 }
 
 func runAnswer(ctx context.Context, e *env, args []string) error {
@@ -246,10 +249,10 @@ func runAnswer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if pos[2] != wire.DecisionAllow && pos[2] != wire.DecisionDeny {
+	if pos[2] != command.DecisionAllow && pos[2] != command.DecisionDeny {
 		return usagef("decision %q: want allow or deny", pos[2])
 	}
-	return runCommand(ctx, e, c, pos[0], wire.Command{Cmd: wire.CmdAnswer, AskID: pos[1], Decision: pos[2], Note: *note})
+	return runCommand(ctx, e, c, pos[0], command.Answer{AskID: pos[1], Decision: pos[2], Note: *note})
 }
 
 func runHunk(ctx context.Context, e *env, args []string) error {
@@ -261,7 +264,7 @@ func runHunk(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	id, ref, decision := pos[0], pos[1], pos[2]
-	if decision != wire.DecisionAccept && decision != wire.DecisionReject {
+	if decision != command.DecisionAccept && decision != command.DecisionReject {
 		return usagef("decision %q: want accept or reject", decision)
 	}
 	edit, hunk, found := strings.Cut(ref, "/")
@@ -273,7 +276,7 @@ func runHunk(ctx context.Context, e *env, args []string) error {
 	}
 	// A bare hunk leaves the edit to the runner, which knows whether
 	// exactly one is pending and refuses otherwise.
-	return runCommand(ctx, e, c, id, wire.Command{Cmd: wire.CmdDecideHunk, EditID: edit, HunkID: hunk, Decision: decision, Note: *note})
+	return runCommand(ctx, e, c, id, command.DecideHunk{EditID: edit, HunkID: hunk, Decision: decision, Note: *note})
 }
 
 func runStatus(ctx context.Context, e *env, args []string) error {

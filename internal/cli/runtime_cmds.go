@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -20,19 +21,20 @@ func runGoal(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	id, verb := pos[0], pos[1]
-	cmd := wire.Command{}
+	var cmd command.Request
 	switch verb {
 	case "set":
-		cmd.Cmd, cmd.Goal = wire.CmdSetGoal, strings.Join(pos[2:], " ")
-		if strings.TrimSpace(cmd.Goal) == "" {
+		goal := strings.Join(pos[2:], " ")
+		if strings.TrimSpace(goal) == "" {
 			return usagef("goal set needs the goal's text")
 		}
+		cmd = command.SetGoal{Goal: goal}
 	case "get":
-		cmd.Cmd = wire.CmdGetGoal
+		cmd = command.GetGoal{}
 	case "clear":
-		cmd.Cmd = wire.CmdClearGoal
+		cmd = command.ClearGoal{}
 	case "done":
-		cmd.Cmd = wire.CmdMarkGoalDone
+		cmd = command.MarkGoalDone{}
 	default:
 		return usagef("goal %q: want set, get, clear or done", verb)
 	}
@@ -48,7 +50,7 @@ func runMode(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCommand(ctx, e, c, pos[0], wire.Command{Cmd: wire.CmdSetMode, Mode: pos[1]})
+	return runCommand(ctx, e, c, pos[0], command.SetMode{Mode: pos[1]})
 }
 
 func runSpendCap(ctx context.Context, e *env, args []string) error {
@@ -61,7 +63,7 @@ func runSpendCap(ctx context.Context, e *env, args []string) error {
 	if err != nil || usd < 0 {
 		return usagef("spend cap %q: want a number of dollars >= 0", pos[1])
 	}
-	return runCommand(ctx, e, c, pos[0], wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: &usd})
+	return runCommand(ctx, e, c, pos[0], command.SetSpendCap{SpendCapUSD: &usd})
 }
 
 func runFork(ctx context.Context, e *env, args []string) error {
@@ -70,7 +72,7 @@ func runFork(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCommand(ctx, e, c, pos[0], wire.Command{Cmd: wire.CmdForkSession})
+	return runCommand(ctx, e, c, pos[0], command.ForkSession{})
 }
 
 // runRun is print mode: it runs the runner binary on one prompt without a

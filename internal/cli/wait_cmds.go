@@ -8,7 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/command"
 )
 
 func runCancel(ctx context.Context, e *env, args []string) error {
@@ -17,7 +17,7 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCommand(ctx, e, c, pos[0], wire.Command{Cmd: wire.CmdCancelQueued, MessageID: pos[1]})
+	return runCommand(ctx, e, c, pos[0], command.CancelQueued{MessageID: pos[1]})
 }
 
 func runWait(ctx context.Context, e *env, args []string) error {

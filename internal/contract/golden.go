@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/schema"
 	"github.com/corral-dev/corral/internal/schema/schematest"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -59,9 +60,9 @@ func goType(def string) (reflect.Type, bool) {
 		return nil, false // a result is checked against its command's type elsewhere
 	}
 	types := map[string]any{
-		"SessionEvent": event.Event{}, "Command": wire.Command{}, "Reply": wire.Reply{}, "ErrorReply": api.ErrorReply{}, "Spec": wire.Spec{},
+		"SessionEvent": event.Event{}, "Reply": wire.Reply{}, "ErrorReply": api.ErrorReply{}, "Spec": wire.Spec{},
 		"HealthReply": api.HealthReply{}, "SessionReply": api.SessionReply{}, "SessionsReply": api.SessionsReply{},
-		"WaitReply": api.WaitReply{}, "FeedItem": api.FeedItem{}, "TermFrame": api.TermFrame{}, "Message": wire.Message{},
+		"WaitReply": api.WaitReply{}, "FeedItem": api.FeedItem{}, "TermFrame": api.TermFrame{},
 		"WorkspaceReply": api.WorkspaceReply{}, "CommitRequest": api.CommitRequest{}, "CommitReply": api.CommitReply{}, "MergeReply": api.MergeReply{},
 	}
 	v, ok := types[def]
@@ -96,6 +97,20 @@ func CheckFolder(dir string) (map[string]int, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
 			continue
 		}
+		// The unions decode through their own decoders, which refuse
+		// what they do not know.
+		switch s.Def {
+		case "Command":
+			if _, err := command.Decode(b); err != nil {
+				errs = append(errs, fmt.Errorf("%s: Go cannot decode it as a command: %w", s.Name, err))
+				continue
+			}
+		case "Message":
+			if _, _, err := wire.Unmarshal(b); err != nil {
+				errs = append(errs, fmt.Errorf("%s: Go cannot decode it as a message: %w", s.Name, err))
+				continue
+			}
+		}
 		if t, ok := goType(s.Def); ok {
 			v := reflect.New(t).Interface()
 			dec := json.NewDecoder(bytes.NewReader(b))
@@ -125,8 +140,8 @@ func Covered(names []string, defs map[string]int) error {
 		}
 	}
 	for _, c := range reg.Commands {
-		if !have["command."+string(c.Cmd)] || !have["result."+string(c.Cmd)] {
-			errs = append(errs, fmt.Errorf("no sample of command %s or of its result", c.Cmd))
+		if !have["command."+string(c.Name)] || !have["result."+string(c.Name)] {
+			errs = append(errs, fmt.Errorf("no sample of command %s or of its result", c.Name))
 		}
 	}
 	for _, code := range schema.Defs()["Code"].Enum {
@@ -165,7 +180,7 @@ func routeDefs(rt schema.Route) []string {
 
 func defName(t reflect.Type) string {
 	switch t {
-	case reflect.TypeOf(wire.Command{}):
+	case reflect.TypeOf(schema.CommandBody{}):
 		return "Command"
 	case reflect.TypeOf(event.Event{}):
 		return "SessionEvent"

@@ -8,6 +8,7 @@
 package contract
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -81,11 +82,11 @@ func events() []event.Event {
 		logged(9, event.AskOpened, event.AskOpenedData{AskID: "a5", ToolID: "tool-1", Tool: "Bash", Category: "shell", Reason: "runs a command the policy does not allow",
 			Command: "ls -la && curl example.invalid", Parts: mustJSON([]gate.Part{{Command: "ls -la", Decision: gate.Allow, Category: gate.CategoryShell, Reason: "reads only"},
 				{Command: "curl example.invalid", Decision: gate.Ask, Category: gate.CategoryNetwork, Reason: "reaches the network"}})}),
-		logged(10, event.AskAnswered, event.AskAnsweredData{AskID: "a5", Decision: wire.DecisionAllow, Note: "fine", By: "user"}),
+		logged(10, event.AskAnswered, event.AskAnsweredData{AskID: "a5", Decision: command.DecisionAllow, Note: "fine", By: "user"}),
 		logged(11, event.ToolFinished, event.ToolFinishedData{ToolID: "tool-1", Tool: "Bash", Outcome: "ok", DurationMS: 12, ExitCode: ptr(0), Output: "total 8"}),
 		logged(12, event.SteerDelivered, event.SteerData{Text: "use British spelling", ToolID: "tool-1"}),
 		logged(13, event.HunkStaged, event.HunkStagedData{EditID: "e2", ToolID: "tool-2", Path: "hello.txt", Edit: edit}),
-		logged(14, event.HunkDecided, event.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: wire.DecisionAccept, By: "user"}),
+		logged(14, event.HunkDecided, event.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: command.DecisionAccept, By: "user"}),
 		logged(15, event.EditApplied, event.EditAppliedData{EditID: "e2", Path: "hello.txt", By: "engine", Hunks: []string{"h1"}, Added: 1, Removed: 1}),
 		logged(16, event.Usage, usage),
 		logged(17, event.Context, event.ContextData{UsedTokens: 4755, WindowTokens: 200000, Percent: 2.38}),
@@ -117,29 +118,29 @@ func mustJSON(v any) json.RawMessage {
 
 // commands is every command with a sample of its result.
 func commands() []struct {
-	cmd    wire.Command
+	cmd    command.Request
 	result any
 } {
 	return []struct {
-		cmd    wire.Command
+		cmd    command.Request
 		result any
 	}{
-		{wire.Command{Cmd: wire.CmdSend, Text: "add a README"}, queued},
-		{wire.Command{Cmd: wire.CmdSteer, Text: "use British spelling"}, wire.SteerResult{Delivery: "queued", MessageID: "m8"}},
-		{wire.Command{Cmd: wire.CmdStop}, event.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1}},
-		{wire.Command{Cmd: wire.CmdAnswer, AskID: "a5", Decision: wire.DecisionDeny, Note: "not the network"}, wire.AnswerResult{AskID: "a5", Decision: wire.DecisionDeny}},
-		{wire.Command{Cmd: wire.CmdStatus}, status},
-		{wire.Command{Cmd: wire.CmdDecideHunk, EditID: "e2", HunkID: "h1", Decision: wire.DecisionReject, Note: "keep it short"},
-			event.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: wire.DecisionReject, Note: "keep it short", By: "user"}},
-		{wire.Command{Cmd: wire.CmdSetMode, Mode: "auto"}, event.ModeChangedData{Mode: "auto"}},
-		{wire.Command{Cmd: wire.CmdSetGoal, Goal: "tests pass; lint is clean"}, event.GoalSetData{Goal: "tests pass; lint is clean", Clauses: []string{"tests pass", "lint is clean"}}},
-		{wire.Command{Cmd: wire.CmdGetGoal}, wire.GoalState{Goal: "tests pass", Clauses: []string{"tests pass"}, Attempts: 1, Limit: 20}},
-		{wire.Command{Cmd: wire.CmdClearGoal}, wire.ClearGoalResult{Cleared: true}},
-		{wire.Command{Cmd: wire.CmdMarkGoalDone}, event.GoalCheckData{Goal: "tests pass", Clauses: []event.GoalClause{{Clause: "tests pass", Met: true, Evidence: "a person's word"}},
+		{command.Send{Text: "add a README"}, queued},
+		{command.Steer{Text: "use British spelling"}, command.SteerResult{Delivery: "queued", MessageID: "m8"}},
+		{command.Stop{}, event.StoppedData{Reason: "user", InterruptedTurn: true, DeniedAsks: 1}},
+		{command.Answer{AskID: "a5", Decision: command.DecisionDeny, Note: "not the network"}, command.AnswerResult{AskID: "a5", Decision: command.DecisionDeny}},
+		{command.GetStatus{}, status},
+		{command.DecideHunk{EditID: "e2", HunkID: "h1", Decision: command.DecisionReject, Note: "keep it short"},
+			event.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: command.DecisionReject, Note: "keep it short", By: "user"}},
+		{command.SetMode{Mode: "auto"}, event.ModeChangedData{Mode: "auto"}},
+		{command.SetGoal{Goal: "tests pass; lint is clean"}, event.GoalSetData{Goal: "tests pass; lint is clean", Clauses: []string{"tests pass", "lint is clean"}}},
+		{command.GetGoal{}, command.GoalState{Goal: "tests pass", Clauses: []string{"tests pass"}, Attempts: 1, Limit: 20}},
+		{command.ClearGoal{}, command.ClearGoalResult{Cleared: true}},
+		{command.MarkGoalDone{}, event.GoalCheckData{Goal: "tests pass", Clauses: []event.GoalClause{{Clause: "tests pass", Met: true, Evidence: "a person's word"}},
 			Met: 1, Total: 1, Holds: true, Summary: "holds · 1/1", By: "user"}},
-		{wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: ptr(2.5)}, event.SpendCapSetData{SpendCapUSD: 2.5}},
-		{wire.Command{Cmd: wire.CmdForkSession}, wire.ForkResult{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1"}},
-		{wire.Command{Cmd: wire.CmdCancelQueued, MessageID: "m7"}, queued},
+		{command.SetSpendCap{SpendCapUSD: ptr(2.5)}, event.SpendCapSetData{SpendCapUSD: 2.5}},
+		{command.ForkSession{}, command.ForkResult{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1"}},
+		{command.CancelQueued{MessageID: "m7"}, queued},
 	}
 }
 
@@ -151,8 +152,12 @@ func Samples() []Sample {
 		add("event."+string(ev.Type), "SessionEvent", ev)
 	}
 	for _, c := range commands() {
-		add("command."+string(c.cmd.Cmd), "Command", c.cmd)
-		add("result."+string(c.cmd.Cmd), "CommandResults."+string(c.cmd.Cmd), c.result)
+		raw, err := command.Marshal(c.cmd)
+		if err != nil {
+			panic(err)
+		}
+		add("command."+string(c.cmd.Cmd()), "Command", json.RawMessage(raw))
+		add("result."+string(c.cmd.Cmd()), "CommandResults."+string(c.cmd.Cmd()), c.result)
 	}
 	for _, code := range schema.Defs()["Code"].Enum {
 		e := api.NewError(wire.Errorf(wire.Code(code), "a %s failure", code))
@@ -206,11 +211,20 @@ func Samples() []Sample {
 	add("route.terminal.exit", "TermFrame", api.TermFrame{Type: api.FrameExit, ExitCode: ptr(-1), Signal: "SIGKILL"})
 	add("route.terminal.resize", "TermFrame", api.TermFrame{Type: api.FrameResize, Cols: 100, Rows: 30})
 	graphSamples(add)
-	// A few runner messages.
-	add("wire.liveEnsure", "Message", wire.Message{T: wire.TLiveEnsure, ReqID: "1", Spec: &spec, Dir: "/state/sessions/3f2a9c0d1e4b"})
-	add("wire.inject", "Message", wire.Message{T: wire.TInject, ReqID: "2", Command: &wire.Command{Cmd: wire.CmdSend, Text: "hi"}})
-	add("wire.injected", "Message", wire.Message{T: wire.TInjected, ReqID: "2", Outcome: wire.OutcomeInjected, Reply: wire.OKReply(queued)})
-	add("wire.mirror", "Message", wire.Message{T: wire.TMirror, Seq: 7, Event: mustJSON(events()[6])})
-	add("wire.termData", "Message", wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: "main", ClientID: "c1", Data: []byte("ls\r\n")}})
+	// A few runner messages, as the codec writes them.
+	msg := func(name, reqID string, m wire.Message) {
+		line, err := wire.AppendMessage(nil, reqID, m)
+		if err != nil {
+			panic(err)
+		}
+		add("wire."+name, "Message", json.RawMessage(bytes.TrimSuffix(line, []byte("\n"))))
+	}
+	msg("liveEnsure", "1", &wire.LiveEnsure{Spec: spec, Dir: "/state/sessions/3f2a9c0d1e4b"})
+	msg("command", "2", &wire.Command{Command: mustJSON(json.RawMessage(`{"cmd":"send","text":"hi"}`))})
+	msg("commandReply", "2", &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: wire.OKReply(queued)})
+	msg("state", "", &wire.StateReport{State: wire.StateWorking, Turn: 2, Queued: 1})
+	msg("mirror", "", &wire.Mirror{Seq: 7, Event: mustJSON(events()[6])})
+	msg("termData", "", &wire.TermData{TermID: "main", ClientID: "c1", Data: []byte("ls\r\n")})
+	msg("termOpened", "3", &wire.TermOpened{TermID: "main", ClientID: "c2", Error: wire.Errorf(wire.CodeUnavailable, "no terminal support")})
 	return out
 }

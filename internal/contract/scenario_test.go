@@ -50,7 +50,7 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer events.Close()
-	r, err := c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "build it"})
+	r, err := c.Command(ctx, s.ID, command.Send{Text: "build it"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +64,10 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	}
 	opened := decode[event.Event](t, ask.Events[0])
 	askData := decode[event.AskOpenedData](t, opened.Data)
-	if r, err = c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdAnswer, AskID: askData.AskID, Decision: wire.DecisionAllow}); err != nil {
+	if r, err = c.Command(ctx, s.ID, command.Answer{AskID: askData.AskID, Decision: command.DecisionAllow}); err != nil {
 		t.Fatal(err)
 	}
-	if a := decode[wire.AnswerResult](t, r.Result); a != (wire.AnswerResult{AskID: askData.AskID, Decision: wire.DecisionAllow}) {
+	if a := decode[command.AnswerResult](t, r.Result); a != (command.AnswerResult{AskID: askData.AskID, Decision: command.DecisionAllow}) {
 		t.Fatalf("answer: %+v", a)
 	}
 
@@ -80,10 +80,10 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	if staged.Type != event.HunkStaged || edit.Edit == nil || len(edit.Edit.Hunks) == 0 {
 		t.Fatalf("review decided by %s", review.Events[0])
 	}
-	if r, err = c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdDecideHunk, EditID: edit.EditID, HunkID: edit.Edit.Hunks[0].ID, Decision: wire.DecisionAccept}); err != nil {
+	if r, err = c.Command(ctx, s.ID, command.DecideHunk{EditID: edit.EditID, HunkID: edit.Edit.Hunks[0].ID, Decision: command.DecisionAccept}); err != nil {
 		t.Fatal(err)
 	}
-	if d := decode[event.HunkDecidedData](t, r.Result); d.Decision != wire.DecisionAccept {
+	if d := decode[event.HunkDecidedData](t, r.Result); d.Decision != command.DecisionAccept {
 		t.Fatalf("decideHunk: %+v", d)
 	}
 
@@ -121,7 +121,7 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 		}
 	}
 
-	if r, err = c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdStatus}); err != nil {
+	if r, err = c.Command(ctx, s.ID, command.GetStatus{}); err != nil {
 		t.Fatal(err)
 	}
 	if st := decode[command.Status](t, r.Result); st.State != wire.StateIdle || st.LastSeq < turnEnded.Seq {
@@ -180,7 +180,7 @@ func TestScenarioWithTheGoClient(t *testing.T) {
 	if _, err := c.Session(ctx, "000000000000"); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
-	if _, err := c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdAnswer, AskID: "a999", Decision: wire.DecisionDeny}); !errors.Is(err, wire.ErrNotFound) {
+	if _, err := c.Command(ctx, s.ID, command.Answer{AskID: "a999", Decision: command.DecisionDeny}); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("unknown ask: %v", err)
 	}
 	if err := c.DeleteSession(ctx, s.ID); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,10 +14,12 @@ import (
 	"github.com/corral-dev/corral/internal/engines/claude"
 	"github.com/corral-dev/corral/internal/engines/codex"
 	"github.com/corral-dev/corral/internal/engines/copilot"
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -108,10 +109,10 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if err := r.Start(ctx); err != nil {
 				t.Fatalf("start: %v", err)
 			}
-			if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSetGoal, Goal: "hello.txt exists"}); !reply.OK {
+			if reply := r.Do(ctx, command.SetGoal{Goal: "hello.txt exists"}); !reply.OK {
 				t.Fatal(reply.Error)
 			}
-			if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "Create hello.txt, then show it."}); !reply.OK {
+			if reply := r.Do(ctx, command.Send{Text: "Create hello.txt, then show it."}); !reply.OK {
 				t.Fatal(reply.Error)
 			}
 			staged := waitFor(rec, t, "hunkStaged", ofType(event.HunkStaged))
@@ -123,7 +124,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 				t.Fatalf("hello.txt was written before review: %v", err)
 			}
 			for _, h := range st.Edit.Hunks {
-				if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdDecideHunk, EditID: st.EditID, HunkID: h.ID, Decision: wire.DecisionAccept}); !reply.OK {
+				if reply := r.Do(ctx, command.DecideHunk{EditID: st.EditID, HunkID: h.ID, Decision: command.DecisionAccept}); !reply.OK {
 					t.Fatal(reply.Error)
 				}
 			}
@@ -188,7 +189,7 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if sd.EngineSession == "" || sd.EngineSession != r.Spec().EngineSession {
 				t.Fatalf("resumed conversation %q, want %q", sd.EngineSession, r.Spec().EngineSession)
 			}
-			if reply := r2.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "Anything else?"}); !reply.OK {
+			if reply := r2.Do(ctx, command.Send{Text: "Anything else?"}); !reply.OK {
 				t.Fatal(reply.Error)
 			}
 			again := waitFor(rec2, t, "turnEnded after resume", ofType(event.TurnEnded))

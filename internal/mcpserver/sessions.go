@@ -57,7 +57,7 @@ type SessionSend struct {
 }
 
 // command runs a control command and returns its result object.
-func (t *sessionTools) command(ctx context.Context, id string, cmd wire.Command) (*json.RawMessage, string, error) {
+func (t *sessionTools) command(ctx context.Context, id string, cmd command.Request) (*json.RawMessage, string, error) {
 	reply, err := t.s.Command(ctx, id, cmd)
 	if err != nil {
 		return nil, "", err
@@ -70,7 +70,7 @@ func (t *sessionTools) command(ctx context.Context, id string, cmd wire.Command)
 }
 
 func (t *sessionTools) send(ctx context.Context, in SessionSend) (*json.RawMessage, string, error) {
-	return t.command(ctx, in.SessionID, wire.Command{Cmd: wire.CmdSend, Text: in.Text})
+	return t.command(ctx, in.SessionID, command.Send{Text: in.Text})
 }
 
 // SessionWait waits for a turn's end or a person.
@@ -99,7 +99,7 @@ func (t *sessionTools) wait(ctx context.Context, in SessionWait) (*executor.Wait
 // currentTurn is the seq a wait starts from: the running turn's start, or
 // the event after the last one when no turn runs.
 func currentTurn(ctx context.Context, s executor.Sessions, id string) (int64, error) {
-	reply, err := s.Command(ctx, id, wire.Command{Cmd: wire.CmdStatus})
+	reply, err := s.Command(ctx, id, command.GetStatus{})
 	if err != nil {
 		return 0, err
 	}
@@ -136,7 +136,7 @@ type SessionAnswer struct {
 }
 
 func (t *sessionTools) answer(ctx context.Context, in SessionAnswer) (*json.RawMessage, string, error) {
-	return t.command(ctx, in.SessionID, wire.Command{Cmd: wire.CmdAnswer, AskID: in.AskID, Decision: in.Decision, Note: in.Note})
+	return t.command(ctx, in.SessionID, command.Answer{AskID: in.AskID, Decision: in.Decision, Note: in.Note})
 }
 
 // SessionDecideHunk decides a hunk.
@@ -149,15 +149,15 @@ type SessionDecideHunk struct {
 }
 
 func (t *sessionTools) decideHunk(ctx context.Context, in SessionDecideHunk) (*json.RawMessage, string, error) {
-	return t.command(ctx, in.SessionID, wire.Command{Cmd: wire.CmdDecideHunk, EditID: in.EditID, HunkID: in.HunkID, Decision: in.Decision, Note: in.Note})
+	return t.command(ctx, in.SessionID, command.DecideHunk{EditID: in.EditID, HunkID: in.HunkID, Decision: in.Decision, Note: in.Note})
 }
 
 func (t *sessionTools) status(ctx context.Context, in SessionRef) (*json.RawMessage, string, error) {
-	return t.command(ctx, in.SessionID, wire.Command{Cmd: wire.CmdStatus})
+	return t.command(ctx, in.SessionID, command.GetStatus{})
 }
 
 func (t *sessionTools) stop(ctx context.Context, in SessionRef) (*json.RawMessage, string, error) {
-	return t.command(ctx, in.SessionID, wire.Command{Cmd: wire.CmdStop})
+	return t.command(ctx, in.SessionID, command.Stop{})
 }
 
 // SessionEvents asks for a page of events.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/pkg/event"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -42,7 +42,7 @@ var decoders = map[event.Type]func(m *Metrics, session, engine string, line []by
 		}
 		m.failures.WithLabelValues(m.engines.value(engine), oneOf(string(ev.Data.Code), failureCodes)).Inc()
 		if ev.Data.Code == event.FailPermissionUnavailable {
-			m.gateDecided.WithLabelValues(wire.DecisionDeny, unknown, "unattended").Inc()
+			m.gateDecided.WithLabelValues(command.DecisionDeny, unknown, "unattended").Inc()
 		}
 	},
 	event.TurnEnded: func(m *Metrics, _, engine string, line []byte) {

@@ -3,8 +3,8 @@ package metrics
 import (
 	"sync"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // Label values come from event lines, which carry what engines and model
@@ -39,8 +39,8 @@ var eventTypes = []event.Type{
 
 var (
 	gateCategories = set("shell", "edit", "read", "network", "web", "mcp", "other")
-	askDecisions   = set(wire.DecisionAllow, wire.DecisionDeny)
-	hunkDecisions  = set(wire.DecisionAccept, wire.DecisionReject)
+	askDecisions   = set(command.DecisionAllow, command.DecisionDeny)
+	hunkDecisions  = set(command.DecisionAccept, command.DecisionReject)
 	deciders       = set("user", "stopped", "shutdown", "cancelled", "expired", "unattended")
 	turnOutcomes   = set("done", "stopped", "failed", "interrupted")
 	failureCodes   = set(string(event.FailEngineError), string(event.FailPermissionUnavailable),

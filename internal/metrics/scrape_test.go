@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
 	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	dto "github.com/prometheus/client_model/go"
@@ -86,7 +87,7 @@ func TestScrapedMetricsMatchTheEventsThatProducedThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := m.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "go"}); err != nil || !r.OK {
+	if r, err := m.Command(ctx, s.ID, command.Send{Text: "go"}); err != nil || !r.OK {
 		t.Fatalf("send: %v %+v", err, r)
 	}
 	// Answer asks (allow the first, deny the next) and review hunks
@@ -97,16 +98,16 @@ func TestScrapedMetricsMatchTheEventsThatProducedThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var cmd *wire.Command
+		var cmd command.Request
 		switch string(ev.Type) {
 		case "askOpened":
 			var d struct{ Data event.AskOpenedData }
 			json.Unmarshal(ev.Line, &d)
-			decision := wire.DecisionAllow
+			decision := command.DecisionAllow
 			if asks++; asks > 1 {
-				decision = wire.DecisionDeny
+				decision = command.DecisionDeny
 			}
-			cmd = &wire.Command{Cmd: wire.CmdAnswer, AskID: d.Data.AskID, Decision: decision}
+			cmd = command.Answer{AskID: d.Data.AskID, Decision: decision}
 		case "hunkStaged":
 			var d struct {
 				Data struct {
@@ -120,18 +121,18 @@ func TestScrapedMetricsMatchTheEventsThatProducedThem(t *testing.T) {
 			json.Unmarshal(ev.Line, &d)
 			edits++
 			for _, h := range d.Data.Edit.Hunks {
-				decision := wire.DecisionAccept
+				decision := command.DecisionAccept
 				if edits > 1 {
-					decision = wire.DecisionReject
+					decision = command.DecisionReject
 				}
-				if r, err := m.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.Data.EditID, HunkID: h.ID, Decision: decision}); err != nil || !r.OK {
+				if r, err := m.Command(ctx, s.ID, command.DecideHunk{EditID: d.Data.EditID, HunkID: h.ID, Decision: decision}); err != nil || !r.OK {
 					t.Fatalf("decide %s/%s: %v %+v", d.Data.EditID, h.ID, err, r)
 				}
 			}
 		}
 		if cmd != nil {
-			if r, err := m.Command(ctx, s.ID, *cmd); err != nil || !r.OK {
-				t.Fatalf("%s: %v %+v", cmd.Cmd, err, r)
+			if r, err := m.Command(ctx, s.ID, cmd); err != nil || !r.OK {
+				t.Fatalf("%s: %v %+v", cmd.Cmd(), err, r)
 			}
 		}
 		if string(ev.Type) == "turnEnded" {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -98,7 +99,7 @@ func TestRunnerKill9AtRandomPoints(t *testing.T) {
 // It is safe to call from any goroutine.
 func sendAcked(t *testing.T, d *daemon, id, text string) (int, error) {
 	for refused := 0; ; refused++ {
-		_, err := d.c.Command(ctx(t), id, wire.Command{Cmd: wire.CmdSend, Text: text})
+		_, err := d.c.Command(ctx(t), id, command.Send{Text: text})
 		if err == nil {
 			return refused, nil
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -56,7 +57,7 @@ func (b *askBroker) wait(ctx context.Context, a *ask) askAnswer {
 		return ans
 	case <-ctx.Done():
 		// Loses to an answer that arrived first; either way one is queued.
-		_ = b.resolve(a, wire.DecisionDeny, "", "cancelled")
+		_ = b.resolve(a, command.DecisionDeny, "", "cancelled")
 		return <-a.answer
 	}
 }
@@ -86,7 +87,7 @@ func (b *askBroker) resolve(a *ask, decision, note, by string) error {
 
 // answer is a person's answer to ask id.
 func (b *askBroker) answer(id, decision, note string) error {
-	if decision != wire.DecisionAllow && decision != wire.DecisionDeny {
+	if decision != command.DecisionAllow && decision != command.DecisionDeny {
 		return wire.Errorf(wire.CodeBadRequest, "answer needs decision allow or deny, not %q", decision)
 	}
 	b.mu.Lock()
@@ -103,7 +104,7 @@ func (b *askBroker) answer(id, decision, note string) error {
 func (b *askBroker) denyAll(by string) int {
 	n := 0
 	for _, a := range b.unanswered() {
-		if b.resolve(a, wire.DecisionDeny, "", by) == nil {
+		if b.resolve(a, command.DecisionDeny, "", by) == nil {
 			n++
 		}
 	}
@@ -116,7 +117,7 @@ func (b *askBroker) denyAll(by string) int {
 func (b *askBroker) expire(cutoff time.Time) int {
 	n := 0
 	for _, a := range b.unanswered() {
-		if a.opened.Before(cutoff) && b.resolve(a, wire.DecisionDeny, "", "expired") == nil {
+		if a.opened.Before(cutoff) && b.resolve(a, command.DecisionDeny, "", "expired") == nil {
 			n++
 		}
 	}

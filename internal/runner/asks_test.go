@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -17,11 +18,11 @@ func TestAskBrokerAnswersEachAskExactlyOnce(t *testing.T) {
 		decision string
 		by       string
 	}{
-		{"allowed by a person", func(b *askBroker, a *ask) error { return b.answer(a.id, wire.DecisionAllow, "ok") }, wire.DecisionAllow, "user"},
-		{"denied by a person", func(b *askBroker, a *ask) error { return b.answer(a.id, wire.DecisionDeny, "ok") }, wire.DecisionDeny, "user"},
-		{"denied by a stop", func(b *askBroker, _ *ask) error { b.denyAll("stopped"); return nil }, wire.DecisionDeny, "stopped"},
-		{"denied at shutdown", func(b *askBroker, _ *ask) error { b.denyAll("shutdown"); return nil }, wire.DecisionDeny, "shutdown"},
-		{"expired", func(b *askBroker, a *ask) error { b.expire(a.opened.Add(time.Nanosecond)); return nil }, wire.DecisionDeny, "expired"},
+		{"allowed by a person", func(b *askBroker, a *ask) error { return b.answer(a.id, command.DecisionAllow, "ok") }, command.DecisionAllow, "user"},
+		{"denied by a person", func(b *askBroker, a *ask) error { return b.answer(a.id, command.DecisionDeny, "ok") }, command.DecisionDeny, "user"},
+		{"denied by a stop", func(b *askBroker, _ *ask) error { b.denyAll("stopped"); return nil }, command.DecisionDeny, "stopped"},
+		{"denied at shutdown", func(b *askBroker, _ *ask) error { b.denyAll("shutdown"); return nil }, command.DecisionDeny, "shutdown"},
+		{"expired", func(b *askBroker, a *ask) error { b.expire(a.opened.Add(time.Nanosecond)); return nil }, command.DecisionDeny, "expired"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -32,7 +33,7 @@ func TestAskBrokerAnswersEachAskExactlyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Every later answer, whoever gives it, finds it answered.
-			if err := b.answer("a1", wire.DecisionAllow, ""); err == nil {
+			if err := b.answer("a1", command.DecisionAllow, ""); err == nil {
 				t.Fatal("a second answer was taken")
 			}
 			if n := b.denyAll("stopped"); n != 0 {
@@ -58,7 +59,7 @@ func TestAskBrokerRefusesBadAnswers(t *testing.T) {
 		code         wire.Code
 	}{
 		{"a1", "maybe", wire.CodeBadRequest},
-		{"a9", wire.DecisionAllow, wire.CodeNotFound},
+		{"a9", command.DecisionAllow, wire.CodeNotFound},
 	}
 	for _, c := range cases {
 		if err := b.answer(c.id, c.decision, ""); codeOf(err) != c.code {
@@ -73,7 +74,7 @@ func TestAskBrokerCancelledCallIsDenied(t *testing.T) {
 	a := b.add("a1", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got := b.wait(ctx, a); got.decision != wire.DecisionDeny {
+	if got := b.wait(ctx, a); got.decision != command.DecisionDeny {
 		t.Fatalf("a withdrawn call got %+v", got)
 	}
 	if answers := of[event.AskAnsweredData](&ev, event.AskAnswered); len(answers) != 1 || answers[0].By != "cancelled" {

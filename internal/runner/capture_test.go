@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -105,10 +106,10 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 				}
 				sp.Mode = "review"
 			})
-			s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+			s.do(command.Send{Text: "go"})
 			if c.asks {
 				ev, _ := s.waitType(0, event.AskOpened)
-				s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: wire.DecisionAllow})
+				s.do(command.Answer{AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: command.DecisionAllow})
 			}
 			// The write of notes.txt waits for review: the turn is open.
 			held := waitStagedPath(t, s, "notes.txt")
@@ -124,7 +125,7 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 			}
 			if c.revert != "" {
 				d := got[c.revert]
-				s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h1", Decision: wire.DecisionReject})
+				s.do(command.DecideHunk{EditID: d.EditID, HunkID: "h1", Decision: command.DecisionReject})
 				for name, want := range c.after {
 					data, err := os.ReadFile(filepath.Join(s.cwd, name))
 					if want == "" && !os.IsNotExist(err) || want != "" && string(data) != want {
@@ -132,7 +133,7 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 					}
 				}
 			}
-			s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: held.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
+			s.do(command.DecideHunk{EditID: held.EditID, HunkID: "h1", Decision: command.DecisionAccept})
 			ended, _ := s.waitType(0, event.TurnEnded)
 			te := decode[event.TurnEndedData](t, ended)
 			if te.Outcome != "done" {
@@ -144,7 +145,7 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 
 func TestReadonlyModeCapturesNothing(t *testing.T) {
 	s := newSession(t, "turns:\n  - steps:\n      - tool: shell\n        command: \"ls\"\n", func(sp *wire.Spec) { sp.Mode = "readonly" })
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.Send{Text: "go"})
 	s.waitType(0, event.TurnEnded)
 	if _, err := os.Stat(filepath.Join(s.dir, CaptureFolder)); !os.IsNotExist(err) {
 		t.Fatalf("readonly mode built a capture: %v", err)

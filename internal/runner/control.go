@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -46,7 +47,7 @@ func ListenControl(dir string) (net.Listener, error) {
 }
 
 // CommandHandler runs one command; *Runner's Do is one.
-type CommandHandler func(ctx context.Context, cmd wire.Command) *wire.Reply
+type CommandHandler func(ctx context.Context, req command.Request) *wire.Reply
 
 // ServeControl answers commands on ln, one JSON command per line and one
 // reply line per command, in order, until ctx ends. A malformed line or an
@@ -103,11 +104,10 @@ func serveConn(ctx context.Context, c net.Conn, do CommandHandler, log *zap.Logg
 		case len(line) == 0:
 			continue
 		default:
-			var cmd wire.Command
-			if jerr := json.Unmarshal(line, &cmd); jerr != nil {
-				reply = wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "malformed command: %v", jerr))
+			if req, derr := command.Decode(line); derr != nil {
+				reply = wire.ErrReply(derr)
 			} else {
-				reply = do(ctx, cmd)
+				reply = do(ctx, req)
 			}
 		}
 		raw, err := json.Marshal(reply)

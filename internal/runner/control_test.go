@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -35,13 +36,12 @@ func serveTestControl(t *testing.T, do CommandHandler) string {
 }
 
 func TestControlSocketAnswersInOrderAndSurvivesBadInput(t *testing.T) {
-	var seen []string
-	do := func(_ context.Context, cmd wire.Command) *wire.Reply {
-		seen = append(seen, cmd.Text)
-		if cmd.Cmd != wire.CmdSend {
-			return wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "unknown command %q", cmd.Cmd))
+	do := func(_ context.Context, req command.Request) *wire.Reply {
+		send, ok := req.(command.Send)
+		if !ok {
+			return wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "unknown command %q", req.Cmd()))
 		}
-		return wire.OKReply(map[string]string{"echo": cmd.Text})
+		return wire.OKReply(map[string]string{"echo": send.Text})
 	}
 	path := serveTestControl(t, do)
 	fi, err := os.Stat(path)
@@ -101,7 +101,7 @@ func TestControlSocketAnswersInOrderAndSurvivesBadInput(t *testing.T) {
 }
 
 func TestControlSocketRefusesASecondRunner(t *testing.T) {
-	path := serveTestControl(t, func(context.Context, wire.Command) *wire.Reply { return wire.OKReply(nil) })
+	path := serveTestControl(t, func(context.Context, command.Request) *wire.Reply { return wire.OKReply(nil) })
 	if _, err := ListenControl(filepath.Dir(path)); err == nil {
 		t.Fatal("a second runner took over a live session's control socket")
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // TestScriptFetch runs the script engine's fetch tool, after its ask is
@@ -37,10 +37,10 @@ func TestScriptFetch(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := newSession(t, fmt.Sprintf("turns:\n  - steps:\n      - tool: fetch\n        url: %q\n", c.url), nil)
-			s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+			s.do(command.Send{Text: "go"})
 			ev, i := s.waitType(0, event.AskOpened)
 			a := decode[event.AskOpenedData](t, ev)
-			s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: a.AskID, Decision: wire.DecisionAllow})
+			s.do(command.Answer{AskID: a.AskID, Decision: command.DecisionAllow})
 			fin, _ := s.waitType(i, event.ToolFinished)
 			fd := decode[event.ToolFinishedData](t, fin)
 			if fd.Outcome != c.outcome || fd.Output != c.output || !strings.Contains(fd.Message, c.message) {
@@ -62,11 +62,11 @@ func TestScriptFetchStopped(t *testing.T) {
 	}))
 	defer srv.Close()
 	s := newSession(t, fmt.Sprintf("turns:\n  - steps:\n      - tool: fetch\n        url: %q\n", srv.URL), nil)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.Send{Text: "go"})
 	ev, i := s.waitType(0, event.AskOpened)
-	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: wire.DecisionAllow})
+	s.do(command.Answer{AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: command.DecisionAllow})
 	<-hung
-	s.do(wire.Command{Cmd: wire.CmdStop})
+	s.do(command.Stop{})
 	fin, _ := s.waitType(i, event.ToolFinished)
 	if fd := decode[event.ToolFinishedData](t, fin); fd.Outcome == "ok" {
 		t.Fatalf("a stopped fetch finished %+v", fd)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/corral-dev/corral/internal/sessiondir"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -19,18 +20,18 @@ import (
 // engine's branched conversation), and the original session's folder is
 // left closed at the branch point, to be resumed on its own later. The
 // supervisor learns of it through a rotate message.
-func (r *Runner) fork(ctx context.Context) (any, error) {
+func (r *Runner) fork(ctx context.Context) (command.ForkResult, error) {
 	if settled := r.turns.settled(); settled != nil {
 		// The last turn is being wrapped up; fork right after it.
 		select {
 		case <-settled:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return command.ForkResult{}, ctx.Err()
 		}
 	}
 	res, err := r.branch(ctx)
 	if err != nil {
-		return nil, err
+		return command.ForkResult{}, err
 	}
 	// Commands are let in again before anyone hears of the new session.
 	if r.opts.Rotate != nil {
@@ -44,51 +45,51 @@ func (r *Runner) fork(ctx context.Context) (any, error) {
 // folder. No other command runs meanwhile: a message would start a turn
 // on the engine being replaced, and a spec change would be written to the
 // folder being left.
-func (r *Runner) branch(ctx context.Context) (wire.ForkResult, error) {
+func (r *Runner) branch(ctx context.Context) (command.ForkResult, error) {
 	r.cmds.Lock()
 	defer r.cmds.Unlock()
 	r.mu.Lock()
 	closed, eng, old := r.closed, r.eng, r.spec
 	r.mu.Unlock()
 	if closed {
-		return wire.ForkResult{}, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
+		return command.ForkResult{}, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
 	}
 	if !r.turns.quiet() {
-		return wire.ForkResult{}, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
+		return command.ForkResult{}, wire.Errorf(wire.CodeConflict, "cannot fork while a turn runs or messages wait; stop or wait first")
 	}
 	forker, ok := eng.(engine.Forker)
 	if !ok {
-		return wire.ForkResult{}, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
+		return command.ForkResult{}, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
 	}
 	branch, err := forker.Fork(ctx)
 	if err != nil {
-		return wire.ForkResult{}, engineErr(err)
+		return command.ForkResult{}, engineErr(err)
 	}
 	newID, err := sessiondir.NewID()
 	if err != nil {
-		return wire.ForkResult{}, err
+		return command.ForkResult{}, err
 	}
 	oldDir := r.Dir()
 	newDir := filepath.Join(filepath.Dir(oldDir), newID)
 	if err := os.Mkdir(newDir, 0o700); err != nil {
-		return wire.ForkResult{}, fmt.Errorf("fork: %w", err)
+		return command.ForkResult{}, fmt.Errorf("fork: %w", err)
 	}
 	// The rotated event closes the old log and opens the new one: both
 	// hold it at the same seq.
 	r.emit(event.Rotated, event.RotatedData{From: old.ID, To: newID, Reason: "fork"})
 	if err := r.store.eventLog().Sync(); err != nil {
-		return wire.ForkResult{}, err
+		return command.ForkResult{}, err
 	}
 	if err := branchFolder(oldDir, newDir); err != nil {
-		return wire.ForkResult{}, err
+		return command.ForkResult{}, err
 	}
 	next := old
 	next.ID, next.Parent, next.EngineSession = newID, old.ID, branch
 	if err := WriteSpec(newDir, next); err != nil {
-		return wire.ForkResult{}, err
+		return command.ForkResult{}, err
 	}
 	if err := r.store.moveTo(newDir); err != nil {
-		return wire.ForkResult{}, err
+		return command.ForkResult{}, err
 	}
 
 	r.mu.Lock()
@@ -98,18 +99,18 @@ func (r *Runner) branch(ctx context.Context) (wire.ForkResult, error) {
 	eng, conv, err := r.startEngine(ctx, next)
 	if err != nil {
 		r.fail(err)
-		return wire.ForkResult{}, engineErr(err)
+		return command.ForkResult{}, engineErr(err)
 	}
 	next = r.updateSpec(func(s *wire.Spec) { s.EngineSession = conv })
 	r.mu.Lock()
 	r.eng = eng
 	r.mu.Unlock()
 	if err := r.store.saveSpec(next); err != nil {
-		return wire.ForkResult{}, err
+		return command.ForkResult{}, err
 	}
 	r.emit(event.SessionResumed, event.SessionStartedData{Engine: next.Engine, Cwd: next.Cwd, Mode: next.Mode,
 		Model: next.Model, EngineSession: conv, Parent: old.ID, Unattended: next.Unattended})
-	return wire.ForkResult{From: old.ID, To: newID}, nil
+	return command.ForkResult{From: old.ID, To: newID}, nil
 }
 
 // branchFolder copies what a fork takes into the new session's folder:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -13,47 +14,47 @@ import (
 // is never changed in place: every change stores a new one, so a copy of
 // the spec taken earlier stays as it was.
 
-func (r *Runner) setGoal(text string) (any, error) {
+func (r *Runner) setGoal(text string) (event.GoalSetData, error) {
 	clauses := Clauses(text)
 	if len(clauses) == 0 {
-		return nil, wire.Errorf(wire.CodeBadRequest, "setGoal needs a goal")
+		return event.GoalSetData{}, wire.Errorf(wire.CodeBadRequest, "setGoal needs a goal")
 	}
 	spec := r.updateSpec(func(s *wire.Spec) { s.Goal = &wire.Goal{Text: strings.TrimSpace(text)} })
 	r.goal.reset()
 	if err := r.store.saveSpec(spec); err != nil {
-		return nil, err
+		return event.GoalSetData{}, err
 	}
 	d := event.GoalSetData{Goal: spec.Goal.Text, Clauses: clauses}
 	r.emit(event.GoalSet, d)
 	return d, nil
 }
 
-func (r *Runner) getGoal() (any, error) {
+func (r *Runner) getGoal() (command.GoalState, error) {
 	spec := r.Spec()
-	st := wire.GoalState{Clauses: []string{}, Attempts: r.goal.attemptsSoFar(), Limit: goalLimit(spec)}
+	st := command.GoalState{Clauses: []string{}, Attempts: r.goal.attemptsSoFar(), Limit: goalLimit(spec)}
 	if g := spec.Goal; g != nil {
 		st.Goal, st.Done, st.Clauses = g.Text, g.Done, Clauses(g.Text)
 	}
 	return st, nil
 }
 
-func (r *Runner) clearGoal() (any, error) {
+func (r *Runner) clearGoal() (command.ClearGoalResult, error) {
 	had := false
 	spec := r.updateSpec(func(s *wire.Spec) {
 		had = s.Goal != nil
 		s.Goal = nil
 	})
 	if !had {
-		return nil, wire.Errorf(wire.CodeNotFound, "the session has no goal")
+		return command.ClearGoalResult{}, wire.Errorf(wire.CodeNotFound, "the session has no goal")
 	}
 	if err := r.store.saveSpec(spec); err != nil {
-		return nil, err
+		return command.ClearGoalResult{}, err
 	}
 	r.emit(event.GoalCleared, nil)
-	return wire.ClearGoalResult{Cleared: true}, nil
+	return command.ClearGoalResult{Cleared: true}, nil
 }
 
-func (r *Runner) markGoalDone() (any, error) {
+func (r *Runner) markGoalDone() (event.GoalCheckData, error) {
 	var g *wire.Goal
 	spec := r.updateSpec(func(s *wire.Spec) {
 		if s.Goal != nil {
@@ -63,10 +64,10 @@ func (r *Runner) markGoalDone() (any, error) {
 		}
 	})
 	if g == nil {
-		return nil, wire.Errorf(wire.CodeNotFound, "the session has no goal")
+		return event.GoalCheckData{}, wire.Errorf(wire.CodeNotFound, "the session has no goal")
 	}
 	if err := r.store.saveSpec(spec); err != nil {
-		return nil, err
+		return event.GoalCheckData{}, err
 	}
 	clauses := Clauses(g.Text)
 	d := event.GoalCheckData{Goal: g.Text, Total: len(clauses), Met: len(clauses), Holds: true, By: "user",

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -75,11 +76,11 @@ func (s *session) start(spec wire.Spec) {
 }
 
 // do runs a command and fails the test if it is refused.
-func (s *session) do(cmd wire.Command) json.RawMessage {
+func (s *session) do(cmd command.Request) json.RawMessage {
 	s.t.Helper()
 	reply := s.r.Do(context.Background(), cmd)
 	if !reply.OK {
-		s.t.Fatalf("%s refused: %v", cmd.Cmd, reply.Error)
+		s.t.Fatalf("%s refused: %v", cmd.Cmd(), reply.Error)
 	}
 	return reply.Result
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // leftovers is what a runner that ended without closing its session (a
@@ -107,10 +107,10 @@ func (r *Runner) closeLeftovers() error {
 	r.ids.skipTo(l.maxID)
 	r.turns.resumeAfter(l.lastTurn)
 	for _, id := range l.asks {
-		r.emit(event.AskAnswered, event.AskAnsweredData{AskID: id, Decision: wire.DecisionDeny, By: "expired"})
+		r.emit(event.AskAnswered, event.AskAnsweredData{AskID: id, Decision: command.DecisionDeny, By: "expired"})
 	}
 	for _, h := range l.hunks {
-		r.emit(event.HunkDecided, event.HunkDecidedData{EditID: h.edit, HunkID: h.hunk, Decision: wire.DecisionReject, By: "expired"})
+		r.emit(event.HunkDecided, event.HunkDecidedData{EditID: h.edit, HunkID: h.hunk, Decision: command.DecisionReject, By: "expired"})
 	}
 	if l.openTurn > 0 {
 		r.emit(event.TurnEnded, event.TurnEndedData{Turn: l.openTurn, Outcome: "interrupted"})

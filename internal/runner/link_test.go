@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/internal/term"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -21,8 +22,14 @@ type linkPeer struct {
 	mu     sync.Mutex
 	mirror []int64
 	enc    *wire.Encoder
-	msgs   chan *wire.Message
+	msgs   chan received
 	done   chan error
+}
+
+// received is a message from the link with its request id.
+type received struct {
+	reqID string
+	m     wire.Message
 }
 
 func startLink(t *testing.T, scenario string) *linkPeer {
@@ -43,7 +50,7 @@ func startLink(t *testing.T, scenario string) *linkPeer {
 		Terminals: terms,
 		OnLive:    func(r *Runner) { terms.SetCwd(r.Spec().Cwd) },
 	}
-	p := &linkPeer{t: t, enc: wire.NewEncoder(inW), msgs: make(chan *wire.Message, 1024), done: make(chan error, 1)}
+	p := &linkPeer{t: t, enc: wire.NewEncoder(inW), msgs: make(chan received, 1024), done: make(chan error, 1)}
 	go func() {
 		p.done <- link.Serve(context.Background(), inR, outW)
 		outW.Close()
@@ -51,17 +58,17 @@ func startLink(t *testing.T, scenario string) *linkPeer {
 	go func() {
 		dec := wire.NewDecoder(outR, 0)
 		for {
-			m, err := dec.Decode()
+			m, reqID, err := dec.Decode()
 			if err != nil {
 				close(p.msgs)
 				return
 			}
-			if m.T == wire.TMirror {
+			if mm, ok := m.(*wire.Mirror); ok {
 				p.mu.Lock()
-				p.mirror = append(p.mirror, m.Seq)
+				p.mirror = append(p.mirror, mm.Seq)
 				p.mu.Unlock()
 			}
-			p.msgs <- m
+			p.msgs <- received{reqID, m}
 		}
 	}()
 	t.Cleanup(func() {
@@ -75,24 +82,34 @@ func startLink(t *testing.T, scenario string) *linkPeer {
 	return p
 }
 
-func (p *linkPeer) send(m *wire.Message) {
+func (p *linkPeer) send(reqID string, m wire.Message) {
 	p.t.Helper()
-	if err := p.enc.Encode(m); err != nil {
+	if err := p.enc.EncodeID(reqID, m); err != nil {
 		p.t.Fatal(err)
 	}
 }
 
+// command sends a control command.
+func (p *linkPeer) command(reqID string, req command.Request) {
+	p.t.Helper()
+	raw, err := command.Marshal(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.send(reqID, &wire.Command{Command: raw})
+}
+
 // await returns the next message matching match, skipping others.
-func (p *linkPeer) await(what string, match func(*wire.Message) bool) *wire.Message {
+func await[M wire.Message](p *linkPeer, what, reqID string, match func(M) bool) M {
 	p.t.Helper()
 	deadline := time.After(waitLimit)
 	for {
 		select {
-		case m, ok := <-p.msgs:
+		case r, ok := <-p.msgs:
 			if !ok {
 				p.t.Fatalf("link closed before %s", what)
 			}
-			if match(m) {
+			if m, ok := r.m.(M); ok && (reqID == "" || r.reqID == reqID) && (match == nil || match(m)) {
 				return m
 			}
 		case <-deadline:
@@ -101,32 +118,28 @@ func (p *linkPeer) await(what string, match func(*wire.Message) bool) *wire.Mess
 	}
 }
 
-func isT(t wire.Type, reqID string) func(*wire.Message) bool {
-	return func(m *wire.Message) bool { return m.T == t && (reqID == "" || m.ReqID == reqID) }
-}
-
 func TestLinkHandshakeCommandsMirrorAndShutdown(t *testing.T) {
 	p := startLink(t, "")
-	p.send(&wire.Message{T: wire.TInject, ReqID: "0", Command: &wire.Command{Cmd: wire.CmdSend, Text: "early"}})
-	if m := p.await("injected", isT(wire.TInjected, "0")); m.Outcome != wire.OutcomeNotLive {
-		t.Fatalf("inject before live: %+v", m)
+	p.command("0", command.Send{Text: "early"})
+	if m := await[*wire.CommandReply](p, "commandReply", "0", nil); m.Outcome != wire.OutcomeNotLive {
+		t.Fatalf("command before live: %+v", m)
 	}
-	p.send(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion})
-	if m := p.await("ready", isT(wire.TReady, "")); m.Proto != wire.ProtocolVersion || m.Error != nil {
+	p.send("", &wire.Hello{Proto: wire.ProtocolVersion})
+	if m := await[*wire.Ready](p, "ready", "", nil); m.Proto != wire.ProtocolVersion || m.Error != nil {
 		t.Fatalf("ready %+v", m)
 	}
 	cwd := t.TempDir()
 	spec := wire.Spec{ID: "s1", Engine: "script", Cwd: cwd, Scenario: scenarioFile(t, writeAndRun), Mode: "auto"}
-	p.send(&wire.Message{T: wire.TLiveEnsure, ReqID: "1", Spec: &spec})
-	if m := p.await("live.ready", isT(wire.TLiveReady, "1")); m.Error != nil {
+	p.send("1", &wire.LiveEnsure{Spec: spec})
+	if m := await[*wire.LiveReady](p, "live.ready", "1", nil); m.Error != nil {
 		t.Fatalf("live.ready %+v", m.Error)
 	}
-	p.send(&wire.Message{T: wire.TInject, ReqID: "2", Command: &wire.Command{Cmd: wire.CmdSend, Text: "go"}})
-	if m := p.await("injected", isT(wire.TInjected, "2")); m.Outcome != wire.OutcomeInjected || !m.Reply.OK {
-		t.Fatalf("injected %+v", m)
+	p.command("2", command.Send{Text: "go"})
+	if m := await[*wire.CommandReply](p, "commandReply", "2", nil); m.Outcome != wire.OutcomeRan || !m.Reply.OK {
+		t.Fatalf("commandReply %+v", m)
 	}
-	p.await("turnEnded mirror", func(m *wire.Message) bool {
-		return m.T == wire.TMirror && strings.Contains(string(m.Event), `"type":"turnEnded"`)
+	await(p, "turnEnded mirror", "", func(m *wire.Mirror) bool {
+		return strings.Contains(string(m.Event), `"type":"turnEnded"`)
 	})
 	p.mu.Lock()
 	for i, seq := range p.mirror {
@@ -135,12 +148,16 @@ func TestLinkHandshakeCommandsMirrorAndShutdown(t *testing.T) {
 		}
 	}
 	p.mu.Unlock()
-	p.send(&wire.Message{T: wire.TCap, ReqID: "3", Cap: "setGoal", Args: []byte(`{"goal":"notes exist"}`)})
-	if m := p.await("capResult", isT(wire.TCapResult, "3")); m.Error != nil || !strings.Contains(string(m.Result), "notes exist") {
-		t.Fatalf("capResult %+v", m)
+	p.command("3", command.SetGoal{Goal: "notes exist"})
+	if m := await[*wire.CommandReply](p, "commandReply", "3", nil); !m.Reply.OK || !strings.Contains(string(m.Reply.Result), "notes exist") {
+		t.Fatalf("setGoal %+v", m.Reply)
 	}
-	p.send(&wire.Message{T: wire.TShutdown, ReqID: "4"})
-	p.await("bye", isT(wire.TBye, "4"))
+	p.send("4", &wire.Command{Command: []byte(`{"cmd":"send","txt":"typo"}`)})
+	if m := await[*wire.CommandReply](p, "commandReply", "4", nil); m.Outcome != wire.OutcomeRan || !errors.Is(m.Reply.Err(), wire.ErrBadRequest) {
+		t.Fatalf("a malformed command: %+v", m.Reply)
+	}
+	p.send("5", &wire.Shutdown{})
+	await[*wire.Bye](p, "bye", "5", nil)
 	if err := <-p.done; err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
@@ -149,8 +166,8 @@ func TestLinkHandshakeCommandsMirrorAndShutdown(t *testing.T) {
 
 func TestLinkRefusesAnotherProtocolVersion(t *testing.T) {
 	p := startLink(t, "")
-	p.send(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion + 1})
-	m := p.await("ready", isT(wire.TReady, ""))
+	p.send("", &wire.Hello{Proto: wire.ProtocolVersion + 1})
+	m := await[*wire.Ready](p, "ready", "", nil)
 	if m.Error == nil || !errors.Is(m.Error, wire.ErrProtocol) {
 		t.Fatalf("ready to a mismatched hello: %+v", m)
 	}
@@ -158,36 +175,44 @@ func TestLinkRefusesAnotherProtocolVersion(t *testing.T) {
 
 func TestLinkTerminalOwnerAndViewer(t *testing.T) {
 	p := startLink(t, "")
-	p.send(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion})
+	p.send("", &wire.Hello{Proto: wire.ProtocolVersion})
 	spec := wire.Spec{ID: "s1", Engine: "script", Cwd: t.TempDir(), Scenario: scenarioFile(t, writeAndRun)}
-	p.send(&wire.Message{T: wire.TLiveEnsure, ReqID: "1", Spec: &spec})
-	p.await("live.ready", isT(wire.TLiveReady, "1"))
+	p.send("1", &wire.LiveEnsure{Spec: spec})
+	await[*wire.LiveReady](p, "live.ready", "1", nil)
 
-	open := func(req, client, role string) *wire.Message {
-		p.send(&wire.Message{T: wire.TTermOpen, ReqID: req, Term: &wire.Term{TermID: "t1", ClientID: client, Role: role,
-			Command: []string{"/bin/sh", "-c", "read line; echo got:$line; exit 3"}, Cols: 80, Rows: 24}})
-		return p.await("term.opened", isT(wire.TTermOpened, req))
+	open := func(req, client, role string) *wire.TermOpened {
+		p.send(req, &wire.TermOpen{TermID: "t1", ClientID: client, Role: role,
+			Command: []string{"/bin/sh", "-c", "read line; echo got:$line; exit 3"}, Cols: 80, Rows: 24})
+		return await[*wire.TermOpened](p, "term.opened", req, nil)
 	}
-	if g := open("o", "owner", "owner"); g.Term.Role != "owner" {
-		t.Fatalf("owner granted %+v", g.Term)
+	if g := open("o", "owner", "owner"); g.Role != "owner" || g.Error != nil {
+		t.Fatalf("owner granted %+v", g)
 	}
-	if g := open("v", "viewer", "owner"); g.Term.Role != "read-only" {
-		t.Fatalf("second owner request granted %+v", g.Term)
+	if g := open("v", "viewer", "owner"); g.Role != "read-only" {
+		t.Fatalf("second owner request granted %+v", g)
 	}
-	p.send(&wire.Message{T: wire.TTermInput, Term: &wire.Term{TermID: "t1", ClientID: "viewer", Data: []byte("sneaky\n")}})
-	if m := p.await("term.error", isT(wire.TTermError, "")); m.Error.Code != wire.CodeConflict {
+	if g := open("x", "", "owner"); g.Error == nil || g.Error.Code != wire.CodeBadRequest {
+		t.Fatalf("an open without a client id answered %+v", g)
+	}
+	p.send("", &wire.TermInput{TermID: "t1", ClientID: "viewer", Data: []byte("sneaky\n")})
+	if m := await[*wire.TermError](p, "term.error", "", nil); m.Error.Code != wire.CodeConflict {
 		t.Fatalf("viewer input error %+v", m.Error)
 	}
-	p.send(&wire.Message{T: wire.TTermInput, Term: &wire.Term{TermID: "t1", ClientID: "owner", Data: []byte("hello\n")}})
+	p.send("", &wire.TermInput{TermID: "t1", ClientID: "owner", Data: []byte("hello\n")})
 	seen := map[string]string{}
 	exits := map[string]int{}
 	for len(exits) < 2 {
-		m := p.await("term output", func(m *wire.Message) bool { return m.T == wire.TTermData || m.T == wire.TTermExit })
-		if m.T == wire.TTermData {
-			seen[m.Term.ClientID] += string(m.Term.Data)
-			continue
+		m := await(p, "term output", "", func(m wire.TermMessage) bool {
+			_, data := m.(*wire.TermData)
+			_, exit := m.(*wire.TermExit)
+			return data || exit
+		})
+		switch m := m.(type) {
+		case *wire.TermData:
+			seen[m.ClientID] += string(m.Data)
+		case *wire.TermExit:
+			exits[m.ClientID] = *m.ExitCode
 		}
-		exits[m.Term.ClientID] = *m.Term.ExitCode
 	}
 	for _, c := range []string{"owner", "viewer"} {
 		if !strings.Contains(seen[c], "got:hello") || strings.Contains(seen[c], "sneaky") || exits[c] != 3 {

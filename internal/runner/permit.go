@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/gate"
@@ -25,7 +26,7 @@ func (r *Runner) permit(ctx context.Context, call engine.ToolCall) engine.Verdic
 		return engine.Verdict{Message: "No human is available to approve this (the session is unattended): " + j.Reason}
 	case gate.ActionAsk:
 		dec, note := r.openAsk(ctx, call, j)
-		if dec != wire.DecisionAllow {
+		if dec != command.DecisionAllow {
 			msg := "The user denied this " + string(j.Category) + " call."
 			if note != "" {
 				msg += " Their note: " + note

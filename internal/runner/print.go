@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // PrintResult is what a print-mode run ends with.
@@ -78,7 +78,7 @@ func RunPrint(ctx context.Context, opts Options, prompt string, stream io.Writer
 	if err := r.Start(ctx); err != nil {
 		return res, err
 	}
-	if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: prompt}); !reply.OK {
+	if reply := r.Do(ctx, command.Send{Text: prompt}); !reply.OK {
 		return res, reply.Err()
 	}
 	for {

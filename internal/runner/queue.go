@@ -2,9 +2,10 @@ package runner
 
 import (
 	"context"
-	"github.com/corral-dev/corral/pkg/event"
 	"sync"
 	"time"
+
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // The kinds of queued message (userMessage's kind). A message's id begins

@@ -2,9 +2,10 @@ package runner
 
 import (
 	"fmt"
-	"github.com/corral-dev/corral/pkg/event"
 	"slices"
 	"testing"
+
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 func TestIDSourceSkipsPastResumedIDs(t *testing.T) {

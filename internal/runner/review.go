@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
@@ -217,9 +218,9 @@ func (rv *review) recordApplied(se *stagedEdit, by string, ids []string, reverte
 func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecidedData, error) {
 	var accept bool
 	switch decision {
-	case wire.DecisionAccept:
+	case command.DecisionAccept:
 		accept = true
-	case wire.DecisionReject:
+	case command.DecisionReject:
 	default:
 		return event.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "decideHunk needs decision accept or reject, not %q", decision)
 	}
@@ -248,7 +249,7 @@ func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecid
 	switch {
 	case se.auto && accept:
 		rv.mu.Unlock()
-		return event.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: wire.DecisionAccept, By: prev.by}, nil
+		return event.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: command.DecisionAccept, By: prev.by}, nil
 	case se.auto && !prev.accept:
 		rv.mu.Unlock()
 		return event.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "hunk %s/%s was already rejected", editID, hunkID)
@@ -286,7 +287,7 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 		rv.mu.Unlock()
 		return event.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "could not take hunk %s/%s back out of %s: %v", se.id, hunkID, rv.display(se.path), err)
 	}
-	d := event.HunkDecidedData{EditID: se.id, HunkID: hunkID, Decision: wire.DecisionReject, Note: note, By: "user"}
+	d := event.HunkDecidedData{EditID: se.id, HunkID: hunkID, Decision: command.DecisionReject, Note: note, By: "user"}
 	rv.emit(event.HunkDecided, d)
 	rv.recordApplied(se, "corral", []string{hunkID}, true, "")
 	return d, nil
@@ -308,9 +309,9 @@ func revertFile(path string, ed *hunks.Edit, hunkID string) error {
 
 func decisionWord(accept bool) string {
 	if accept {
-		return wire.DecisionAccept
+		return command.DecisionAccept
 	}
-	return wire.DecisionReject
+	return command.DecisionReject
 }
 
 func hasHunk(e *hunks.Edit, id string) bool {
@@ -340,7 +341,7 @@ func (rv *review) rejectPending(se *stagedEdit, by, note string) int {
 	close(se.decided)
 	rv.mu.Unlock()
 	for _, id := range ids {
-		rv.emit(event.HunkDecided, event.HunkDecidedData{EditID: se.id, HunkID: id, Decision: wire.DecisionReject, Note: note, By: by})
+		rv.emit(event.HunkDecided, event.HunkDecidedData{EditID: se.id, HunkID: id, Decision: command.DecisionReject, Note: note, By: by})
 	}
 	return len(ids)
 }

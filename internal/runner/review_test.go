@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -53,10 +54,10 @@ func TestReviewVerdictFollowsTheDecisions(t *testing.T) {
 		added     int
 	}{
 		// All accepted: the engine writes the edit itself.
-		{"all accepted", [2]string{wire.DecisionAccept, wire.DecisionAccept}, true, false, reviewBase, "", 2},
-		{"some accepted", [2]string{wire.DecisionReject, wire.DecisionAccept}, false, true,
+		{"all accepted", [2]string{command.DecisionAccept, command.DecisionAccept}, true, false, reviewBase, "", 2},
+		{"some accepted", [2]string{command.DecisionReject, command.DecisionAccept}, false, true,
 			strings.Replace(reviewBase, "13\n", "B\n", 1), "Corral applied hunks h2 itself", 1},
-		{"none accepted", [2]string{wire.DecisionReject, wire.DecisionReject}, false, false, reviewBase, "nothing was written", 0},
+		{"none accepted", [2]string{command.DecisionReject, command.DecisionReject}, false, false, reviewBase, "nothing was written", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,7 +82,7 @@ func TestReviewVerdictFollowsTheDecisions(t *testing.T) {
 			if tally.added != c.added {
 				t.Fatalf("tally %+v, want %d added", tally, c.added)
 			}
-			if _, err := rv.decide("e1", "h1", wire.DecisionAccept, ""); codeOf(err) != wire.CodeNotFound {
+			if _, err := rv.decide("e1", "h1", command.DecisionAccept, ""); codeOf(err) != wire.CodeNotFound {
 				t.Fatalf("a decision after the turn ended: %v", err)
 			}
 		})
@@ -90,7 +91,7 @@ func TestReviewVerdictFollowsTheDecisions(t *testing.T) {
 
 func TestReviewRefusesBadDecisions(t *testing.T) {
 	rv, _, _, _ := stagedTwoHunks(t, false)
-	if _, err := rv.decide("e1", "h1", wire.DecisionAccept, ""); err != nil {
+	if _, err := rv.decide("e1", "h1", command.DecisionAccept, ""); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -99,9 +100,9 @@ func TestReviewRefusesBadDecisions(t *testing.T) {
 		code                     wire.Code
 	}{
 		{"unknown decision", "e1", "h2", "maybe", wire.CodeBadRequest},
-		{"unknown edit", "e9", "h1", wire.DecisionAccept, wire.CodeNotFound},
-		{"unknown hunk", "e1", "h9", wire.DecisionAccept, wire.CodeNotFound},
-		{"decided already", "e1", "h1", wire.DecisionReject, wire.CodeConflict},
+		{"unknown edit", "e9", "h1", command.DecisionAccept, wire.CodeNotFound},
+		{"unknown hunk", "e1", "h9", command.DecisionAccept, wire.CodeNotFound},
+		{"decided already", "e1", "h1", command.DecisionReject, wire.CodeConflict},
 	}
 	for _, c := range cases {
 		if _, err := rv.decide(c.editID, c.hunkID, c.decision, ""); codeOf(err) != c.code {
@@ -113,7 +114,7 @@ func TestReviewRefusesBadDecisions(t *testing.T) {
 func TestReviewNeedsTheEditNamedWhenSeveralWait(t *testing.T) {
 	rv, _, _, _ := stagedTwoHunks(t, false)
 	// With one edit waiting, the hunk alone names it.
-	if d, err := rv.decide("", "h1", wire.DecisionAccept, ""); err != nil || d.EditID != "e1" {
+	if d, err := rv.decide("", "h1", command.DecisionAccept, ""); err != nil || d.EditID != "e1" {
 		t.Fatalf("decide h1: %+v, %v", d, err)
 	}
 	ed, _ := hunks.Diff("g.txt", hunks.Snapshot{}, hunks.Snapshot{Exists: true, Data: []byte("x\n")})
@@ -121,7 +122,7 @@ func TestReviewNeedsTheEditNamedWhenSeveralWait(t *testing.T) {
 	if ids := rv.pendingIDs(); !slices.Equal(ids, []string{"e1", "e2"}) {
 		t.Fatalf("pending %v", ids)
 	}
-	if _, err := rv.decide("", "h2", wire.DecisionAccept, ""); codeOf(err) != wire.CodeBadRequest {
+	if _, err := rv.decide("", "h2", command.DecisionAccept, ""); codeOf(err) != wire.CodeBadRequest {
 		t.Fatalf("an unnamed edit among two: %v", err)
 	}
 }
@@ -132,16 +133,16 @@ func TestReviewAutoModeRejectTakesTheHunkBackOut(t *testing.T) {
 	if v := rv.verdict(se); !v.Allow {
 		t.Fatalf("auto verdict %+v", v)
 	}
-	if d, err := rv.decide("e1", "h1", wire.DecisionAccept, ""); err != nil || d.By != "auto" {
+	if d, err := rv.decide("e1", "h1", command.DecisionAccept, ""); err != nil || d.By != "auto" {
 		t.Fatalf("accepting an auto hunk: %+v, %v", d, err)
 	}
-	if _, err := rv.decide("e1", "h2", wire.DecisionReject, "not this"); err != nil {
+	if _, err := rv.decide("e1", "h2", command.DecisionReject, "not this"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(path); string(got) != strings.Replace(reviewEdited, "B\n", "13\n", 1) {
 		t.Fatalf("after rejecting h2: %q", got)
 	}
-	if _, err := rv.decide("e1", "h2", wire.DecisionReject, ""); codeOf(err) != wire.CodeConflict {
+	if _, err := rv.decide("e1", "h2", command.DecisionReject, ""); codeOf(err) != wire.CodeConflict {
 		t.Fatalf("a second reject: %v", err)
 	}
 	applied := of[event.EditAppliedData](ev, event.EditApplied)
@@ -156,7 +157,7 @@ func TestReviewAutoModeRejectTakesTheHunkBackOut(t *testing.T) {
 func TestReviewRejectsWhatIsPendingWhenStoppedOrWithdrawn(t *testing.T) {
 	t.Run("stop", func(t *testing.T) {
 		rv, se, ev, _ := stagedTwoHunks(t, false)
-		rv.decide("e1", "h1", wire.DecisionAccept, "")
+		rv.decide("e1", "h1", command.DecisionAccept, "")
 		if n := rv.rejectAll("stopped"); n != 1 {
 			t.Fatalf("rejected %d hunks, want the undecided one", n)
 		}
@@ -165,7 +166,7 @@ func TestReviewRejectsWhatIsPendingWhenStoppedOrWithdrawn(t *testing.T) {
 			t.Fatalf("a second stop rejected %d", n)
 		}
 		last := of[event.HunkDecidedData](ev, event.HunkDecided)[1]
-		if last.HunkID != "h2" || last.By != "stopped" || last.Decision != wire.DecisionReject {
+		if last.HunkID != "h2" || last.By != "stopped" || last.Decision != command.DecisionReject {
 			t.Fatalf("hunkDecided %+v", last)
 		}
 	})

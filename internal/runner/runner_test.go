@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -31,7 +32,7 @@ turns:
 
 func TestTurnRunsToItsEndWithHunkReview(t *testing.T) {
 	s := newSession(t, writeAndRun, nil)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "write notes"})
+	s.do(command.Send{Text: "write notes"})
 	staged, i := s.waitType(0, event.HunkStaged)
 	d := decode[event.HunkStagedData](t, staged)
 	if d.Path != "notes.txt" || len(d.Edit.Hunks) != 1 {
@@ -40,7 +41,7 @@ func TestTurnRunsToItsEndWithHunkReview(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.cwd, "notes.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the file exists before review: %v", err)
 	}
-	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
+	s.do(command.DecideHunk{EditID: d.EditID, HunkID: "h1", Decision: command.DecisionAccept})
 	ended, _ := s.waitType(i, event.TurnEnded)
 	te := decode[event.TurnEndedData](t, ended)
 	if te.Outcome != "done" || te.Files != 1 || te.Added != 3 || te.Summary != "1 file · +3 −0" {
@@ -90,14 +91,14 @@ func TestHunkDecisions(t *testing.T) {
 			if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			s.do(wire.Command{Cmd: wire.CmdSend, Text: "edit"})
+			s.do(command.Send{Text: "edit"})
 			staged, i := s.waitType(0, event.HunkStaged)
 			d := decode[event.HunkStagedData](t, staged)
 			if len(d.Edit.Hunks) != 2 {
 				t.Fatalf("want 2 hunks, got %d", len(d.Edit.Hunks))
 			}
 			for _, h := range []string{"h1", "h2"} {
-				s.do(wire.Command{Cmd: wire.CmdDecideHunk, HunkID: d.EditID + "/" + h, Decision: c.decisions[h], Note: "note " + h})
+				s.do(command.DecideHunk{HunkID: d.EditID + "/" + h, Decision: c.decisions[h], Note: "note " + h})
 			}
 			fin, _ := s.waitType(i, event.ToolFinished)
 			fd := decode[event.ToolFinishedData](t, fin)
@@ -123,20 +124,20 @@ func TestAutoModeRejectReverseAppliesOneHunk(t *testing.T) {
 	s := newSession(t, sc, func(sp *wire.Spec) { sp.Mode = "auto" })
 	path := filepath.Join(s.cwd, "f.txt")
 	os.WriteFile(path, []byte("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"), 0o644)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "edit"})
+	s.do(command.Send{Text: "edit"})
 	staged, i := s.waitType(0, event.HunkStaged)
 	d := decode[event.HunkStagedData](t, staged)
 	if !d.Auto {
 		t.Fatal("auto mode staged an edit for review")
 	}
 	s.waitType(i, event.ToolFinished)
-	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h2", Decision: wire.DecisionReject})
+	s.do(command.DecideHunk{EditID: d.EditID, HunkID: "h2", Decision: command.DecisionReject})
 	got, _ := os.ReadFile(path)
 	if want := "A\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"; string(got) != want {
 		t.Fatalf("after rejecting h2: %q, want %q", got, want)
 	}
-	s.do(wire.Command{Cmd: wire.CmdStop})
-	reply := s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdDecideHunk, EditID: d.EditID, HunkID: "h1", Decision: wire.DecisionReject})
+	s.do(command.Stop{})
+	reply := s.r.Do(context.Background(), command.DecideHunk{EditID: d.EditID, HunkID: "h1", Decision: command.DecisionReject})
 	if reply.OK || reply.Error.Code != wire.CodeNotFound {
 		t.Fatalf("a reject after the turn ended was not refused: %+v", reply)
 	}
@@ -151,10 +152,10 @@ turns:
 `
 
 func TestAskAnsweredAllowAndDeny(t *testing.T) {
-	for _, decision := range []string{wire.DecisionAllow, wire.DecisionDeny} {
+	for _, decision := range []string{command.DecisionAllow, command.DecisionDeny} {
 		t.Run(decision, func(t *testing.T) {
 			s := newSession(t, asked, nil)
-			s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+			s.do(command.Send{Text: "go"})
 			ev, i := s.waitType(0, event.AskOpened)
 			a := decode[event.AskOpenedData](t, ev)
 			if a.Command != "uptime" || a.Category != "shell" || a.Reason == "" {
@@ -163,14 +164,14 @@ func TestAskAnsweredAllowAndDeny(t *testing.T) {
 			if st := s.r.status(); st.State != wire.StateWaitingForApproval || len(st.OpenAsks) != 1 {
 				t.Fatalf("status while asking: %+v", st)
 			}
-			s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: a.AskID, Decision: decision, Note: "because"})
-			reply := s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdAnswer, AskID: a.AskID, Decision: decision})
+			s.do(command.Answer{AskID: a.AskID, Decision: decision, Note: "because"})
+			reply := s.r.Do(context.Background(), command.Answer{AskID: a.AskID, Decision: decision})
 			if reply.OK {
 				t.Fatal("a second answer to the same ask was taken")
 			}
 			fin, _ := s.waitType(i, event.ToolFinished)
 			fd := decode[event.ToolFinishedData](t, fin)
-			want := map[string]string{wire.DecisionAllow: "ok", wire.DecisionDeny: "denied"}[decision]
+			want := map[string]string{command.DecisionAllow: "ok", command.DecisionDeny: "denied"}[decision]
 			if fd.Outcome != want {
 				t.Fatalf("outcome %q, want %q", fd.Outcome, want)
 			}
@@ -181,7 +182,7 @@ func TestAskAnsweredAllowAndDeny(t *testing.T) {
 
 func TestUnattendedAskFailsAtOnce(t *testing.T) {
 	s := newSession(t, asked, func(sp *wire.Spec) { sp.Unattended = true })
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.Send{Text: "go"})
 	ev, _ := s.waitType(0, event.Failure)
 	if f := decode[event.FailureData](t, ev); f.Code != event.FailPermissionUnavailable {
 		t.Fatalf("failure %+v", f)
@@ -208,10 +209,10 @@ turns:
 
 func TestSecondSendIsQueuedAndSteerLandsAtToolBoundary(t *testing.T) {
 	s := newSession(t, slow, nil)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(command.Send{Text: "one"})
 	_, i := s.waitType(0, event.TurnStarted)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
-	res := s.do(wire.Command{Cmd: wire.CmdSteer, Text: "keep it short"})
+	s.do(command.Send{Text: "two"})
+	res := s.do(command.Steer{Text: "keep it short"})
 	if !strings.Contains(string(res), "boundary") {
 		t.Fatalf("steer result %s", res)
 	}
@@ -245,9 +246,9 @@ fallback:
     - say: "fallback"
 `
 	s := newSession(t, sc, nil)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(command.Send{Text: "one"})
 	_, i := s.waitType(0, event.TurnStarted)
-	s.do(wire.Command{Cmd: wire.CmdSteer, Text: "also this"})
+	s.do(command.Steer{Text: "also this"})
 	rq, j := s.waitType(i, event.SteerRequeued)
 	if decode[event.SteerData](t, rq).Text != "also this" {
 		t.Fatal("wrong steer requeued")
@@ -268,10 +269,10 @@ turns:
       - say: "never"
 `
 	s := newSession(t, sc, func(sp *wire.Spec) { sp.Allow = []string{"sleep *"} })
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	s.do(command.Send{Text: "one"})
+	s.do(command.Send{Text: "two"})
 	_, i := s.waitType(0, event.ToolStarted)
-	res := s.do(wire.Command{Cmd: wire.CmdStop})
+	res := s.do(command.Stop{})
 	if !strings.Contains(string(res), `"interruptedTurn":true`) || !strings.Contains(string(res), `"clearedQueue":1`) {
 		t.Fatalf("stop receipt %s", res)
 	}
@@ -294,20 +295,20 @@ turns:
 
 func TestStopDeniesOpenAsksAndRejectsPendingHunks(t *testing.T) {
 	s := newSession(t, asked, nil)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.Send{Text: "go"})
 	ev, _ := s.waitType(0, event.AskOpened)
 	a := decode[event.AskOpenedData](t, ev)
-	s.do(wire.Command{Cmd: wire.CmdStop})
+	s.do(command.Stop{})
 	ans, _ := s.waitFor(0, "askAnswered", func(e event.Event) bool { return e.Type == event.AskAnswered })
 	d := decode[event.AskAnsweredData](t, ans)
-	if d.AskID != a.AskID || d.By != "stopped" || d.Decision != wire.DecisionDeny {
+	if d.AskID != a.AskID || d.By != "stopped" || d.Decision != command.DecisionDeny {
 		t.Fatalf("ask answered %+v", d)
 	}
 }
 
 func TestResumeClosesLeftoversAndContinuesSeq(t *testing.T) {
 	s := newSession(t, asked, nil)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.Send{Text: "go"})
 	s.waitType(0, event.AskOpened)
 	// Simulate a crash: the log stays as it is, the runner is abandoned.
 	s.r.Flush()
@@ -331,17 +332,17 @@ func TestResumeClosesLeftoversAndContinuesSeq(t *testing.T) {
 func TestCommandErrors(t *testing.T) {
 	s := newSession(t, writeAndRun, nil)
 	cases := []struct {
-		cmd  wire.Command
+		cmd  command.Request
 		code wire.Code
 	}{
-		{wire.Command{Cmd: "bogus"}, wire.CodeBadRequest},
-		{wire.Command{}, wire.CodeBadRequest},
-		{wire.Command{Cmd: wire.CmdSend}, wire.CodeBadRequest},
-		{wire.Command{Cmd: wire.CmdAnswer, AskID: "a99", Decision: "allow"}, wire.CodeNotFound},
-		{wire.Command{Cmd: wire.CmdAnswer, AskID: "a1", Decision: "maybe"}, wire.CodeBadRequest},
-		{wire.Command{Cmd: wire.CmdDecideHunk, EditID: "e9", HunkID: "h1", Decision: "accept"}, wire.CodeNotFound},
-		{wire.Command{Cmd: wire.CmdSetMode, Mode: "yolo"}, wire.CodeBadRequest},
-		{wire.Command{Cmd: wire.CmdCancelQueued, MessageID: "m42"}, wire.CodeNotFound},
+		{unknownCommand{"bogus"}, wire.CodeBadRequest},
+		{unknownCommand{""}, wire.CodeBadRequest},
+		{command.Send{}, wire.CodeBadRequest},
+		{command.Answer{AskID: "a99", Decision: "allow"}, wire.CodeNotFound},
+		{command.Answer{AskID: "a1", Decision: "maybe"}, wire.CodeBadRequest},
+		{command.DecideHunk{EditID: "e9", HunkID: "h1", Decision: "accept"}, wire.CodeNotFound},
+		{command.SetMode{Mode: "yolo"}, wire.CodeBadRequest},
+		{command.CancelQueued{MessageID: "m42"}, wire.CodeNotFound},
 	}
 	for _, c := range cases {
 		reply := s.r.Do(context.Background(), c.cmd)
@@ -370,7 +371,7 @@ func TestSteerAsTheTurnEndsBecomesTheNextMessage(t *testing.T) {
 		// in general; this event is recorded with none of its locks held.)
 		for _, line := range b.Lines {
 			if bytes.Contains(line, []byte(`"type":"failure"`)) && steered.CompareAndSwap(false, true) {
-				steerReply = s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdSteer, Text: "late steer"})
+				steerReply = s.r.Do(context.Background(), command.Steer{Text: "late steer"})
 			}
 		}
 	}
@@ -384,11 +385,27 @@ func TestSteerAsTheTurnEndsBecomesTheNextMessage(t *testing.T) {
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(command.Send{Text: "one"})
 	s.waitFor(0, "the turn the late steer starts", func(e event.Event) bool {
 		return e.Type == event.TurnStarted && decode[event.TurnStartedData](t, e).Text == "late steer"
 	})
 	if steerReply == nil || !steerReply.OK {
 		t.Fatalf("steer reply %+v", steerReply)
+	}
+}
+
+// unknownCommand is a command the runner has no handler for.
+type unknownCommand struct{ name command.Name }
+
+func (c unknownCommand) Cmd() command.Name { return c.name }
+
+func TestEveryCommandHasAHandler(t *testing.T) {
+	for _, c := range command.Registry {
+		if h, ok := handlers[c.Name]; !ok || h.name != c.Name {
+			t.Errorf("command %s has no handler", c.Name)
+		}
+	}
+	if len(handlers) != len(command.Registry) {
+		t.Errorf("%d handlers for %d commands", len(handlers), len(command.Registry))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/engines/script"
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
@@ -83,7 +83,7 @@ func TestInheritStartsWithAHandoffOfTheParent(t *testing.T) {
 	// The goal is marked done: a goal check would queue a turn that races
 	// the parent's close and changes its last answer.
 	parent := newSession(t, writeAndRun, func(sp *wire.Spec) { sp.Mode = "auto"; sp.Goal = &wire.Goal{Text: "notes exist", Done: true} })
-	parent.do(wire.Command{Cmd: wire.CmdSend, Text: "please write notes"})
+	parent.do(command.Send{Text: "please write notes"})
 	parent.waitType(0, event.TurnEnded)
 	parent.r.Close()
 
@@ -164,13 +164,13 @@ func TestPresenceFollowsTheState(t *testing.T) {
 		return command.Status{}
 	}
 	waitPresence(wire.StateIdle)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.Send{Text: "go"})
 	ev, _ := s.waitType(0, event.AskOpened)
 	st := waitPresence(wire.StateWaitingForApproval)
 	if !strings.Contains(st.Activity, "Bash") || st.LastSeq == 0 {
 		t.Fatalf("presence while asking: %+v", st)
 	}
-	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: "allow"})
+	s.do(command.Answer{AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: "allow"})
 	s.waitType(0, event.TurnEnded)
 	st = waitPresence(wire.StateIdle)
 	if st.Usage.CostUSD <= 0 || st.Turn != 1 {
@@ -202,10 +202,10 @@ turns:
 	}
 	s.r = r
 	t.Cleanup(func() { r.Close() })
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(command.Send{Text: "one"})
 	s.waitType(0, event.TurnEnded)
-	var fr wire.ForkResult
-	if err := json.Unmarshal(s.do(wire.Command{Cmd: wire.CmdForkSession}), &fr); err != nil {
+	var fr command.ForkResult
+	if err := json.Unmarshal(s.do(command.ForkSession{}), &fr); err != nil {
 		t.Fatal(err)
 	}
 	if fr.From != "orig" || fr.To == "" || len(rotations) != 1 || rotations[0] != [2]string{"orig", fr.To} {
@@ -216,7 +216,7 @@ turns:
 		t.Fatalf("runner not moved: dir %s spec %+v", r.Dir(), r.Spec())
 	}
 	// The branch continues the script where it was.
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	s.do(command.Send{Text: "two"})
 	_, i := s.waitFor(0, "second answer", func(ev event.Event) bool {
 		return ev.Type == event.AssistantText && strings.Contains(string(ev.Data), "second")
 	})
@@ -286,29 +286,29 @@ func TestCommandsAreRefusedWhileAForkIsUnderWay(t *testing.T) {
 	}
 	s := &session{t: t, dir: filepath.Join(t.TempDir(), "orig"), cwd: t.TempDir()}
 	s.startFake(wire.Spec{ID: "orig", Cwd: s.cwd}, factory)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(command.Send{Text: "one"})
 	s.waitType(0, event.TurnEnded)
 
 	forked := make(chan *wire.Reply, 1)
-	go func() { forked <- s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdForkSession}) }()
+	go func() { forked <- s.r.Do(context.Background(), command.ForkSession{}) }()
 	<-forking
-	for _, cmd := range []wire.Command{
-		{Cmd: wire.CmdSend, Text: "two"},
-		{Cmd: wire.CmdSetMode, Mode: "auto"},
-		{Cmd: wire.CmdSetGoal, Goal: "notes exist"},
+	for _, cmd := range []command.Request{
+		command.Send{Text: "two"},
+		command.SetMode{Mode: "auto"},
+		command.SetGoal{Goal: "notes exist"},
 	} {
 		if reply := s.r.Do(context.Background(), cmd); reply.OK || reply.Error.Code != wire.CodeConflict {
-			t.Errorf("%s during a fork: %+v", cmd.Cmd, reply)
+			t.Errorf("%s during a fork: %+v", cmd.Cmd(), reply)
 		}
 	}
-	if reply := s.r.Do(context.Background(), wire.Command{Cmd: wire.CmdStatus}); !reply.OK {
+	if reply := s.r.Do(context.Background(), command.GetStatus{}); !reply.OK {
 		t.Errorf("status during a fork: %+v", reply.Error)
 	}
 	close(release)
 	if reply := <-forked; !reply.OK {
 		t.Fatalf("fork: %+v", reply.Error)
 	}
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	s.do(command.Send{Text: "two"})
 	_, i := s.waitFor(0, "the turn on two", func(e event.Event) bool {
 		return e.Type == event.TurnStarted && decode[event.TurnStartedData](t, e).Text == "two"
 	})

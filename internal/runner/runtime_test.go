@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -79,8 +80,8 @@ func goalChecks(t *testing.T, s *session) []event.GoalCheckData {
 
 func TestGoalMet(t *testing.T) {
 	s := newSession(t, goalScenario, nil)
-	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "the file exists"})
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.SetGoal{Goal: "the file exists"})
+	s.do(command.Send{Text: "go"})
 	ev, _ := s.waitType(0, event.GoalCheck)
 	d := decode[event.GoalCheckData](t, ev)
 	if !d.Holds || d.Summary != "holds · 1/1" || d.Clauses[0].Evidence != "ls shows it" {
@@ -94,8 +95,8 @@ func TestGoalMet(t *testing.T) {
 
 func TestGoalUnmetLoopsUpToTheLimit(t *testing.T) {
 	s := newSession(t, goalScenario, func(sp *wire.Spec) { sp.GoalLimit = 3 })
-	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "the file exists; tests pass"})
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.SetGoal{Goal: "the file exists; tests pass"})
+	s.do(command.Send{Text: "go"})
 	s.waitFor(0, "goalCheck with limitReached", func(ev event.Event) bool {
 		return ev.Type == event.GoalCheck && strings.Contains(string(ev.Data), `"limitReached":true`)
 	})
@@ -120,8 +121,8 @@ func TestGoalUnmetLoopsUpToTheLimit(t *testing.T) {
 
 func TestUnreadableVerdictCountsAsUnmet(t *testing.T) {
 	s := newSession(t, goalScenario, func(sp *wire.Spec) { sp.GoalLimit = 1 })
-	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "garbled clause"})
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.SetGoal{Goal: "garbled clause"})
+	s.do(command.Send{Text: "go"})
 	ev, _ := s.waitType(0, event.GoalCheck)
 	d := decode[event.GoalCheckData](t, ev)
 	if d.Holds || !strings.Contains(d.Clauses[0].Evidence, "could not be read") || !d.LimitReached {
@@ -131,21 +132,21 @@ func TestUnreadableVerdictCountsAsUnmet(t *testing.T) {
 
 func TestMarkGoalDoneStopsChecks(t *testing.T) {
 	s := newSession(t, goalScenario, nil)
-	s.do(wire.Command{Cmd: wire.CmdSetGoal, Goal: "tests pass"})
-	s.do(wire.Command{Cmd: wire.CmdMarkGoalDone})
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.SetGoal{Goal: "tests pass"})
+	s.do(command.MarkGoalDone{})
+	s.do(command.Send{Text: "go"})
 	s.waitType(0, event.TurnEnded)
 	s.r.Flush()
 	checks := goalChecks(t, s)
 	if len(checks) != 1 || checks[0].By != "user" || !checks[0].Holds {
 		t.Fatalf("checks after markGoalDone: %+v", checks)
 	}
-	got := string(s.do(wire.Command{Cmd: wire.CmdGetGoal}))
+	got := string(s.do(command.GetGoal{}))
 	if !strings.Contains(got, `"done":true`) {
 		t.Fatalf("getGoal %s", got)
 	}
-	s.do(wire.Command{Cmd: wire.CmdClearGoal})
-	if reply := s.r.Do(t.Context(), wire.Command{Cmd: wire.CmdClearGoal}); reply.OK {
+	s.do(command.ClearGoal{})
+	if reply := s.r.Do(t.Context(), command.ClearGoal{}); reply.OK {
 		t.Fatal("clearing a cleared goal succeeded")
 	}
 }
@@ -166,7 +167,7 @@ fallback:
     - say: "after raising the cap"
 `
 	s := newSession(t, sc, func(sp *wire.Spec) { sp.SpendCapUSD = 1 })
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(command.Send{Text: "one"})
 	ev, _ := s.waitFor(0, "spendCap failure", func(e event.Event) bool {
 		return e.Type == event.Failure && strings.Contains(string(e.Data), `"spendCap"`)
 	})
@@ -175,13 +176,13 @@ fallback:
 	if decode[event.TurnEndedData](t, ended).Outcome != "stopped" {
 		t.Fatalf("turn after the cap: %s", ended.Data)
 	}
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	s.do(command.Send{Text: "two"})
 	s.r.Flush()
 	if n := len(s.all(event.TurnStarted)); n != 1 {
 		t.Fatalf("a turn started past the spend cap")
 	}
 	raise := 5.0
-	s.do(wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: &raise})
+	s.do(command.SetSpendCap{SpendCapUSD: &raise})
 	_, i := s.waitFor(1, "second turn", func(e event.Event) bool {
 		return e.Type == event.TurnStarted && strings.Contains(string(e.Data), `"text":"two"`)
 	})
@@ -197,7 +198,7 @@ turns:
       - say: "a long answer that fills the tiny context window"
 `
 	s := newSession(t, sc, nil)
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.Send{Text: "go"})
 	ev, _ := s.waitType(0, event.Compacted)
 	if d := decode[event.CompactedData](t, ev); d.BeforePercent < 95 {
 		t.Fatalf("compacted at %.1f%%", d.BeforePercent)
@@ -214,19 +215,19 @@ func TestSpendCapCountsTheExactCostReportedAtTurnEnd(t *testing.T) {
 	}}
 	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir()}
 	s.startFake(wire.Spec{ID: "s1", Cwd: s.cwd, SpendCapUSD: 1}, func() engine.Engine { return eng })
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(command.Send{Text: "one"})
 	ev, _ := s.waitFor(0, "spendCap failure", func(e event.Event) bool {
 		return e.Type == event.Failure && decode[event.FailureData](t, e).Code == event.FailSpendCap
 	})
 	if f := decode[event.FailureData](t, ev); !strings.Contains(f.Message, "$1.5000 spent") {
 		t.Fatalf("failure %+v", f)
 	}
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "two"})
+	s.do(command.Send{Text: "two"})
 	if st := s.r.status(); len(st.Queued) != 1 || st.Usage.CostUSD != 1.5 {
 		t.Fatalf("past the cap, status %+v", st)
 	}
 	raise := 5.0
-	s.do(wire.Command{Cmd: wire.CmdSetSpendCap, SpendCapUSD: &raise})
+	s.do(command.SetSpendCap{SpendCapUSD: &raise})
 	_, i := s.waitFor(0, "second turn", func(e event.Event) bool {
 		return e.Type == event.TurnStarted && decode[event.TurnStartedData](t, e).Text == "two"
 	})
@@ -263,7 +264,7 @@ func TestCloseWaitsForTheSpendCapStop(t *testing.T) {
 	}
 	s := &session{t: t, dir: t.TempDir(), cwd: t.TempDir()}
 	s.startFake(wire.Spec{ID: "s1", Cwd: s.cwd, SpendCapUSD: 1}, func() engine.Engine { return eng })
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "one"})
+	s.do(command.Send{Text: "one"})
 	s.waitType(0, event.TurnEnded)
 	if err := s.r.Close(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -43,14 +43,19 @@ type Link struct {
 
 // TerminalHandler serves the term.* messages of one session.
 type TerminalHandler interface {
-	// Handle processes a term.open, term.input, term.resize or term.close
-	// message; replies and output go through send.
-	Handle(ctx context.Context, m *wire.Message, send func(*wire.Message))
+	// Handle serves a *wire.TermOpen (whose request id is reqID), or a
+	// *wire.TermInput, TermResize, TermClose or TermAck; replies and
+	// output go through send.
+	Handle(ctx context.Context, reqID string, m wire.Message, send Sender)
 	// Active reports whether any client is attached (the runner must not
 	// be reaped).
 	Active() bool
 	Close()
 }
+
+// Sender writes one message to the supervisor, with the request id it
+// answers ("" for a message that answers none).
+type Sender func(reqID string, m wire.Message)
 
 // Serve runs the protocol until a shutdown message or the end of in (the
 // supervisor is gone); either way the runner is closed cleanly.
@@ -62,7 +67,7 @@ func (l *Link) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	dec := wire.NewDecoder(in, 0)
 	defer l.closeRunner()
 	for {
-		m, err := dec.Decode()
+		m, reqID, err := dec.Decode()
 		var le *wire.LineError
 		switch {
 		case errors.As(err, &le):
@@ -74,18 +79,19 @@ func (l *Link) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		case err != nil:
 			return fmt.Errorf("read from supervisor: %w", err)
 		}
-		if m.T == wire.TShutdown {
+		if _, ok := m.(*wire.Shutdown); ok {
 			l.closeRunner()
-			l.send(&wire.Message{T: wire.TBye, ReqID: m.ReqID})
+			l.send(reqID, &wire.Bye{})
 			return nil
 		}
-		l.handle(ctx, m)
+		l.handle(ctx, reqID, m)
 	}
 }
 
-func (l *Link) send(m *wire.Message) {
-	if err := l.enc.Encode(m); err != nil {
-		l.Log.Error("write to supervisor", zap.String("t", string(m.T)), zap.Error(err))
+// send writes one message to the supervisor.
+func (l *Link) send(reqID string, m wire.Message) {
+	if err := l.enc.EncodeID(reqID, m); err != nil {
+		l.Log.Error("write to supervisor", zap.String("t", string(m.Type())), zap.Error(err))
 	}
 }
 
@@ -94,7 +100,7 @@ func (l *Link) runner() (*Runner, wire.Outcome) {
 	defer l.mu.Unlock()
 	switch {
 	case l.r != nil:
-		return l.r, wire.OutcomeInjected
+		return l.r, wire.OutcomeRan
 	case l.ensuring:
 		return nil, wire.OutcomeNotReady
 	default:
@@ -102,67 +108,65 @@ func (l *Link) runner() (*Runner, wire.Outcome) {
 	}
 }
 
-func (l *Link) handle(ctx context.Context, m *wire.Message) {
-	switch m.T {
-	case wire.THello:
+func (l *Link) handle(ctx context.Context, reqID string, msg wire.Message) {
+	switch m := msg.(type) {
+	case *wire.Hello:
 		if m.Proto != wire.ProtocolVersion {
-			l.send(&wire.Message{T: wire.TReady, Proto: wire.ProtocolVersion, Error: wire.Errorf(wire.CodeProtocol,
+			l.send("", &wire.Ready{Proto: wire.ProtocolVersion, Error: wire.Errorf(wire.CodeProtocol,
 				"runner speaks protocol %d, supervisor %d", wire.ProtocolVersion, m.Proto)})
 			return
 		}
 		// Terminal output goes as binary frames only to a supervisor
 		// that asked for them (docs/wire.md).
 		l.enc.SetTermFrames(m.TermFrames)
-		l.send(&wire.Message{T: wire.TReady, Proto: wire.ProtocolVersion, Session: l.Options.Spec.ID, TermFrames: m.TermFrames})
-	case wire.TLiveEnsure:
-		l.ensure(ctx, m)
-	case wire.TInject:
-		if m.Command == nil {
-			l.reply(m, wire.OutcomeFailed, wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "inject without a command")))
-			return
-		}
-		l.do(ctx, m, *m.Command, wire.TInjected)
-	case wire.TApprovalResolv:
-		l.do(ctx, m, wire.Command{Cmd: wire.CmdAnswer, AskID: m.AskID, Decision: m.Decision, Note: m.Note}, wire.TInjected)
-	case wire.TLiveInterrupt:
-		l.do(ctx, m, wire.Command{Cmd: wire.CmdStop}, wire.TInterrupted)
-	case wire.TCap:
-		l.capability(ctx, m)
-	case wire.TTermOpen, wire.TTermInput, wire.TTermResize, wire.TTermClose, wire.TTermAck:
+		l.send("", &wire.Ready{Proto: wire.ProtocolVersion, Session: l.Options.Spec.ID, TermFrames: m.TermFrames})
+	case *wire.LiveEnsure:
+		l.ensure(ctx, reqID, m)
+	case *wire.Command:
+		l.command(ctx, reqID, m)
+	case *wire.TermOpen, *wire.TermInput, *wire.TermResize, *wire.TermClose, *wire.TermAck:
 		if l.Terminals == nil {
-			l.send(&wire.Message{T: wire.TTermError, ReqID: m.ReqID, Term: m.Term,
-				Error: wire.Errorf(wire.CodeUnavailable, "this runner has no terminal support")})
+			l.noTerminals(reqID, m)
 			return
 		}
-		l.Terminals.Handle(ctx, m, l.send)
+		l.Terminals.Handle(ctx, reqID, m, l.send)
 	default:
-		l.Log.Warn("unknown message from the supervisor", zap.String("t", string(m.T)))
-		if m.ReqID != "" {
-			l.send(&wire.Message{T: wire.TInjected, ReqID: m.ReqID, Outcome: wire.OutcomeFailed,
-				Reply: wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "unknown message type %q", m.T))})
-		}
+		l.Log.Warn("unexpected message from the supervisor", zap.String("t", string(msg.Type())))
 	}
 }
 
-// do runs a command. Stop can take seconds, so commands run off the read
-// loop in their own goroutine, except sends and steers, whose order must be
-// the order they arrived in.
-func (l *Link) do(ctx context.Context, m *wire.Message, cmd wire.Command, replyType wire.Type) {
+// noTerminals refuses a term.* message on a runner without terminals.
+func (l *Link) noTerminals(reqID string, m wire.Message) {
+	err := wire.Errorf(wire.CodeUnavailable, "this runner has no terminal support")
+	switch m := m.(type) {
+	case *wire.TermOpen:
+		l.send(reqID, &wire.TermOpened{TermID: m.TermID, ClientID: m.ClientID, Error: err})
+	case *wire.TermInput:
+		l.send("", &wire.TermError{TermID: m.TermID, ClientID: m.ClientID, Error: err})
+	case *wire.TermResize:
+		l.send("", &wire.TermError{TermID: m.TermID, ClientID: m.ClientID, Error: err})
+	}
+}
+
+// command runs a control command in the session. Stop can take seconds, so
+// commands run off the read loop in their own goroutine, except sends and
+// steers, whose order must be the order they arrived in.
+func (l *Link) command(ctx context.Context, reqID string, m *wire.Command) {
+	req, err := command.Decode(m.Command)
+	if err != nil {
+		l.send(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: wire.ErrReply(err)})
+		return
+	}
 	r, outcome := l.runner()
 	if r == nil {
-		l.send(&wire.Message{T: replyType, ReqID: m.ReqID, Outcome: outcome,
-			Reply: wire.ErrReply(wire.Errorf(wire.CodeUnavailable, "session is not live (%s)", outcome))})
+		l.send(reqID, &wire.CommandReply{Outcome: outcome})
 		return
 	}
 	run := func() {
-		reply := r.Do(ctx, cmd)
-		out := wire.OutcomeInjected
-		if !reply.OK {
-			out = wire.OutcomeFailed
-		}
-		l.reply(&wire.Message{T: replyType, ReqID: m.ReqID}, out, reply)
+		l.send(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: r.Do(ctx, req)})
 	}
-	if cmd.Cmd == wire.CmdSend || cmd.Cmd == wire.CmdSteer {
+	switch req.(type) {
+	case command.Send, command.Steer:
 		run()
 		return
 	}
@@ -173,67 +177,36 @@ func (l *Link) do(ctx context.Context, m *wire.Message, cmd wire.Command, replyT
 	}()
 }
 
-func (l *Link) reply(m *wire.Message, outcome wire.Outcome, reply *wire.Reply) {
-	t := m.T
-	if t == wire.TInject || t == "" {
-		t = wire.TInjected
-	}
-	l.send(&wire.Message{T: t, ReqID: m.ReqID, Outcome: outcome, Reply: reply})
-}
-
-// capability maps cap messages onto commands.
-func (l *Link) capability(ctx context.Context, m *wire.Message) {
-	r, outcome := l.runner()
-	if r == nil {
-		l.send(&wire.Message{T: wire.TCapResult, ReqID: m.ReqID, Error: wire.Errorf(wire.CodeUnavailable, "session is not live (%s)", outcome)})
-		return
-	}
-	var cmd wire.Command
-	if len(m.Args) > 0 {
-		if err := json.Unmarshal(m.Args, &cmd); err != nil {
-			l.send(&wire.Message{T: wire.TCapResult, ReqID: m.ReqID, Error: wire.Errorf(wire.CodeBadRequest, "cap %s: bad args: %v", m.Cap, err)})
-			return
-		}
-	}
-	cmd.Cmd = wire.Cmd(m.Cap)
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		reply := r.Do(ctx, cmd)
-		l.send(&wire.Message{T: wire.TCapResult, ReqID: m.ReqID, Result: reply.Result, Error: reply.Error})
-	}()
-}
-
-func (l *Link) ensure(ctx context.Context, m *wire.Message) {
+func (l *Link) ensure(ctx context.Context, reqID string, m *wire.LiveEnsure) {
 	l.mu.Lock()
 	if l.r != nil {
 		r := l.r
 		l.mu.Unlock()
-		l.send(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Session: r.Spec().ID})
+		l.send(reqID, &wire.LiveReady{Session: r.Spec().ID})
 		return
 	}
 	if l.ensuring {
 		l.mu.Unlock()
-		l.send(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Error: wire.Errorf(wire.CodeConflict, "session is already starting")})
+		l.send(reqID, &wire.LiveReady{Error: wire.Errorf(wire.CodeConflict, "session is already starting")})
 		return
 	}
 	l.ensuring = true
 	l.mu.Unlock()
 
 	opts := l.Options
-	if m.Spec != nil {
-		opts.Spec = *m.Spec
-	}
+	opts.Spec = m.Spec
 	if err := ensureDir(&opts, m.Dir); err != nil {
 		l.mu.Lock()
 		l.ensuring = false
 		l.mu.Unlock()
-		l.send(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Error: wire.ToError(err)})
+		l.send(reqID, &wire.LiveReady{Error: wire.ToError(err)})
 		return
 	}
 	opts.Mirror = l.mirrorBatch
+	// The supervisor learns of a rotation from the rotated event, which
+	// ends the old session's log; the runner's side of the link only
+	// follows the session to its new folder.
 	opts.Rotate = func(from, to string) {
-		l.send(&wire.Message{T: wire.TRotate, Session: from, NewSession: to})
 		if r, _ := l.runner(); r != nil && l.OnLive != nil {
 			l.OnLive(r)
 		}
@@ -256,13 +229,13 @@ func (l *Link) ensure(ctx context.Context, m *wire.Message) {
 		}
 		l.mu.Unlock()
 		if err != nil {
-			l.send(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Error: wire.ToError(err)})
+			l.send(reqID, &wire.LiveReady{Error: wire.ToError(err)})
 			return
 		}
 		if l.OnLive != nil {
 			l.OnLive(r)
 		}
-		l.send(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Session: r.Spec().ID})
+		l.send(reqID, &wire.LiveReady{Session: r.Spec().ID})
 	}()
 }
 

@@ -72,14 +72,16 @@ func (t *Terminals) Close() {
 	t.cancel()
 }
 
-// Handle serves one term.* message.
-func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.Message)) {
-	if m.Term == nil || m.Term.TermID == "" || m.Term.ClientID == "" {
-		send(&wire.Message{T: wire.TTermError, ReqID: m.ReqID, Term: m.Term,
-			Error: wire.Errorf(wire.CodeBadRequest, "%s needs term.termId and term.clientId", m.T)})
-		return
+// Handle serves one term.* message: a *wire.TermOpen (whose request id is
+// reqID), TermInput, TermResize, TermClose or TermAck.
+func (t *Terminals) Handle(_ context.Context, reqID string, msg wire.Message, send Sender) {
+	tm, ok := msg.(wire.TermMessage)
+	if !ok {
+		panic(fmt.Sprintf("runner: Terminals.Handle got a %s, which names no terminal", msg.Type()))
 	}
-	tm := m.Term
+	termID, clientID := tm.Terminal()
+	// fail refuses the message: a term.open with its term.opened, anything
+	// else with a term.error.
 	fail := func(err error) {
 		code := wire.CodeBadRequest
 		switch {
@@ -90,63 +92,50 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 		case errors.Is(err, term.ErrDetached):
 			code = wire.CodeNotFound
 		}
-		send(&wire.Message{T: wire.TTermError, ReqID: m.ReqID, Term: &wire.Term{TermID: tm.TermID, ClientID: tm.ClientID},
-			Error: wire.Errorf(code, "%s: %v", m.T, err)})
-	}
-	if m.T == wire.TTermOpen {
-		t.mu.Lock()
-		cwd := t.cwd
-		t.mu.Unlock()
-		req := term.AttachRequest{
-			TermID: tm.TermID, ClientID: tm.ClientID, Role: term.Role(tm.Role),
-			Command: tm.Command, Cwd: cwd, Cols: tm.Cols, Rows: tm.Rows,
-		}
-		if tm.Export && t.masters != nil && t.export(m.ReqID, req, send, fail) {
+		e := wire.Errorf(code, "%s: %v", msg.Type(), err)
+		if _, open := msg.(*wire.TermOpen); open {
+			send(reqID, &wire.TermOpened{TermID: termID, ClientID: clientID, Error: e})
 			return
 		}
-		sink := &wireSink{send: send, reqID: m.ReqID, termID: tm.TermID, clientID: tm.ClientID, window: tm.Window}
-		if sink.window > 0 {
-			sink.credit = sync.NewCond(&sink.mu)
-			sink.forget = func() { t.forgetSink(sink) }
-			t.mu.Lock()
-			t.sinks[sinkKey{tm.TermID, tm.ClientID}] = sink
-			t.mu.Unlock()
-		}
-		_, _, err := t.hub.Attach(t.ctx, req, sink)
-		if err != nil {
-			t.forgetSink(sink)
-			fail(err)
-		}
+		send("", &wire.TermError{TermID: termID, ClientID: clientID, Error: e})
+	}
+	if termID == "" || clientID == "" {
+		fail(errors.New("termId and clientId are required"))
 		return
 	}
-	if m.T == wire.TTermAck {
+	switch m := msg.(type) {
+	case *wire.TermOpen:
+		t.open(reqID, m, send, fail)
+		return
+	case *wire.TermAck:
 		t.mu.Lock()
-		s := t.sinks[sinkKey{tm.TermID, tm.ClientID}]
+		s := t.sinks[sinkKey{termID, clientID}]
 		t.mu.Unlock()
 		if s != nil {
-			s.ack(tm.Acked)
+			s.ack(m.Acked)
 		}
 		return
+	case *wire.TermClose:
+		if t.hub.Unexport(termID, clientID, m.Data) == nil {
+			return
+		}
 	}
-	if m.T == wire.TTermClose && t.hub.Unexport(tm.TermID, tm.ClientID, tm.Data) == nil {
-		return
-	}
-	c, ok := t.hub.Client(tm.TermID, tm.ClientID)
+	c, ok := t.hub.Client(termID, clientID)
 	if !ok {
-		fail(wire.Errorf(wire.CodeNotFound, "client %s is not attached to terminal %s", tm.ClientID, tm.TermID))
+		fail(wire.Errorf(wire.CodeNotFound, "client %s is not attached to terminal %s", clientID, termID))
 		return
 	}
 	var err error
-	switch m.T {
-	case wire.TTermInput:
-		err = c.Input(tm.Data)
-	case wire.TTermResize:
-		err = c.Resize(tm.Cols, tm.Rows)
-	case wire.TTermClose:
+	switch m := msg.(type) {
+	case *wire.TermInput:
+		err = c.Input(m.Data)
+	case *wire.TermResize:
+		err = c.Resize(m.Cols, m.Rows)
+	case *wire.TermClose:
 		// Close waits for the sink's last call, which may be waiting for
 		// an acknowledgement that will not come.
 		t.mu.Lock()
-		s := t.sinks[sinkKey{tm.TermID, tm.ClientID}]
+		s := t.sinks[sinkKey{termID, clientID}]
 		t.mu.Unlock()
 		if s != nil {
 			s.release()
@@ -158,10 +147,37 @@ func (t *Terminals) Handle(_ context.Context, m *wire.Message, send func(*wire.M
 	}
 }
 
+// open attaches a client (term.open), or hands the terminal over when the
+// client asks for that and can have it.
+func (t *Terminals) open(reqID string, m *wire.TermOpen, send Sender, fail func(error)) {
+	t.mu.Lock()
+	cwd := t.cwd
+	t.mu.Unlock()
+	req := term.AttachRequest{
+		TermID: m.TermID, ClientID: m.ClientID, Role: term.Role(m.Role),
+		Command: m.Command, Cwd: cwd, Cols: m.Cols, Rows: m.Rows,
+	}
+	if m.Export && t.masters != nil && t.export(reqID, req, send, fail) {
+		return
+	}
+	sink := &wireSink{send: send, reqID: reqID, termID: m.TermID, clientID: m.ClientID, window: m.Window}
+	if sink.window > 0 {
+		sink.credit = sync.NewCond(&sink.mu)
+		sink.forget = func() { t.forgetSink(sink) }
+		t.mu.Lock()
+		t.sinks[sinkKey{m.TermID, m.ClientID}] = sink
+		t.mu.Unlock()
+	}
+	if _, _, err := t.hub.Attach(t.ctx, req, sink); err != nil {
+		t.forgetSink(sink)
+		fail(err)
+	}
+}
+
 // export hands the terminal req names over to the supervisor (term.open
 // with export) and reports whether the open is answered; false means the
 // terminal has other clients and req is to be attached as usual.
-func (t *Terminals) export(reqID string, req term.AttachRequest, send func(*wire.Message), fail func(error)) bool {
+func (t *Terminals) export(reqID string, req term.AttachRequest, send Sender, fail func(error)) bool {
 	ex, err := t.hub.Export(req, &wireSink{send: send, termID: req.TermID, clientID: req.ClientID})
 	switch {
 	case errors.Is(err, term.ErrExportBusy):
@@ -177,9 +193,8 @@ func (t *Terminals) export(reqID string, req term.AttachRequest, send func(*wire
 		fail(fmt.Errorf("hand the terminal over: %w", err))
 		return true
 	}
-	send(&wire.Message{T: wire.TTermOpened, ReqID: reqID, Term: &wire.Term{
-		TermID: req.TermID, ClientID: req.ClientID, Role: string(ex.Grant.Role),
-		Cols: ex.Grant.Cols, Rows: ex.Grant.Rows, Data: ex.Replay, Export: true}})
+	send(reqID, &wire.TermOpened{TermID: req.TermID, ClientID: req.ClientID, Role: string(ex.Grant.Role),
+		Cols: ex.Grant.Cols, Rows: ex.Grant.Rows, Data: ex.Replay, Export: true})
 	return true
 }
 
@@ -197,7 +212,7 @@ func (t *Terminals) forgetSink(s *wireSink) {
 // queues the rest, then holds the program back (HubOptions.Pace) instead
 // of cutting a client whose only fault is a busy link.
 type wireSink struct {
-	send             func(*wire.Message)
+	send             Sender
 	reqID            string
 	termID, clientID string
 
@@ -252,8 +267,7 @@ func (s *wireSink) end() {
 }
 
 func (s *wireSink) Opened(g term.Grant) {
-	s.send(&wire.Message{T: wire.TTermOpened, ReqID: s.reqID, Term: &wire.Term{
-		TermID: s.termID, ClientID: s.clientID, Role: string(g.Role), Cols: g.Cols, Rows: g.Rows}})
+	s.send(s.reqID, &wire.TermOpened{TermID: s.termID, ClientID: s.clientID, Role: string(g.Role), Cols: g.Cols, Rows: g.Rows})
 }
 
 // tryReserve is reserve without the wait: it reports false when n more
@@ -299,12 +313,12 @@ func (s *wireSink) TryData(p []byte) (bool, error) {
 // sendData writes p as term.data, a binary frame when the supervisor asked
 // for them; the encoder keeps nothing of p.
 func (s *wireSink) sendData(p []byte) {
-	s.send(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: s.termID, ClientID: s.clientID, Data: p}})
+	s.send("", &wire.TermData{TermID: s.termID, ClientID: s.clientID, Data: p})
 }
 
 func (s *wireSink) Exit(code int, signal string) {
 	s.end()
-	s.send(&wire.Message{T: wire.TTermExit, Term: &wire.Term{TermID: s.termID, ClientID: s.clientID, ExitCode: &code, Signal: signal}})
+	s.send("", &wire.TermExit{TermID: s.termID, ClientID: s.clientID, ExitCode: &code, Signal: signal})
 }
 
 func (s *wireSink) Closed(err error) {
@@ -316,6 +330,6 @@ func (s *wireSink) Closed(err error) {
 	if errors.Is(err, term.ErrSlowClient) {
 		code = wire.CodeTimeout
 	}
-	s.send(&wire.Message{T: wire.TTermError, Term: &wire.Term{TermID: s.termID, ClientID: s.clientID},
+	s.send("", &wire.TermError{TermID: s.termID, ClientID: s.clientID,
 		Error: wire.Errorf(code, "terminal stream ended: %v", err)})
 }

@@ -48,30 +48,34 @@ func TestLinkTerminalFlowControl(t *testing.T) {
 		size   = 1 << 20
 	)
 	p := startLink(t, "")
-	p.send(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion})
+	p.send("", &wire.Hello{Proto: wire.ProtocolVersion})
 	spec := wire.Spec{ID: "s1", Engine: "script", Cwd: t.TempDir(), Scenario: scenarioFile(t, writeAndRun)}
-	p.send(&wire.Message{T: wire.TLiveEnsure, ReqID: "1", Spec: &spec})
-	p.await("live.ready", isT(wire.TLiveReady, "1"))
-	p.send(&wire.Message{T: wire.TTermOpen, ReqID: "o", Term: &wire.Term{TermID: "t1", ClientID: "sup", Role: "owner", Window: window,
-		Command: []string{"/bin/sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x; echo; echo END"}}})
-	p.await("term.opened", isT(wire.TTermOpened, "o"))
+	p.send("1", &wire.LiveEnsure{Spec: spec})
+	await[*wire.LiveReady](p, "live.ready", "1", nil)
+	p.send("o", &wire.TermOpen{TermID: "t1", ClientID: "sup", Role: "owner", Window: window,
+		Command: []string{"/bin/sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' x; echo; echo END"}})
+	await[*wire.TermOpened](p, "term.opened", "o", nil)
 
 	// Acknowledge in halves of the window, as a reader that keeps up does:
 	// the output flows to its end only if the acknowledgements arrive.
 	var out bytes.Buffer
 	acked := 0
 	for {
-		m := p.await("term output", func(m *wire.Message) bool { return m.T == wire.TTermData || m.T == wire.TTermExit })
-		if m.T == wire.TTermExit {
-			if *m.Term.ExitCode != 0 {
-				t.Fatalf("exit %d", *m.Term.ExitCode)
+		m := await(p, "term output", "", func(m wire.TermMessage) bool {
+			_, data := m.(*wire.TermData)
+			_, exit := m.(*wire.TermExit)
+			return data || exit
+		})
+		if exit, ok := m.(*wire.TermExit); ok {
+			if *exit.ExitCode != 0 {
+				t.Fatalf("exit %d", *exit.ExitCode)
 			}
 			break
 		}
-		out.Write(m.Term.Data)
+		out.Write(m.(*wire.TermData).Data)
 		if out.Len()-acked >= window/2 {
 			acked = out.Len()
-			p.send(&wire.Message{T: wire.TTermAck, Term: &wire.Term{TermID: "t1", ClientID: "sup", Acked: int64(acked)}})
+			p.send("", &wire.TermAck{TermID: "t1", ClientID: "sup", Acked: int64(acked)})
 		}
 	}
 	if got := strings.Count(out.String(), "x"); got != size || !strings.HasSuffix(out.String(), "END\r\n") {
@@ -85,9 +89,9 @@ func recordingSink(window int64) (*wireSink, func() []int) {
 	var mu sync.Mutex
 	var sent []int
 	s := &wireSink{termID: "t", clientID: "c", window: window, forget: func() {},
-		send: func(m *wire.Message) {
+		send: func(_ string, m wire.Message) {
 			mu.Lock()
-			sent = append(sent, len(m.Term.Data))
+			sent = append(sent, len(m.(*wire.TermData).Data))
 			mu.Unlock()
 		}}
 	s.credit = sync.NewCond(&s.mu)

@@ -38,39 +38,38 @@ func terminalOutput(t *testing.T, frames bool, file string) (out []byte, readyFr
 	dec := wire.NewDecoder(io.TeeReader(outR, &copy), 0)
 	dec.AcceptTermFrames()
 	enc := wire.NewEncoder(inW)
-	next := func() *wire.Message {
+	next := func() wire.Message {
 		t.Helper()
-		m, err := dec.Decode()
+		m, _, err := dec.Decode()
 		if err != nil {
 			t.Fatalf("read from the link: %v", err)
 		}
 		return m
 	}
-	enc.Encode(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion, TermFrames: frames})
-	if m := next(); m.T != wire.TReady || m.Error != nil {
+	enc.Encode(&wire.Hello{Proto: wire.ProtocolVersion, TermFrames: frames})
+	if m, ok := next().(*wire.Ready); !ok || m.Error != nil {
 		t.Fatalf("answer to hello: %+v", m)
 	} else {
 		readyFrames = m.TermFrames
 	}
 	const window = 256 << 10
-	enc.Encode(&wire.Message{T: wire.TTermOpen, ReqID: "o", Term: &wire.Term{TermID: "t1", ClientID: "sup", Role: "owner", Window: window,
-		Command: []string{"/bin/sh", "-c", "stty raw -echo; read go; cat " + file}}})
-	if m := next(); m.T != wire.TTermOpened {
+	enc.EncodeID("o", &wire.TermOpen{TermID: "t1", ClientID: "sup", Role: "owner", Window: window,
+		Command: []string{"/bin/sh", "-c", "stty raw -echo; read go; cat " + file}})
+	if m, ok := next().(*wire.TermOpened); !ok || m.Error != nil {
 		t.Fatalf("answer to term.open: %+v", m)
 	}
-	enc.Encode(&wire.Message{T: wire.TTermInput, Term: &wire.Term{TermID: "t1", ClientID: "sup", Data: []byte("go\n")}})
+	enc.Encode(&wire.TermInput{TermID: "t1", ClientID: "sup", Data: []byte("go\n")})
 	acked := 0
 	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
-		m := next()
-		switch m.T {
-		case wire.TTermExit:
+		switch m := next().(type) {
+		case *wire.TermExit:
 			return out, readyFrames, copy.Bytes()
-		case wire.TTermData:
-			out = append(out, m.Term.Data...)
+		case *wire.TermData:
+			out = append(out, m.Data...)
 			if len(out)-acked >= window/2 {
 				acked = len(out)
-				enc.Encode(&wire.Message{T: wire.TTermAck, Term: &wire.Term{TermID: "t1", ClientID: "sup", Acked: int64(acked)}})
+				enc.Encode(&wire.TermAck{TermID: "t1", ClientID: "sup", Acked: int64(acked)})
 			}
 		default:
 			t.Fatalf("unexpected %+v", m)

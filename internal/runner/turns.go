@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -187,26 +188,26 @@ func (r *Runner) stop(ctx context.Context, reason string) event.StoppedData {
 	return receipt
 }
 
-func (r *Runner) steer(ctx context.Context, text string) (wire.SteerResult, error) {
+func (r *Runner) steer(ctx context.Context, text string) (command.SteerResult, error) {
 	if s, ok := r.engine().(engine.Steerer); ok {
 		if !r.turns.inTurn() {
 			q := r.enqueue(text, kindSend, false)
-			return wire.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+			return command.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
 		}
 		err := s.Steer(ctx, text)
 		if err == nil {
 			r.emit(event.SteerDelivered, event.SteerData{Text: text, Native: true})
-			return wire.SteerResult{Delivery: "native"}, nil
+			return command.SteerResult{Delivery: "native"}, nil
 		}
 		if err != engine.ErrNoTurn {
-			return wire.SteerResult{}, engineErr(err)
+			return command.SteerResult{}, engineErr(err)
 		}
 		q := r.enqueue(text, kindSend, true)
-		return wire.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+		return command.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
 	}
 	if r.turns.steer(text) {
-		return wire.SteerResult{Delivery: "boundary"}, nil
+		return command.SteerResult{Delivery: "boundary"}, nil
 	}
 	q := r.enqueue(text, kindSend, false)
-	return wire.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+	return command.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -52,7 +53,7 @@ func Warm(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("warm up: %w", err)
 	}
 	ln.Close()
-	if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdStatus}); !reply.OK {
+	if reply := r.Do(ctx, command.GetStatus{}); !reply.OK {
 		return fmt.Errorf("warm up: status: %w", reply.Error)
 	}
 	return nil

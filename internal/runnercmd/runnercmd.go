@@ -29,6 +29,7 @@ import (
 	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -214,7 +215,7 @@ func standalone(log *zap.Logger, opts runner.Options) int {
 			sc := bufio.NewScanner(os.Stdin)
 			for sc.Scan() {
 				if line := sc.Text(); line != "" {
-					if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: line}); !reply.OK {
+					if reply := r.Do(ctx, command.Send{Text: line}); !reply.OK {
 						fmt.Fprintln(os.Stderr, "runner:", reply.Error.Message)
 					}
 				}

@@ -2,17 +2,21 @@ package schema
 
 import (
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // build reflects every type of reg and composes the unions: SessionEvent
-// (one member per event type), Command (one per command) and
-// CommandResults (each command's result).
+// (one member per event type), Command (one per command), CommandResults
+// (each command's result) and Message (one per message of the supervisor
+// <-> runner protocol).
 func build(reg *Registry) *reflector {
 	r := newReflector(reg)
 	enums := map[reflect.Type][]string{}
@@ -23,16 +27,21 @@ func build(reg *Registry) *reflector {
 		enums[typeOf[event.Type]()] = append(enums[typeOf[event.Type]()], string(e.Type))
 	}
 	for _, c := range reg.Commands {
-		enums[typeOf[wire.Cmd]()] = append(enums[typeOf[wire.Cmd]()], string(c.Cmd))
+		enums[typeOf[command.Name]()] = append(enums[typeOf[command.Name]()], string(c.Name))
 	}
 	r.enums = enums
-	r.composite[typeOf[wire.Command]()] = "Command"
 	r.composite[typeOf[event.Event]()] = "SessionEvent"
-	r.name(typeOf[wire.Command](), "Command")
 	r.name(typeOf[event.Event](), "SessionEvent")
+	r.composite[typeOf[CommandBody]()] = "Command"
+	r.name(typeOf[CommandBody](), "Command")
 
 	r.events(reg.Events)
 	r.commands(reg.Commands)
+	r.messages(reg.Messages)
+	// The unions name commands and message types by constants, not by a
+	// field of their type: define the two enums all the same.
+	r.of(typeOf[command.Name]())
+	r.of(typeOf[wire.Type]())
 	for _, v := range reg.Types {
 		r.of(reflect.TypeOf(v))
 	}
@@ -48,6 +57,10 @@ func build(reg *Registry) *reflector {
 
 func typeOfValue(v any) reflect.Type { return reflect.TypeOf(v) }
 
+// CommandBody stands for a control command where a route takes one: the
+// Command union of every command of command.Registry.
+type CommandBody struct{}
+
 // upperFirst is "turnEnded" → "TurnEnded".
 func upperFirst(s string) string {
 	if s == "" {
@@ -60,7 +73,13 @@ func upperFirst(s string) string {
 func EventDef(t event.Type) string { return upperFirst(string(t)) + "Event" }
 
 // CommandDef names the definition of a command.
-func CommandDef(c wire.Cmd) string { return upperFirst(string(c)) + "Command" }
+func CommandDef(c command.Name) string { return upperFirst(string(c)) + "Command" }
+
+// MessageDef names the definition of a message of the supervisor <->
+// runner protocol, after its Go type: wire.TermOpen is TermOpenMessage.
+func MessageDef(m wire.Message) string {
+	return reflect.Indirect(reflect.ValueOf(m)).Type().Name() + "Message"
+}
 
 func (r *reflector) events(events []Event) {
 	base := &Schema{Properties: &Properties{}}
@@ -97,40 +116,53 @@ func (r *reflector) events(events []Event) {
 	}
 }
 
-func (r *reflector) commands(cmds []Command) {
-	all := &Schema{Properties: &Properties{}}
-	r.fields("Command", typeOf[wire.Command](), all)
+func (r *reflector) commands(cmds []command.Info) {
 	var members []*Schema
 	results := &Schema{Type: Types{"object"}, Description: "The result of each command, in a successful reply's result.", Properties: &Properties{}}
 	for _, c := range cmds {
-		s := &Schema{Type: Types{"object"}, Description: c.Doc, Properties: &Properties{
-			{Name: "cmd", Schema: &Schema{Const: string(c.Cmd)}},
-		}, Required: append([]string{"cmd"}, c.Required...)}
-		for _, name := range append(append([]string{}, c.Required...), c.Optional...) {
-			p := all.Properties.Get(name)
-			if p == nil {
-				r.errs = append(r.errs, errors.New("command "+string(c.Cmd)+": wire.Command has no field "+name))
-				continue
-			}
-			if vals := r.fieldEnums[CommandDef(c.Cmd)+"."+name]; vals != nil {
-				cp := *p
-				cp.Enum = vals
-				p = &cp
-			}
-			*s.Properties = append(*s.Properties, Property{Name: name, Schema: p})
-		}
-		name := CommandDef(c.Cmd)
+		name := CommandDef(c.Name)
+		s := &Schema{Type: Types{"object"}, Description: r.comments[typeKey(c.Request)], Properties: &Properties{
+			{Name: "cmd", Schema: &Schema{Const: string(c.Name)}},
+		}, Required: []string{"cmd"}}
+		r.fields(name, c.Request, s)
 		r.defs[name] = s
 		members = append(members, ref(name))
-		*results.Properties = append(*results.Properties, Property{Name: string(c.Cmd), Schema: r.of(reflect.TypeOf(c.Result))})
-		results.Required = append(results.Required, string(c.Cmd))
+		*results.Properties = append(*results.Properties, Property{Name: string(c.Name), Schema: r.of(c.Result)})
+		results.Required = append(results.Required, string(c.Name))
 	}
 	r.defs["Command"] = &Schema{
-		Description:   "A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and an inject message.",
+		Description:   "A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and the runner's command message.",
 		OneOf:         members,
 		Discriminator: &Discriminator{PropertyName: "cmd"},
 	}
 	r.defs["CommandResults"] = results
+}
+
+// messages composes the union of the protocol's messages: each is its Go
+// type's fields after "t" (and "reqId" for a request and its reply), the
+// envelope the codec writes around them.
+func (r *reflector) messages(msgs map[wire.Type]wire.Message) {
+	types := slices.Sorted(maps.Keys(msgs))
+	var members []*Schema
+	for _, t := range types {
+		m := msgs[t]
+		name := MessageDef(m)
+		s := &Schema{Type: Types{"object"}, Description: r.comments[typeKey(reflect.Indirect(reflect.ValueOf(m)).Type())], Properties: &Properties{
+			{Name: "t", Schema: &Schema{Const: string(t)}},
+		}, Required: []string{"t"}}
+		if wire.CarriesReqID(t) {
+			*s.Properties = append(*s.Properties, Property{Name: "reqId", Schema: &Schema{Type: Types{"string"}}})
+			s.Required = append(s.Required, "reqId")
+		}
+		r.fields(name, reflect.Indirect(reflect.ValueOf(m)).Type(), s)
+		r.defs[name] = s
+		members = append(members, ref(name))
+	}
+	r.defs["Message"] = &Schema{
+		Description:   "One line of the supervisor <-> runner protocol, told apart by t (docs/wire.md).",
+		OneOf:         members,
+		Discriminator: &Discriminator{PropertyName: "t"},
+	}
 }
 
 // built is the default registry reflected, once.

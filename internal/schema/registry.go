@@ -2,6 +2,7 @@ package schema
 
 import (
 	"reflect"
+	"slices"
 
 	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/pkg/api"
@@ -21,8 +22,13 @@ type Registry struct {
 	Types []any
 	// Events are the session event types, each with its data's type.
 	Events []Event
-	// Commands are the control commands.
-	Commands []Command
+	// Commands are the control commands (command.Registry): each one's
+	// fields and result come from its types, its description from the
+	// request type's comment.
+	Commands []command.Info
+	// Messages are the supervisor <-> runner protocol's messages, an empty
+	// one of each type (wire.Types).
+	Messages map[wire.Type]wire.Message
 	// Routes are the HTTP API's routes.
 	Routes []Route
 	// Enums are the values of named string types.
@@ -54,16 +60,6 @@ type Event struct {
 	Data any
 	// Doc says what the event means when its data type's comment does not.
 	Doc string
-}
-
-// Command is one control command: the fields of wire.Command it takes and
-// the type of its result.
-type Command struct {
-	Cmd      wire.Cmd
-	Required []string // json names
-	Optional []string
-	Result   any
-	Doc      string
 }
 
 // Route is one route of the HTTP API.
@@ -114,7 +110,7 @@ func Default() *Registry {
 		Types: []any{
 			wire.Spec{}, api.Session{}, wire.Reply{}, wire.Error{}, api.ErrorReply{}, api.Error{}, command.Status{},
 			api.SessionReply{}, api.SessionsReply{}, api.HealthReply{}, api.WaitReply{},
-			api.FeedItem{}, api.TermFrame{}, wire.Message{}, graph.RunEvent{},
+			api.FeedItem{}, api.TermFrame{}, graph.RunEvent{},
 		},
 		Events: []Event{
 			{Type: event.SessionStarted, Data: event.SessionStartedData{}, Doc: "The session became live in a runner, with an empty log."},
@@ -148,30 +144,17 @@ func Default() *Registry {
 			{Type: event.QueueChanged, Data: event.QueueChangedData{}},
 			{Type: event.LogRepaired, Data: event.LogRepairedData{}},
 		},
-		Commands: []Command{
-			{Cmd: wire.CmdSend, Required: []string{"text"}, Result: event.Queued{}, Doc: "Queue a message; it starts when the running turn and earlier messages end."},
-			{Cmd: wire.CmdSteer, Required: []string{"text"}, Result: wire.SteerResult{}, Doc: "Steer the running turn at its next tool boundary (natively where the engine can); a send when no turn runs."},
-			{Cmd: wire.CmdStop, Result: event.StoppedData{}, Doc: "Interrupt the turn, deny open asks, reject pending hunks, clear the queue, halt a timed loop; the receipt says what was cancelled."},
-			{Cmd: wire.CmdAnswer, Required: []string{"askId", "decision"}, Optional: []string{"note"}, Result: wire.AnswerResult{}, Doc: "Answer an open ask: the first answer wins."},
-			{Cmd: wire.CmdStatus, Result: command.Status{}, Doc: "The session's status."},
-			{Cmd: wire.CmdDecideHunk, Required: []string{"hunkId", "decision"}, Optional: []string{"editId", "note"}, Result: event.HunkDecidedData{}, Doc: "Accept or reject a staged hunk (hunkId may be EDIT/HUNK; editId may be left out when one edit is pending)."},
-			{Cmd: wire.CmdSetMode, Required: []string{"mode"}, Result: event.ModeChangedData{}, Doc: "Change the permission mode from the next tool call on."},
-			{Cmd: wire.CmdSetGoal, Required: []string{"goal"}, Result: event.GoalSetData{}, Doc: "Set the goal checked after every turn."},
-			{Cmd: wire.CmdGetGoal, Result: wire.GoalState{}, Doc: "The goal and where its checks stand."},
-			{Cmd: wire.CmdClearGoal, Result: wire.ClearGoalResult{}, Doc: "Remove the goal (not_found without one)."},
-			{Cmd: wire.CmdMarkGoalDone, Result: event.GoalCheckData{}, Doc: "Mark the goal met: a person's word, which ends goal checks."},
-			{Cmd: wire.CmdSetSpendCap, Required: []string{"spendCapUsd"}, Result: event.SpendCapSetData{}, Doc: "Set the spend cap in US dollars (0 removes it)."},
-			{Cmd: wire.CmdForkSession, Result: wire.ForkResult{}, Doc: "Branch the conversation: the session continues under a new id."},
-			{Cmd: wire.CmdCancelQueued, Required: []string{"messageId"}, Result: event.Queued{}, Doc: "Remove a queued message before its turn starts."},
-		},
+		Commands: command.Registry,
+		Messages: wire.Types(),
+
 		Routes: routes(),
 		Enums: map[reflect.Type][]string{
 			typeOf[wire.Code]():          {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeUnauthorized), string(wire.CodeProtocol), string(wire.CodeInternal)},
 			typeOf[wire.State]():         {string(wire.StateStarting), string(wire.StateIdle), string(wire.StateWorking), string(wire.StateWaitingForApproval), string(wire.StateWaitingForReview), string(wire.StateFailed), string(wire.StateStopped)},
 			typeOf[event.FailureCode]():  {string(event.FailEngineError), string(event.FailPermissionUnavailable), string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap), string(event.FailStalled)},
 			typeOf[event.QueueChange]():  {string(event.QueueAdded), string(event.QueueStarted), string(event.QueueCancelled), string(event.QueueCleared)},
-			typeOf[wire.Type]():          {string(wire.THello), string(wire.TLiveEnsure), string(wire.TInject), string(wire.TLiveInterrupt), string(wire.TApprovalResolv), string(wire.TCap), string(wire.TTermOpen), string(wire.TTermInput), string(wire.TTermResize), string(wire.TTermClose), string(wire.TTermAck), string(wire.TShutdown), string(wire.TReady), string(wire.TCapResult), string(wire.TTermOpened), string(wire.TTermData), string(wire.TTermExit), string(wire.TTermError), string(wire.TMirror), string(wire.TRotate), string(wire.TLiveReady), string(wire.TInjected), string(wire.TInterrupted), string(wire.TBye)},
-			typeOf[wire.Outcome]():       {string(wire.OutcomeInjected), string(wire.OutcomeNotLive), string(wire.OutcomeNotReady), string(wire.OutcomeFailed)},
+			typeOf[wire.Type]():          messageTypes(),
+			typeOf[wire.Outcome]():       {string(wire.OutcomeRan), string(wire.OutcomeNotLive), string(wire.OutcomeNotReady)},
 			typeOf[api.LifecycleType]():  {string(api.LifeCreated), string(api.LifeLive), string(api.LifeReaped), string(api.LifeFailed), string(api.LifeDeleted)},
 			typeOf[api.StreamMarkType](): {string(api.MarkLive), string(api.MarkReset), string(api.MarkEnded)},
 			typeOf[api.WaitFor]():        {string(api.WaitTurnEnd), string(api.WaitHuman), string(api.WaitIdle)},
@@ -185,13 +168,12 @@ func Default() *Registry {
 		},
 		FieldEnums: map[string][]string{
 			"Spec.mode":                  modes,
-			"Command.mode":               modes,
-			"Command.decision":           {wire.DecisionAllow, wire.DecisionDeny, wire.DecisionAccept, wire.DecisionReject},
-			"AnswerCommand.decision":     {wire.DecisionAllow, wire.DecisionDeny},
-			"DecideHunkCommand.decision": {wire.DecisionAccept, wire.DecisionReject},
-			"AskAnsweredData.decision":   {wire.DecisionAllow, wire.DecisionDeny},
-			"HunkDecidedData.decision":   {wire.DecisionAccept, wire.DecisionReject},
-			"AnswerResult.decision":      {wire.DecisionAllow, wire.DecisionDeny},
+			"SetModeCommand.mode":        modes,
+			"AnswerCommand.decision":     {command.DecisionAllow, command.DecisionDeny},
+			"DecideHunkCommand.decision": {command.DecisionAccept, command.DecisionReject},
+			"AskAnsweredData.decision":   {command.DecisionAllow, command.DecisionDeny},
+			"HunkDecidedData.decision":   {command.DecisionAccept, command.DecisionReject},
+			"AnswerResult.decision":      {command.DecisionAllow, command.DecisionDeny},
 			"SteerResult.delivery":       {"native", "boundary", "queued"},
 			"TurnEndedData.outcome":      {"done", "stopped", "failed", "interrupted"},
 			"ToolFinishedData.outcome":   {"ok", "error", "denied", "partial", "stopped"},
@@ -199,7 +181,8 @@ func Default() *Registry {
 			"StagePolicy.mode":           modes,
 			"TermFrame.type":             {api.FrameOpened, api.FrameExit, api.FrameError, api.FrameResize},
 			"TermFrame.role":             {api.RoleOwner, api.RoleReadOnly},
-			"Term.role":                  {api.RoleOwner, api.RoleReadOnly},
+			"TermOpenMessage.role":       {api.RoleOwner, api.RoleReadOnly},
+			"TermOpenedMessage.role":     {api.RoleOwner, api.RoleReadOnly},
 			"Lifecycle.reason":           {"idle", "room"},
 		},
 		RawTypes: map[string]reflect.Type{
@@ -219,7 +202,8 @@ func Default() *Registry {
 			typeOf[hunks.Line](): typeOf[hunks.LineJSON](),
 		},
 		Names: map[reflect.Type]string{
-			typeOf[event.Type](): "EventType",
+			typeOf[event.Type]():   "EventType",
+			typeOf[command.Name](): "Cmd",
 			// An error as the HTTP API answers it, with its status.
 			typeOf[api.Error](): "HTTPError",
 		},
@@ -246,6 +230,8 @@ func Default() *Registry {
 			"RetryResponse.unreachable": true,
 			"RetryResponse.ready":       true,
 			"ErrorReply.error":          true, // pkg/api.NewError, never nil
+			// A command's pointer fields are how it tells a zero from none.
+			"SetSpendCapCommand.spendCapUsd": true,
 		},
 	}
 }
@@ -258,5 +244,15 @@ func stages() []string {
 	for i, s := range graph.Stages {
 		out[i] = string(s)
 	}
+	return out
+}
+
+// messageTypes lists the protocol's message types, sorted.
+func messageTypes() []string {
+	var out []string
+	for t := range wire.Types() {
+		out = append(out, string(t))
+	}
+	slices.Sort(out)
 	return out
 }

@@ -17,7 +17,7 @@ func routes() []Route {
 		{Method: "GET", Path: "/v1/sessions", Summary: "Every session, most recently updated first.", Reply: api.SessionsReply{}},
 		{Method: "GET", Path: id, Summary: "One session (starts no runner).", Reply: api.SessionReply{}},
 		{Method: "DELETE", Path: id, Summary: "Stop the session's runner and remove the session.", Reply: wire.Reply{}},
-		{Method: "POST", Path: id + "/commands", Summary: "Run a control command; the reply is the runner's (docs/commands.md).", Body: wire.Command{}, Reply: wire.Reply{}},
+		{Method: "POST", Path: id + "/commands", Summary: "Run a control command; the reply is the runner's (docs/commands.md).", Body: CommandBody{}, Reply: wire.Reply{}},
 		{Method: "GET", Path: id + "/events", Summary: "The session's events: its log, then live.", Stream: "SessionEvent", Params: append([]Param{
 			{Name: "from", In: "query", Schema: intg, Doc: "the first seq wanted (0 and 1: everything)"},
 			{Name: "follow", In: "query", Schema: boo, Doc: "false ends the stream at the end of the log (default true)"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -126,7 +127,7 @@ func BenchmarkInjectToFirstMirror(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		if _, err := m.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "go"}); err != nil {
+		if _, err := m.Command(ctx, s.ID, command.Send{Text: "go"}); err != nil {
 			b.Fatal(err)
 		}
 		ev, err := st.Next(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -37,7 +38,7 @@ func TestMaxLiveStopsTheLeastRecentlyUsedIdleRunner(t *testing.T) {
 		t.Fatalf("live: a %v, b %v, c %v, count %d", m.Live(a), m.Live(b), m.Live(c), m.LiveCount())
 	}
 	// a comes back; b is now the least recently used.
-	mustCommand(t, m, a, wire.Command{Cmd: wire.CmdGetGoal})
+	mustCommand(t, m, a, command.GetGoal{})
 	waitFor(t, func() bool { return !m.Live(b) })
 	if !m.Live(a) || !m.Live(c) {
 		t.Fatalf("live: a %v, c %v", m.Live(a), m.Live(c))
@@ -52,7 +53,7 @@ func TestMaxLiveRefusesWhenEveryRunnerIsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "long job"})
+	mustCommand(t, m, s.ID, command.Send{Text: "long job"})
 	readUntil(t, m, s.ID, 1, "turnStarted")
 	_, err = m.Create(ctxT(t), wire.Spec{Engine: "script"})
 	if !errors.Is(err, wire.ErrUnavailable) {

@@ -38,9 +38,9 @@ type child struct {
 	masters  *net.UnixConn
 	exportMu sync.Mutex
 
-	ready  chan *wire.Message // the handshake's answer
-	exited chan struct{}      // closed once the process was waited for
-	done   chan struct{}      // closed once every pending call was rejected
+	ready  chan *wire.Ready // the handshake's answer
+	exited chan struct{}    // closed once the process was waited for
+	done   chan struct{}    // closed once every pending call was rejected
 
 	nextReq atomic.Uint64
 
@@ -60,8 +60,8 @@ type child struct {
 	now       func() time.Time
 
 	mu       sync.Mutex
-	pending  map[string]chan *wire.Message
-	terms    map[termKey]func(*wire.Message)
+	pending  map[string]chan wire.Message
+	terms    map[termKey]func(wire.Message)
 	session  string // the session the runner is on now (changes on rotate)
 	engine   string // its spec's engine, for the observer
 	stopping bool   // an exit now is a shutdown, not a crash
@@ -125,11 +125,11 @@ func startChild(sp spawnSpec) (*child, error) {
 		frames:  sp.frames,
 		buffers: sp.buffers,
 		masters: masters,
-		ready:   make(chan *wire.Message, 1),
+		ready:   make(chan *wire.Ready, 1),
 		exited:  make(chan struct{}),
 		done:    make(chan struct{}),
-		pending: map[string]chan *wire.Message{},
-		terms:   map[termKey]func(*wire.Message){},
+		pending: map[string]chan wire.Message{},
+		terms:   map[termKey]func(wire.Message){},
 		session: sp.session,
 		now:     sp.now,
 	}
@@ -211,7 +211,7 @@ func (c *child) wait(stdout *os.File, readerDone <-chan struct{}) {
 	c.mu.Unlock()
 	// Attached terminal clients get no more output: tell each one why.
 	for k, sink := range terms {
-		sink(&wire.Message{T: wire.TTermError, Term: &wire.Term{TermID: k.term, ClientID: k.client}, Error: c.death})
+		sink(&wire.TermError{TermID: k.term, ClientID: k.client, Error: c.death})
 	}
 	if stopping {
 		c.log.Debug("runner exited", zap.Int("exitCode", code), zap.String("signal", sig))
@@ -293,7 +293,7 @@ func (c *child) stop(grace, kill time.Duration) {
 	c.mu.Unlock()
 	deadline := time.Now().Add(grace)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	if _, err := c.call(ctx, &wire.Message{T: wire.TShutdown}); err != nil && c.alive() {
+	if _, err := call(ctx, c, &wire.Shutdown{}); err != nil && c.alive() {
 		c.log.Debug("runner did not acknowledge shutdown", zap.Error(err))
 	}
 	select {

@@ -12,14 +12,14 @@ import (
 // it got (Manager.RecycleTermData), so no two sinks may share one.
 func TestTermDataForEveryClientGivesEachSinkItsOwnBuffer(t *testing.T) {
 	got := map[string][]byte{}
-	sinkFor := func(client string) func(*wire.Message) {
-		return func(m *wire.Message) { got[client] = m.Term.Data }
+	sinkFor := func(client string) func(wire.Message) {
+		return func(m wire.Message) { got[client] = m.(*wire.TermData).Data }
 	}
-	c := &child{log: zap.NewNop(), pending: map[string]chan *wire.Message{}, terms: map[termKey]func(*wire.Message){
+	c := &child{log: zap.NewNop(), pending: map[string]chan wire.Message{}, terms: map[termKey]func(wire.Message){
 		{"t", "a"}: sinkFor("a"), {"t", "b"}: sinkFor("b"), {"t", "c"}: sinkFor("c"), {"other", "d"}: sinkFor("d"),
 	}}
 	data := []byte("output")
-	c.deliver(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: "t", Data: data}})
+	c.deliver("", &wire.TermData{TermID: "t", Data: data})
 	if len(got) != 3 || got["d"] != nil {
 		t.Fatalf("delivered to %d sinks (%v), want the terminal's 3", len(got), got)
 	}

@@ -120,7 +120,7 @@ func TestFeedCarriesEverySessionAndItsLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, a.ID, wire.Command{Cmd: wire.CmdSend, Text: "hi"})
+	mustCommand(t, m, a.ID, command.Send{Text: "hi"})
 	got := readItems(t, f, func(it feedItem) bool { return it.typ == "turnEnded" })
 	want := []string{
 		a.ID + ":sessionCreated#0", a.ID + ":sessionStarted#1", a.ID + ":sessionLive#0",
@@ -155,7 +155,7 @@ func TestFeedFromStartFiltersAndGoesLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: fmt.Sprint(i)})
+		mustCommand(t, m, s.ID, command.Send{Text: fmt.Sprint(i)})
 		readUntil(t, m, s.ID, 1, "turnEnded")
 		ids = append(ids, s.ID)
 	}
@@ -173,7 +173,7 @@ func TestFeedFromStartFiltersAndGoesLive(t *testing.T) {
 		t.Fatalf("backlog items carry no cursor, the live mark does: %q, %q", got[0].cursor, got[len(got)-1].cursor)
 	}
 	for _, id := range ids {
-		mustCommand(t, m, id, wire.Command{Cmd: wire.CmdSend, Text: "again"})
+		mustCommand(t, m, id, command.Send{Text: "again"})
 		readUntil(t, m, id, 1, "turnEnded")
 	}
 	// Live items of different sessions interleave as the supervisor sees
@@ -210,7 +210,7 @@ func TestFeedResumesFromACursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: fmt.Sprint(i)})
+		mustCommand(t, m, s.ID, command.Send{Text: fmt.Sprint(i)})
 		readUntil(t, m, s.ID, 1, "turnEnded")
 	}
 	all := readItems(t, f, func(it feedItem) bool { return it.seq == 13 })
@@ -248,7 +248,7 @@ func TestFeedThatFallsBehindTheRingIsReset(t *testing.T) {
 	}
 	defer f.Close()
 	start := m.bus.position()
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: fakerunner.BurstPrefix + "50"})
+	mustCommand(t, m, s.ID, command.Send{Text: fakerunner.BurstPrefix + "50"})
 	// The log has the events before the supervisor has them: wait for
 	// all 53 (userMessage, turnStarted, 50 deltas, turnEnded) to reach it.
 	waitFor(t, func() bool { return m.bus.position() >= start+53 })
@@ -256,7 +256,7 @@ func TestFeedThatFallsBehindTheRingIsReset(t *testing.T) {
 	if it.kind != FeedMark || it.typ != string(api.MarkReset) {
 		t.Fatalf("a lapped feed: %v, want a reset mark", it)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "after"})
+	mustCommand(t, m, s.ID, command.Send{Text: "after"})
 	if it := nextItem(t, f); it.typ != "userMessage" {
 		t.Fatalf("after the reset: %v, want the live items", it)
 	}
@@ -294,7 +294,7 @@ func TestFeedReportsReapsAndCrashes(t *testing.T) {
 	defer f.Close()
 	a, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
 	b, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
-	m.Command(ctxT(t), a.ID, wire.Command{Cmd: wire.CmdSend, Text: "boom"})
+	m.Command(ctxT(t), a.ID, command.Send{Text: "boom"})
 	it := nextItem(t, f)
 	if it.session != a.ID || it.typ != string(api.LifeFailed) {
 		t.Fatalf("after a crash: %v", it)
@@ -326,17 +326,17 @@ func TestCommandsThatNeedNoRunnerStartNone(t *testing.T) {
 		`{"seq":2,"ts":"2026-01-01T00:00:00Z","type":"askOpened","data":{"askId":"a1","toolId":"t","tool":"Bash","category":"shell","reason":"r"}}` + "\n"
 	os.WriteFile(filepath.Join(m.dir(id), eventsFile), []byte(log), 0o600)
 	tests := []struct {
-		cmd  wire.Command
+		cmd  command.Request
 		code wire.Code // "" for a result
 		want string
 	}{
-		{wire.Command{Cmd: wire.CmdStop}, "", `{"reason":"user","interruptedTurn":false,"deniedAsks":0,"rejectedHunks":0,"clearedQueue":0}`},
-		{wire.Command{Cmd: wire.CmdAnswer, AskID: "a1", Decision: "allow"}, wire.CodeNotFound, "no open ask"},
-		{wire.Command{Cmd: wire.CmdDecideHunk, EditID: "e1", HunkID: "h1", Decision: "accept"}, wire.CodeNotFound, "no pending hunk"},
-		{wire.Command{Cmd: wire.CmdStatus}, "", `"state":"idle"`},
+		{command.Stop{}, "", `{"reason":"user","interruptedTurn":false,"deniedAsks":0,"rejectedHunks":0,"clearedQueue":0}`},
+		{command.Answer{AskID: "a1", Decision: "allow"}, wire.CodeNotFound, "no open ask"},
+		{command.DecideHunk{EditID: "e1", HunkID: "h1", Decision: "accept"}, wire.CodeNotFound, "no pending hunk"},
+		{command.GetStatus{}, "", `"state":"idle"`},
 	}
 	for _, tc := range tests {
-		t.Run(string(tc.cmd.Cmd), func(t *testing.T) {
+		t.Run(string(tc.cmd.Cmd()), func(t *testing.T) {
 			r, err := m.Command(ctxT(t), id, tc.cmd)
 			if err != nil {
 				t.Fatal(err)
@@ -353,7 +353,7 @@ func TestCommandsThatNeedNoRunnerStartNone(t *testing.T) {
 		})
 	}
 	var st command.Status
-	json.Unmarshal(mustCommand(t, m, id, wire.Command{Cmd: wire.CmdStatus}), &st)
+	json.Unmarshal(mustCommand(t, m, id, command.GetStatus{}), &st)
 	if st.LastSeq != 2 || st.Mode != "review" {
 		t.Fatalf("status from the folder: %+v", st)
 	}
@@ -361,7 +361,7 @@ func TestCommandsThatNeedNoRunnerStartNone(t *testing.T) {
 		t.Fatal("a runner was started")
 	}
 	// Any other command does start one.
-	mustCommand(t, m, id, wire.Command{Cmd: wire.CmdGetGoal})
+	mustCommand(t, m, id, command.GetGoal{})
 	if !m.Live(id) {
 		t.Fatal("getGoal did not start the runner")
 	}
@@ -379,7 +379,7 @@ func TestWait(t *testing.T) {
 	t.Run("turnEnd after a send", func(t *testing.T) {
 		m := newManager(t, fakerunner.ModeAsk)
 		s, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
-		mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "x"})
+		mustCommand(t, m, s.ID, command.Send{Text: "x"})
 		done := make(chan api.WaitReply, 1)
 		go func() {
 			r, err := m.Wait(ctxT(t), s.ID, WaitOptions{For: api.WaitTurnEnd})
@@ -397,7 +397,7 @@ func TestWait(t *testing.T) {
 			t.Fatalf("the turn ended before the ask was answered: %+v", r)
 		default:
 		}
-		mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdAnswer, AskID: "a1", Decision: "allow"})
+		mustCommand(t, m, s.ID, command.Answer{AskID: "a1", Decision: "allow"})
 		r := <-done
 		if !r.Met || len(r.Events) != 1 || !strings.Contains(string(r.Events[0]), `"turnEnded"`) || r.Status == nil || r.Status.State != wire.StateIdle {
 			t.Fatalf("turnEnd: %+v", r)
@@ -413,7 +413,7 @@ func TestWait(t *testing.T) {
 	t.Run("idle once a slow turn is stopped", func(t *testing.T) {
 		m := newManager(t, fakerunner.ModeSlowTurn)
 		s, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
-		mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "x"})
+		mustCommand(t, m, s.ID, command.Send{Text: "x"})
 		ctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
 		defer cancel()
 		if r, err := m.Wait(ctx, s.ID, WaitOptions{For: api.WaitIdle}); err != nil || r.Met {
@@ -424,7 +424,7 @@ func TestWait(t *testing.T) {
 			r, _ := m.Wait(ctxT(t), s.ID, WaitOptions{For: api.WaitIdle})
 			done <- r
 		}()
-		mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdStop})
+		mustCommand(t, m, s.ID, command.Stop{})
 		if r := <-done; !r.Met {
 			t.Fatalf("after stop: %+v", r)
 		}
@@ -443,7 +443,7 @@ func TestWait(t *testing.T) {
 	t.Run("deleted while waiting", func(t *testing.T) {
 		m := newManager(t, fakerunner.ModeSlowTurn)
 		s, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
-		mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "x"})
+		mustCommand(t, m, s.ID, command.Send{Text: "x"})
 		done := make(chan error, 1)
 		go func() {
 			// (Not turnEnd: stopping the runner ends its turn.)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
-	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
@@ -156,14 +156,14 @@ func ctxT(t testing.TB) context.Context {
 }
 
 // mustCommand runs cmd and fails the test unless the runner accepted it.
-func mustCommand(t testing.TB, m *Manager, id string, cmd wire.Command) json.RawMessage {
+func mustCommand(t testing.TB, m *Manager, id string, cmd command.Request) json.RawMessage {
 	t.Helper()
 	r, err := m.Command(ctxT(t), id, cmd)
 	if err != nil {
-		t.Fatalf("%s: %v", cmd.Cmd, err)
+		t.Fatalf("%s: %v", cmd.Cmd(), err)
 	}
 	if err := r.Err(); err != nil {
-		t.Fatalf("%s refused: %v", cmd.Cmd, err)
+		t.Fatalf("%s refused: %v", cmd.Cmd(), err)
 	}
 	return r.Result
 }

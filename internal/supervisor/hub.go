@@ -2,6 +2,16 @@ package supervisor
 
 import "sync"
 
+// Event is one session event on its way to a shell.
+type Event struct {
+	Seq int64
+	// Type is the event's type, a sub-slice of Line.
+	Type []byte
+	// Line is the event exactly as events.jsonl holds it, without the
+	// newline.
+	Line []byte
+}
+
 // hub fans one session's mirrored events out to its subscribers. Publishing
 // never blocks: a subscriber whose buffer is full is cut off the live feed,
 // and its Stream catches up from events.jsonl instead, so a slow shell can

@@ -171,11 +171,11 @@ func (d *daemonProc) create(t *testing.T) string {
 	return s.ID
 }
 
-func (d *daemonProc) command(t *testing.T, id string, cmd wire.Command) json.RawMessage {
+func (d *daemonProc) command(t *testing.T, id string, cmd command.Request) json.RawMessage {
 	t.Helper()
 	r, err := d.c.Command(ctxT(t), id, cmd)
 	if err != nil {
-		t.Fatalf("%s: %v", cmd.Cmd, err)
+		t.Fatalf("%s: %v", cmd.Cmd(), err)
 	}
 	return r.Result
 }
@@ -295,7 +295,7 @@ func dataOf[T any](t *testing.T, ev event.Event) T {
 func TestRealSendReadsEventsToTurnEnd(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
+	d.command(t, id, command.Send{Text: "hello"})
 	evs := d.follow(t, id, 1, ofType(event.TurnEnded))
 	checkSeqs(t, evs, 1)
 	for _, want := range []event.Type{event.SessionStarted, event.UserMessage, event.TurnStarted, event.AssistantText} {
@@ -321,9 +321,9 @@ func countAfter(evs []event.Event, typ event.Type) int {
 func TestRealSecondSendQueuesDuringTurn(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "slow one"})
+	d.command(t, id, command.Send{Text: "slow one"})
 	d.follow(t, id, 1, ofType(event.TurnStarted))
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "and then this"})
+	d.command(t, id, command.Send{Text: "and then this"})
 	evs := d.follow(t, id, 1, nth(2, event.TurnEnded))
 	checkSeqs(t, evs, 1)
 	var msgs []event.UserMessageData
@@ -362,14 +362,14 @@ func TestRealSecondSendQueuesDuringTurn(t *testing.T) {
 func TestRealSteerLandsAtNextToolBoundary(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "steer test"})
+	d.command(t, id, command.Send{Text: "steer test"})
 	staged := d.follow(t, id, 1, ofType(event.HunkStaged))
 	if countType(staged, event.ToolFinished) != 1 {
 		t.Fatalf("the write was staged after %d tools ended, want 1: %v", countType(staged, event.ToolFinished), types(staged))
 	}
-	d.command(t, id, wire.Command{Cmd: wire.CmdSteer, Text: "use the other file"})
+	d.command(t, id, command.Steer{Text: "use the other file"})
 	edit := dataOf[event.HunkStagedData](t, staged[len(staged)-1])
-	d.command(t, id, wire.Command{Cmd: wire.CmdDecideHunk, EditID: edit.EditID, HunkID: "h1", Decision: wire.DecisionAccept})
+	d.command(t, id, command.DecideHunk{EditID: edit.EditID, HunkID: "h1", Decision: command.DecisionAccept})
 	evs := d.follow(t, id, 1, ofType(event.TurnEnded))
 	t.Logf("events: %v", types(evs))
 	for i, ev := range evs {
@@ -402,9 +402,9 @@ func countType(evs []event.Event, typ event.Type) int {
 func TestRealStopMidTurn(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "long"})
+	d.command(t, id, command.Send{Text: "long"})
 	d.follow(t, id, 1, ofType(event.TurnStarted))
-	d.command(t, id, wire.Command{Cmd: wire.CmdStop})
+	d.command(t, id, command.Stop{})
 	evs := d.follow(t, id, 1, ofType(event.Stopped))
 	if st := dataOf[event.StoppedData](t, evs[len(evs)-1]); !st.InterruptedTurn {
 		t.Fatalf("stopped %+v", st)
@@ -429,7 +429,7 @@ func TestRealStopMidTurn(t *testing.T) {
 func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
 	d := startDaemon(t)
 	id := d.create(t)
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "long"})
+	d.command(t, id, command.Send{Text: "long"})
 	d.follow(t, id, 1, ofType(event.TurnStarted))
 	pid := d.runnerPID(t, id)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -456,7 +456,7 @@ func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
 	}
 
 	// A new command starts a new runner, which continues the log.
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "after the crash"})
+	d.command(t, id, command.Send{Text: "after the crash"})
 	resumed := false
 	after := d.follow(t, id, 1, func(ev event.Event) bool {
 		resumed = resumed || ev.Type == event.SessionResumed
@@ -484,7 +484,7 @@ type apiSession = struct {
 func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {
 	d := startDaemon(t, "--idle-ttl", "2s")
 	id := d.create(t)
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "hi"})
+	d.command(t, id, command.Send{Text: "hi"})
 	first := d.follow(t, id, 1, ofType(event.TurnEnded))
 	pid := d.runnerPID(t, id)
 	waitFor(t, func() bool {
@@ -496,7 +496,7 @@ func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {
 	if err != nil || s.Status == nil || s.Status.State != wire.StateIdle || s.LastCrash != nil {
 		t.Fatalf("reaped session %+v %v", s, err)
 	}
-	d.command(t, id, wire.Command{Cmd: wire.CmdSend, Text: "back again"})
+	d.command(t, id, command.Send{Text: "back again"})
 	evs := d.follow(t, id, 1, nth(2, event.TurnEnded))
 	checkSeqs(t, evs, 1)
 	if !strings.Contains(strings.Join(types(evs[len(first):]), " "), "sessionResumed userMessage") {
@@ -507,7 +507,7 @@ func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {
 func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 	d := startDaemon(t)
 	busy, idle := d.create(t), d.create(t)
-	d.command(t, busy, wire.Command{Cmd: wire.CmdSend, Text: "long"})
+	d.command(t, busy, command.Send{Text: "long"})
 	d.follow(t, busy, 1, ofType(event.TurnStarted))
 	pids := d.runners(t, busy, idle)
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -537,7 +537,7 @@ func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 func TestRealSupervisorKill9TakesRunnersWithIt(t *testing.T) {
 	d := startDaemon(t)
 	a, b := d.create(t), d.create(t)
-	d.command(t, a, wire.Command{Cmd: wire.CmdSend, Text: "long"})
+	d.command(t, a, command.Send{Text: "long"})
 	d.follow(t, a, 1, ofType(event.TurnStarted))
 	pids := d.runners(t, a, b)
 	if err := d.cmd.Process.Kill(); err != nil {
@@ -568,7 +568,7 @@ func TestRealPluginSessionRunsInPluginRunner(t *testing.T) {
 	if filepath.Base(args[0]) != "plugin-runner" {
 		t.Fatalf("plugin session runs in %v", args)
 	}
-	d.command(t, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
+	d.command(t, s.ID, command.Send{Text: "hello"})
 	evs := d.follow(t, s.ID, 1, ofType(event.TurnEnded))
 	var said []string
 	for _, ev := range evs {

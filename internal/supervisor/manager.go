@@ -295,15 +295,12 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 }
 
 func (m *Manager) ensureLive(ctx context.Context, c *child, spec wire.Spec, dir string) error {
-	r, err := c.call(ctx, &wire.Message{T: wire.TLiveEnsure, Spec: &spec, Dir: dir, Credentials: m.cfg.Credentials})
+	r, err := call(ctx, c, &wire.LiveEnsure{Spec: spec, Dir: dir, Credentials: m.cfg.Credentials})
 	if err != nil {
 		return err
 	}
 	if r.Error != nil {
 		return r.Error
-	}
-	if r.T != wire.TLiveReady {
-		return wire.Errorf(wire.CodeProtocol, "runner answered live.ensure with %q, want live.ready", r.T)
 	}
 	return nil
 }

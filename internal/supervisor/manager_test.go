@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
@@ -42,7 +43,7 @@ func TestCreateSendReadsEventsToTurnEnd(t *testing.T) {
 		t.Fatalf("meta.json = %s (%v)", raw, err)
 	}
 
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
+	mustCommand(t, m, s.ID, command.Send{Text: "hello"})
 	evs := readUntil(t, m, s.ID, 1, "turnEnded")
 	want := []string{"sessionStarted", "userMessage", "turnStarted", "assistantText", "turnEnded"}
 	if got := types(evs); !reflect.DeepEqual(got, want) {
@@ -63,7 +64,7 @@ func TestConcurrentCallersShareOneStart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := m.Command(ctxT(t), spec.ID, wire.Command{Cmd: wire.CmdGetGoal})
+			r, err := m.Command(ctxT(t), spec.ID, command.GetGoal{})
 			if err == nil {
 				err = r.Err()
 			}
@@ -88,7 +89,7 @@ func TestRunnerExitRejectsPendingCallWithCodeAndStderr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdSend, Text: "boom"})
+	_, err = m.Command(ctxT(t), s.ID, command.Send{Text: "boom"})
 	if !errors.Is(err, wire.ErrRunnerCrashed) {
 		t.Fatalf("err = %v, want runner_crashed", err)
 	}
@@ -115,7 +116,7 @@ func TestRunnerExitRejectsPendingCallWithCodeAndStderr(t *testing.T) {
 }
 
 func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
-	m := newManager(t, fakerunner.ModeIgnoreInject)
+	m := newManager(t, fakerunner.ModeIgnoreCommand)
 	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +128,7 @@ func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
 	errs := make(chan error, callers)
 	for range callers {
 		go func() {
-			_, err := m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdSend, Text: "never answered"})
+			_, err := m.Command(ctxT(t), s.ID, command.Send{Text: "never answered"})
 			errs <- err
 		}()
 	}
@@ -157,7 +158,7 @@ func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
 	}
 
 	// The next call starts a new runner, which resumes the log.
-	r, err := m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdGetGoal})
+	r, err := m.Command(ctxT(t), s.ID, command.GetGoal{})
 	if err != nil || !r.OK {
 		t.Fatalf("status after crash: %v %+v", err, r)
 	}
@@ -220,7 +221,7 @@ func TestMalformedRunnerLinesAreSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hi"})
+	mustCommand(t, m, s.ID, command.Send{Text: "hi"})
 	evs := readUntil(t, m, s.ID, 1, "turnEnded")
 	checkSeqs(t, evs, 1)
 	for _, msg := range []string{"skipping runner output line", "skipping malformed runner message"} {
@@ -249,7 +250,7 @@ func TestReapSparesBusyRunners(t *testing.T) {
 	newM := func(modes string) *Manager {
 		return startManager(t, modes, func(c *Config) { c.IdleTTL = ttl; c.Now = clock })
 	}
-	idle, working, asking, pending, term := newM(""), newM(fakerunner.ModeSlowTurn), newM(fakerunner.ModeAsk), newM(fakerunner.ModeIgnoreInject), newM("")
+	idle, working, asking, pending, term := newM(""), newM(fakerunner.ModeSlowTurn), newM(fakerunner.ModeAsk), newM(fakerunner.ModeIgnoreCommand), newM("")
 	ids := map[*Manager]string{}
 	for _, m := range []*Manager{idle, working, asking, pending, term} {
 		s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
@@ -258,15 +259,15 @@ func TestReapSparesBusyRunners(t *testing.T) {
 		}
 		ids[m] = s.ID
 	}
-	mustCommand(t, working, ids[working], wire.Command{Cmd: wire.CmdSend, Text: "long job"})
-	mustCommand(t, asking, ids[asking], wire.Command{Cmd: wire.CmdSend, Text: "needs approval"})
+	mustCommand(t, working, ids[working], command.Send{Text: "long job"})
+	mustCommand(t, asking, ids[asking], command.Send{Text: "needs approval"})
 	readUntil(t, working, ids[working], 1, "turnStarted")
 	readUntil(t, asking, ids[asking], 1, "askOpened")
 	pendingDone := make(chan error, 1)
 	pctx, cancelPending := context.WithCancel(context.Background())
 	defer cancelPending()
 	go func() {
-		_, err := pending.Command(pctx, ids[pending], wire.Command{Cmd: wire.CmdSend, Text: "unanswered"})
+		_, err := pending.Command(pctx, ids[pending], command.Send{Text: "unanswered"})
 		pendingDone <- err
 	}()
 	waitFor(t, func() bool {
@@ -279,12 +280,12 @@ func TestReapSparesBusyRunners(t *testing.T) {
 		defer pending.mu.Unlock()
 		return e.holds > 1
 	})
-	sink := make(chan *wire.Message, 4)
-	if _, err := term.OpenTerm(ctxT(t), ids[term], wire.Term{TermID: "t1", ClientID: "c1"}, func(m *wire.Message) { sink <- m }); err != nil {
+	sink := make(chan wire.Message, 4)
+	if _, err := term.OpenTerm(ctxT(t), ids[term], wire.TermOpen{TermID: "t1", ClientID: "c1"}, func(m wire.Message) { sink <- m }); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-sink; string(got.Term.Data) != "$ " {
-		t.Fatalf("terminal output = %q", got.Term.Data)
+	if got, ok := (<-sink).(*wire.TermData); !ok || string(got.Data) != "$ " {
+		t.Fatalf("terminal output = %+v", got)
 	}
 
 	// Before the TTL nothing goes.
@@ -320,7 +321,7 @@ func TestReapSparesBusyRunners(t *testing.T) {
 	}
 
 	// A reaped session comes back on the next command, its log continued.
-	mustCommand(t, idle, ids[idle], wire.Command{Cmd: wire.CmdSend, Text: "again"})
+	mustCommand(t, idle, ids[idle], command.Send{Text: "again"})
 	evs := readUntil(t, idle, ids[idle], 1, "turnEnded")
 	checkSeqs(t, evs, 1)
 	if evs[1].Type != event.SessionResumed {
@@ -350,8 +351,8 @@ func TestRotateAliasesNewSessionToSameRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdForkSession})
-	var res wire.ForkResult
+	raw := mustCommand(t, m, s.ID, command.ForkSession{})
+	var res command.ForkResult
 	if err := json.Unmarshal(raw, &res); err != nil || res.To == "" {
 		t.Fatalf("fork result %s: %v", raw, err)
 	}
@@ -367,7 +368,7 @@ func TestRotateAliasesNewSessionToSameRunner(t *testing.T) {
 
 	// Mirrors after the rotated event belong to the new session, whose log
 	// continues the old one.
-	mustCommand(t, m, res.To, wire.Command{Cmd: wire.CmdSend, Text: "on the fork"})
+	mustCommand(t, m, res.To, command.Send{Text: "on the fork"})
 	evs := readUntil(t, m, res.To, 1, "turnEnded")
 	checkSeqs(t, evs, 1)
 	old := readAll(t, m, s.ID)
@@ -400,7 +401,7 @@ func TestShutdownLeavesNoChild(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "work"})
+				mustCommand(t, m, s.ID, command.Send{Text: "work"})
 				pids = append(pids, runnerPID(t, m, s.ID))
 			}
 			if err := m.Shutdown(ctxT(t)); err != nil {
@@ -421,7 +422,7 @@ func TestShutdownLeavesNoChild(t *testing.T) {
 func TestUnknownAndInvalidIDsAreNotFound(t *testing.T) {
 	m := newManager(t, "")
 	for _, id := range []string{"000000000000", "../../etc", "", "a/b"} {
-		if _, err := m.Command(ctxT(t), id, wire.Command{Cmd: wire.CmdStatus}); !errors.Is(err, wire.ErrNotFound) {
+		if _, err := m.Command(ctxT(t), id, command.GetStatus{}); !errors.Is(err, wire.ErrNotFound) {
 			t.Errorf("command on %q: %v", id, err)
 		}
 		if _, err := m.Get(ctxT(t), id); !errors.Is(err, wire.ErrNotFound) {
@@ -460,7 +461,7 @@ func TestDeleteStopsRunnerEndsStreamsRemovesFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "x"})
+	mustCommand(t, m, s.ID, command.Send{Text: "x"})
 	st, err := m.Events(ctxT(t), s.ID, 1, true)
 	if err != nil {
 		t.Fatal(err)
@@ -485,7 +486,7 @@ func TestDeleteStopsRunnerEndsStreamsRemovesFolder(t *testing.T) {
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("runner still exists: %v", err)
 	}
-	if _, err := m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdStatus}); !errors.Is(err, wire.ErrNotFound) {
+	if _, err := m.Command(ctxT(t), s.ID, command.GetStatus{}); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("command after delete: %v", err)
 	}
 }
@@ -496,35 +497,43 @@ func TestNotLiveRunnerIsMadeLiveAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdStatus})
+	mustCommand(t, m, s.ID, command.GetStatus{})
 }
 
-func TestOtherRequests(t *testing.T) {
+// TestCommandsOtherThanSend: what once had requests of its own (a
+// capability, an approval, an interrupt) is a command like any other, with
+// its typed result.
+func TestCommandsOtherThanSend(t *testing.T) {
 	m := newManager(t, fakerunner.ModeAsk)
 	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := m.Cap(ctxT(t), s.ID, "getGoal", nil)
-	if err != nil || string(res) != `{"goal":""}` {
-		t.Fatalf("getGoal = %s, %v", res, err)
+	reply, err := m.Command(ctxT(t), s.ID, command.GetGoal{})
+	if goal, rerr := command.Result(command.GetGoal{}, reply); err != nil || rerr != nil || goal.Goal != "" {
+		t.Fatalf("getGoal = %+v, %v, %v", goal, err, rerr)
 	}
-	if _, err := m.Cap(ctxT(t), s.ID, "nope", nil); !errors.Is(err, wire.ErrBadRequest) {
-		t.Fatalf("unknown cap: %v", err)
+	if r, err := m.Command(ctxT(t), s.ID, unknownCommand{"nope"}); err != nil || !errors.Is(r.Err(), wire.ErrBadRequest) {
+		t.Fatalf("unknown command: %+v %v", r, err)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "ask me"})
+	mustCommand(t, m, s.ID, command.Send{Text: "ask me"})
 	readUntil(t, m, s.ID, 1, "askOpened")
-	if r, err := m.ResolveApproval(ctxT(t), s.ID, "a1", wire.DecisionAllow, ""); err != nil || !r.OK {
-		t.Fatalf("resolve: %+v %v", r, err)
+	if r, err := m.Command(ctxT(t), s.ID, command.Answer{AskID: "a1", Decision: command.DecisionAllow}); err != nil || !r.OK {
+		t.Fatalf("answer: %+v %v", r, err)
 	}
-	if _, err := m.ResolveApproval(ctxT(t), s.ID, "a1", "maybe", ""); !errors.Is(err, wire.ErrBadRequest) {
-		t.Fatalf("bad decision: %v", err)
+	if r, err := m.Command(ctxT(t), s.ID, command.Answer{AskID: "a1", Decision: "maybe"}); err != nil || !errors.Is(r.Err(), wire.ErrBadRequest) {
+		t.Fatalf("bad decision: %+v %v", r, err)
 	}
 	readUntil(t, m, s.ID, 1, "turnEnded")
-	if r, err := m.Interrupt(ctxT(t), s.ID); err != nil || !r.OK {
-		t.Fatalf("interrupt: %+v %v", r, err)
+	if r, err := m.Command(ctxT(t), s.ID, command.Stop{}); err != nil || !r.OK {
+		t.Fatalf("stop: %+v %v", r, err)
 	}
 }
+
+// unknownCommand is a command no runner knows.
+type unknownCommand struct{ name command.Name }
+
+func (c unknownCommand) Cmd() command.Name { return c.name }
 
 func TestCredentialsReachRunnerButNoFileOrLog(t *testing.T) {
 	const secret = "sk-test-very-secret-value"
@@ -537,7 +546,7 @@ func TestCredentialsReachRunnerButNoFileOrLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "x"})
+	mustCommand(t, m, s.ID, command.Send{Text: "x"})
 	readUntil(t, m, s.ID, 1, "turnEnded")
 	if err := m.Shutdown(ctxT(t)); err != nil {
 		t.Fatal(err)
@@ -653,7 +662,7 @@ func TestRefusedTerminalIsNotTracked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t1", ClientID: "c1"}, func(*wire.Message) {})
+	_, err = m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t1", ClientID: "c1"}, func(wire.Message) {})
 	if !errors.Is(err, wire.ErrUnavailable) || !strings.Contains(err.Error(), "no terminal support") {
 		t.Fatalf("err = %v", err)
 	}
@@ -662,7 +671,7 @@ func TestRefusedTerminalIsNotTracked(t *testing.T) {
 	if e.child.holdsTerminal() {
 		t.Fatal("a refused terminal keeps the runner from being reaped")
 	}
-	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{}, nil); !errors.Is(err, wire.ErrBadRequest) {
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{}, nil); !errors.Is(err, wire.ErrBadRequest) {
 		t.Fatalf("no termId: %v", err)
 	}
 }
@@ -693,29 +702,29 @@ func TestTerminalExitDetachesClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *wire.Message, 4)
-	term, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t1", ClientID: "c1", Role: "owner"}, func(m *wire.Message) { got <- m })
+	got := make(chan wire.Message, 4)
+	term, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t1", ClientID: "c1", Role: "owner"}, func(m wire.Message) { got <- m })
 	if err != nil || term.Role != "owner" {
 		t.Fatalf("open: %+v %v", term, err)
 	}
-	if first := <-got; first.T != wire.TTermData {
-		t.Fatalf("first message %s", first.T)
+	if first := <-got; first.Type() != wire.TTermData {
+		t.Fatalf("first message %s", first.Type())
 	}
-	if err := m.TermResize(s.ID, wire.Term{TermID: "t1", ClientID: "c1", Cols: 80, Rows: 24}); err != nil {
+	if err := m.TermResize(s.ID, wire.TermResize{TermID: "t1", ClientID: "c1", Cols: 80, Rows: 24}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.TermInput(s.ID, wire.Term{TermID: "t1", ClientID: "c1", Data: []byte("exit\n")}); err != nil {
+	if err := m.TermInput(s.ID, wire.TermInput{TermID: "t1", ClientID: "c1", Data: []byte("exit\n")}); err != nil {
 		t.Fatal(err)
 	}
-	if last := <-got; last.T != wire.TTermExit {
-		t.Fatalf("last message %s", last.T)
+	if last := <-got; last.Type() != wire.TTermExit {
+		t.Fatalf("last message %s", last.Type())
 	}
 	e := m.holdLive(s.ID)
 	defer m.release(e, false)
 	if e.child.holdsTerminal() {
 		t.Fatal("a client whose program exited still counts as attached")
 	}
-	if err := m.TermInput("000000000000", wire.Term{TermID: "t1"}); !errors.Is(err, wire.ErrNotFound) {
+	if err := m.TermInput("000000000000", wire.TermInput{TermID: "t1"}); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("input to no session: %v", err)
 	}
 }

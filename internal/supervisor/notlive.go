@@ -18,9 +18,9 @@ import (
 // not outlive the runner that opened it: not_found), and status (from the
 // session folder). handled is false for any other command, and whenever a
 // runner holds or is starting the session.
-func (m *Manager) answerNotLive(id string, cmd wire.Command) (reply *wire.Reply, handled bool, err error) {
-	switch cmd.Cmd {
-	case wire.CmdStop, wire.CmdAnswer, wire.CmdDecideHunk, wire.CmdStatus:
+func (m *Manager) answerNotLive(id string, req command.Request) (reply *wire.Reply, handled bool, err error) {
+	switch req.(type) {
+	case command.Stop, command.Answer, command.DecideHunk, command.GetStatus:
 	default:
 		return nil, false, nil
 	}
@@ -38,13 +38,13 @@ func (m *Manager) answerNotLive(id string, cmd wire.Command) (reply *wire.Reply,
 	if err != nil {
 		return nil, true, err
 	}
-	switch cmd.Cmd {
-	case wire.CmdStop:
+	switch c := req.(type) {
+	case command.Stop:
 		return wire.OKReply(event.StoppedData{Reason: "user"}), true, nil
-	case wire.CmdAnswer:
-		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no open ask %q: session %s has no live runner, and an ask ends with its runner", cmd.AskID, id)), true, nil
-	case wire.CmdDecideHunk:
-		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no pending hunk %q: session %s has no live runner, and a hunk review ends with its runner", cmd.HunkID, id)), true, nil
+	case command.Answer:
+		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no open ask %q: session %s has no live runner, and an ask ends with its runner", c.AskID, id)), true, nil
+	case command.DecideHunk:
+		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no pending hunk %q: session %s has no live runner, and a hunk review ends with its runner", c.HunkID, id)), true, nil
 	}
 	st, err := readPresence(dir)
 	if err != nil {
@@ -85,7 +85,7 @@ func lastLoggedSeq(path string) int64 {
 			if begin < 0 && start > 0 {
 				break // the line starts before what was read
 			}
-			if seq, _, err := scanEvent(buf[begin+1 : end]); err == nil {
+			if seq, _, err := wire.ScanEvent(buf[begin+1 : end]); err == nil {
 				return seq
 			}
 			end = begin

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -187,7 +188,7 @@ func TestObserverSeesStartsEventsAndExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"})
+	mustCommand(t, m, s.ID, command.Send{Text: "hello"})
 	evs := readUntil(t, m, s.ID, 1, "turnEnded")
 	if err := m.Delete(ctxT(t), s.ID); err != nil {
 		t.Fatal(err)
@@ -218,7 +219,7 @@ func TestObserverCountsACrashAndAFailedStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Command(ctxT(t), s.ID, wire.Command{Cmd: wire.CmdSend, Text: "boom"})
+	m.Command(ctxT(t), s.ID, command.Send{Text: "boom"})
 	waitFor(t, func() bool { return !m.Live(s.ID) })
 	failing := newManager(t, fakerunner.ModeFailStart, func(c *Config) { c.Observer = rec })
 	if _, err := failing.Create(ctxT(t), wire.Spec{Engine: "script"}); err == nil {
@@ -257,11 +258,11 @@ func TestCensusCountsSessionsByStateAndALoweredCapStopsQuietRunners(t *testing.T
 	}
 	check(map[wire.State]int{wire.StateIdle: 3}, 3)
 
-	mustCommand(t, m, ids[2], wire.Command{Cmd: wire.CmdSend, Text: "make"})
+	mustCommand(t, m, ids[2], command.Send{Text: "make"})
 	readUntil(t, m, ids[2], 1, "askOpened")
 	// The fake answers status only after the ask's mirror is written, so
 	// the supervisor has read it.
-	mustCommand(t, m, ids[2], wire.Command{Cmd: wire.CmdStatus})
+	mustCommand(t, m, ids[2], command.GetStatus{})
 	check(map[wire.State]int{wire.StateIdle: 2, wire.StateWaitingForApproval: 1}, 3)
 
 	// Down to one: the two quiet ones stop, the one waiting for a person
@@ -289,9 +290,9 @@ func TestAStartPastALoweredCapIsRefusedWhileEveryRunnerIsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "make"})
+	mustCommand(t, m, s.ID, command.Send{Text: "make"})
 	readUntil(t, m, s.ID, 1, "askOpened")
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdStatus})
+	mustCommand(t, m, s.ID, command.GetStatus{})
 	if err := m.SetMaxLive(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,9 @@ import (
 )
 
 // read handles the runner's stdout until it closes. Bad lines are logged and
-// skipped; mirrors take a fast path that decodes only their seq and type,
-// and binary terminal frames carry output without any decoding.
+// skipped; mirrors and term.data lines take the fast decoders that pkg/wire
+// keeps beside their encoders, and binary terminal frames carry output
+// without any decoding.
 func (c *child) read(r io.Reader, maxLine int) {
 	lr := wire.NewLineReader(r, maxLine)
 	if c.frames {
@@ -31,6 +32,14 @@ func (c *child) read(r io.Reader, maxLine int) {
 	// The session's hub, looked up at the first mirror: a spare has no
 	// session until it is handed one, before its live.ensure.
 	var cur *hub
+	mirror := func(seq int64, event []byte) {
+		if cur == nil {
+			cur = c.hooks.hub(c.currentSession())
+		}
+		if to := c.mirror(cur, seq, event); to != "" {
+			cur = c.rotate(to)
+		}
+	}
 	for {
 		line, frame, err := lr.NextRecord()
 		if err != nil {
@@ -50,50 +59,30 @@ func (c *child) read(r io.Reader, maxLine int) {
 			return
 		}
 		if frame != nil {
-			c.deliver(frame.Message())
+			c.deliver("", frame.Message())
 			continue
 		}
-		if seq, event, ok := parseMirror(line); ok {
-			if cur == nil {
-				cur = c.hooks.hub(c.currentSession())
-			}
-			if to := c.mirror(cur, seq, bytes.Clone(event)); to != "" {
-				cur = c.rotate(to)
-			}
+		if seq, event, ok := wire.ParseMirror(line); ok {
+			mirror(seq, bytes.Clone(event))
 			continue
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if m, ok := parseTermData(line); ok {
-			c.deliver(m)
+		if d, ok := wire.ParseTermData(line); ok {
+			c.deliver("", d)
 			continue
 		}
-		m := new(wire.Message)
-		if err := json.Unmarshal(line, m); err != nil || m.T == "" {
-			if err == nil {
-				err = errors.New(`message has no "t"`)
-			}
+		m, reqID, err := wire.Unmarshal(line)
+		if err != nil {
 			c.log.Warn("skipping malformed runner message", zap.Error(err), zap.ByteString("line", clip(line, 120)))
 			continue
 		}
-		switch m.T {
-		case wire.TMirror:
-			if cur == nil {
-				cur = c.hooks.hub(c.currentSession())
-			}
-			if to := c.mirror(cur, m.Seq, m.Event); to != "" {
-				cur = c.rotate(to)
-			}
-		case wire.TRotate:
-			if m.NewSession == "" {
-				c.log.Warn("skipping rotate without newSession")
-				continue
-			}
-			cur = c.rotate(m.NewSession)
-		default:
-			c.deliver(m)
+		if mm, ok := m.(*wire.Mirror); ok {
+			mirror(mm.Seq, mm.Event)
+			continue
 		}
+		c.deliver(reqID, m)
 	}
 }
 
@@ -109,10 +98,8 @@ func (c *child) breakLink(err error) {
 }
 
 // rotate moves the child to session to and returns that session's hub. The
-// runner announces a rotation twice: by the rotated event, which ends the
-// old session's log, and by a rotate message; the first one seen switches,
-// so every event mirrored after the rotated event goes to the new session
-// whichever order the two arrive in.
+// runner announces a rotation once, by the rotated event, which ends the
+// old session's log: every event mirrored after it goes to the new session.
 func (c *child) rotate(to string) *hub {
 	c.mu.Lock()
 	from := c.session
@@ -127,7 +114,7 @@ func (c *child) rotate(to string) *hub {
 // mirror publishes a mirrored event and tracks the session's activity. It
 // returns the new session id when the event is a rotation.
 func (c *child) mirror(h *hub, seq int64, line []byte) (rotatedTo string) {
-	evSeq, typ, err := scanEvent(line)
+	evSeq, typ, err := wire.ScanEvent(line)
 	if err != nil {
 		c.log.Warn("skipping unreadable mirrored event", zap.Int64("seq", seq), zap.Error(err))
 		return ""
@@ -195,57 +182,62 @@ func stagedForReview(event []byte) int32 {
 
 // deliver hands a reply to the call waiting for it, or a terminal message
 // to the terminal's client.
-func (c *child) deliver(m *wire.Message) {
-	if m.T == wire.TReady {
+func (c *child) deliver(reqID string, m wire.Message) {
+	if r, ok := m.(*wire.Ready); ok {
 		select {
-		case c.ready <- m:
+		case c.ready <- r:
 		default:
 			c.log.Warn("skipping repeated ready")
 		}
 		return
 	}
-	c.mu.Lock()
-	ch, ok := c.pending[m.ReqID]
-	if ok && m.ReqID != "" {
-		delete(c.pending, m.ReqID)
+	if reqID != "" {
+		c.mu.Lock()
+		ch, ok := c.pending[reqID]
+		delete(c.pending, reqID)
 		c.mu.Unlock()
-		ch <- m
+		if ok {
+			ch <- m
+			return
+		}
+		// The caller gave up waiting (its context ended) before the reply.
+		c.log.Debug("late reply from runner", zap.String("t", string(m.Type())), zap.String("reqId", reqID))
+		return
+	}
+	tm, ok := m.(wire.TermMessage)
+	if !ok {
+		c.log.Warn("skipping unexpected runner message", zap.String("t", string(m.Type())))
 		return
 	}
 	// Terminal output names its client, or none to reach every client of
 	// the terminal.
-	var sinks []func(*wire.Message)
-	if m.Term != nil {
-		for k, sink := range c.terms {
-			if k.term == m.Term.TermID && (m.Term.ClientID == "" || k.client == m.Term.ClientID) {
-				sinks = append(sinks, sink)
-			}
-		}
-		// A term.error may only refuse one input, so the client stays
-		// attached (and the runner unreaped) until it closes or exits.
-		if m.T == wire.TTermExit {
-			c.dropTermLocked(m.Term.TermID, m.Term.ClientID)
+	termID, clientID := tm.Terminal()
+	var sinks []func(wire.Message)
+	c.mu.Lock()
+	for k, sink := range c.terms {
+		if k.term == termID && (clientID == "" || k.client == clientID) {
+			sinks = append(sinks, sink)
 		}
 	}
+	// A term.error may only refuse one input, so the client stays
+	// attached (and the runner unreaped) until it closes or exits.
+	if _, exit := m.(*wire.TermExit); exit {
+		c.dropTermLocked(termID, clientID)
+	}
 	c.mu.Unlock()
+	data, isData := m.(*wire.TermData)
 	for i, sink := range sinks {
 		msg := m
-		if i < len(sinks)-1 && m.T == wire.TTermData {
+		if isData && i < len(sinks)-1 {
 			// Each sink may keep or recycle the output it gets, so all
 			// but the last get a copy, made before the last has it.
-			msg = &wire.Message{T: m.T, Term: &wire.Term{TermID: m.Term.TermID, ClientID: m.Term.ClientID, Data: bytes.Clone(m.Term.Data)}}
+			msg = &wire.TermData{TermID: data.TermID, ClientID: data.ClientID, Data: bytes.Clone(data.Data)}
 		}
 		sink(msg)
 	}
-	if len(sinks) > 0 {
-		return
+	if len(sinks) == 0 {
+		c.log.Debug("terminal message for no client", zap.String("t", string(m.Type())), zap.String("termId", termID))
 	}
-	if m.ReqID != "" {
-		// The caller gave up waiting (its context ended) before the reply.
-		c.log.Debug("late reply from runner", zap.String("t", string(m.T)), zap.String("reqId", m.ReqID))
-		return
-	}
-	c.log.Warn("skipping unexpected runner message", zap.String("t", string(m.T)))
 }
 
 // dropTermLocked forgets a terminal client, or every client of the terminal
@@ -259,22 +251,37 @@ func (c *child) dropTermLocked(term, client string) {
 }
 
 // send writes a message that gets no reply.
-func (c *child) send(m *wire.Message) error {
+func (c *child) send(m wire.Message) error {
 	if err := c.err(); err != nil {
 		return err
 	}
 	if err := c.enc.Encode(m); err != nil {
-		return c.writeFailed(context.Background(), m.T, err)
+		return c.writeFailed(context.Background(), m.Type(), err)
 	}
 	return nil
 }
 
-// call sends a request and waits for the reply with its reqId. A runner
-// that dies first makes it fail with the runner's death error.
-func (c *child) call(ctx context.Context, m *wire.Message) (*wire.Message, error) {
+// call sends req and returns the runner's answer, which must be the one
+// message type that answers it. A runner that dies first makes it fail
+// with the runner's death error.
+func call[R wire.Message](ctx context.Context, c *child, req wire.Request[R]) (R, error) {
+	var zero R
+	m, err := c.request(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	r, ok := m.(R)
+	if !ok {
+		return zero, wire.Errorf(wire.CodeProtocol, "runner answered %s with %s", req.Type(), m.Type())
+	}
+	return r, nil
+}
+
+// request sends a request with a fresh reqId and waits for the message
+// carrying it.
+func (c *child) request(ctx context.Context, req wire.Message) (wire.Message, error) {
 	id := strconv.FormatUint(c.nextReq.Add(1), 10)
-	m.ReqID = id
-	ch := make(chan *wire.Message, 1)
+	ch := make(chan wire.Message, 1)
 	c.mu.Lock()
 	if c.death != nil {
 		c.mu.Unlock()
@@ -283,9 +290,9 @@ func (c *child) call(ctx context.Context, m *wire.Message) (*wire.Message, error
 	c.pending[id] = ch
 	c.mu.Unlock()
 
-	if err := c.enc.Encode(m); err != nil {
+	if err := c.enc.EncodeID(id, req); err != nil {
 		c.forget(id)
-		return nil, c.writeFailed(ctx, m.T, err)
+		return nil, c.writeFailed(ctx, req.Type(), err)
 	}
 	select {
 	case r := <-ch:
@@ -299,7 +306,7 @@ func (c *child) call(ctx context.Context, m *wire.Message) (*wire.Message, error
 		}
 	case <-ctx.Done():
 		c.forget(id)
-		return nil, ctxError(ctx, m.T)
+		return nil, ctxError(ctx, req.Type())
 	}
 }
 
@@ -333,7 +340,7 @@ func ctxError(ctx context.Context, t wire.Type) error {
 
 // handshake checks the runner speaks this protocol version.
 func (c *child) handshake(ctx context.Context) error {
-	if err := c.enc.Encode(&wire.Message{T: wire.THello, Proto: wire.ProtocolVersion, TermFrames: c.frames}); err != nil {
+	if err := c.enc.Encode(&wire.Hello{Proto: wire.ProtocolVersion, TermFrames: c.frames}); err != nil {
 		return c.writeFailed(ctx, wire.THello, err)
 	}
 	select {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -56,7 +57,7 @@ func playTurn(t testing.TB, m *Manager, id, text string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	mustCommand(t, m, id, wire.Command{Cmd: wire.CmdSend, Text: text})
+	mustCommand(t, m, id, command.Send{Text: text})
 	for {
 		ev, err := st.Next(ctxT(t))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
 
@@ -210,7 +211,7 @@ func (s *Stream) readLine() (Event, bool, error) {
 				s.log.Warn("skipping oversized event line", zap.String("log", s.path), zap.Int("limit", s.maxLine))
 				continue
 			}
-			seq, typ, err := scanEvent(line)
+			seq, typ, err := wire.ScanEvent(line)
 			if err != nil {
 				s.log.Warn("skipping unreadable event line", zap.String("log", s.path), zap.Error(err))
 				continue

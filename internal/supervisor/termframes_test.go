@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -20,17 +21,17 @@ import (
 type termSink struct {
 	mu   sync.Mutex
 	data []byte
-	msgs []*wire.Message
+	msgs []wire.Message
 	more chan struct{}
 }
 
 func newTermSink() *termSink { return &termSink{more: make(chan struct{}, 1)} }
 
-func (s *termSink) sink(m *wire.Message) {
+func (s *termSink) sink(m wire.Message) {
 	s.mu.Lock()
 	s.msgs = append(s.msgs, m)
-	if m.T == wire.TTermData {
-		s.data = append(s.data, m.Term.Data...)
+	if d, ok := m.(*wire.TermData); ok {
+		s.data = append(s.data, d.Data...)
 	}
 	s.mu.Unlock()
 	select {
@@ -39,15 +40,15 @@ func (s *termSink) sink(m *wire.Message) {
 	}
 }
 
-// wait waits for a message of type typ and returns it with the output so
+// awaitTerm waits for a message of type M and returns it with the output so
 // far.
-func (s *termSink) wait(t *testing.T, typ wire.Type) (*wire.Message, []byte) {
+func awaitTerm[M wire.Message](t *testing.T, s *termSink) (M, []byte) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
 		s.mu.Lock()
 		for _, m := range s.msgs {
-			if m.T == typ {
+			if m, ok := m.(M); ok {
 				out := bytes.Clone(s.data)
 				s.mu.Unlock()
 				return m, out
@@ -57,7 +58,8 @@ func (s *termSink) wait(t *testing.T, typ wire.Type) (*wire.Message, []byte) {
 		select {
 		case <-s.more:
 		case <-deadline:
-			t.Fatalf("no %s", typ)
+			var m M
+			t.Fatalf("no %T", m)
 		}
 	}
 }
@@ -88,16 +90,16 @@ func realRunnerOutput(t *testing.T, runner, file string, content []byte, frames 
 	}
 	out := newTermSink()
 	// In raw mode the terminal passes every byte through as it is.
-	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t", ClientID: "c", Role: "owner",
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t", ClientID: "c", Role: "owner",
 		Command: []string{"sh", "-c", "stty raw -echo; read go; cat " + file}}, out.sink); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.TermInput(s.ID, wire.Term{TermID: "t", ClientID: "c", Data: []byte("go\n")}); err != nil {
+	if err := m.TermInput(s.ID, wire.TermInput{TermID: "t", ClientID: "c", Data: []byte("go\n")}); err != nil {
 		t.Fatal(err)
 	}
-	exit, got := out.wait(t, wire.TTermExit)
-	if exit.Term.ExitCode == nil || *exit.Term.ExitCode != 0 {
-		t.Errorf("frames %v: exit %+v", frames, exit.Term)
+	exit, got := awaitTerm[*wire.TermExit](t, out)
+	if exit.ExitCode == nil || *exit.ExitCode != 0 {
+		t.Errorf("frames %v: exit %+v", frames, exit)
 	}
 	// The stream may begin with what the terminal echoed before stty
 	// took effect; it ends with the file, whole.
@@ -126,15 +128,15 @@ func fakeRunnerOutput(t *testing.T, modes string) {
 		t.Fatal(err)
 	}
 	out := newTermSink()
-	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t", ClientID: "c", Role: "owner"}, out.sink); err != nil {
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t", ClientID: "c", Role: "owner"}, out.sink); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range []string{"echo\xff\x00\n", "exit\n"} {
-		if err := m.TermInput(s.ID, wire.Term{TermID: "t", ClientID: "c", Data: []byte(in)}); err != nil {
+		if err := m.TermInput(s.ID, wire.TermInput{TermID: "t", ClientID: "c", Data: []byte(in)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, got := out.wait(t, wire.TTermExit); string(got) != "$ echo\xff\x00\n" {
+	if _, got := awaitTerm[*wire.TermExit](t, out); string(got) != "$ echo\xff\x00\n" {
 		t.Errorf("%s: got %q", modes, got)
 	}
 }
@@ -150,13 +152,13 @@ func TestBrokenFrameKillsTheRunner(t *testing.T) {
 	}
 	pid := runnerPID(t, m, s.ID)
 	out := newTermSink()
-	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.Term{TermID: "t", ClientID: "c", Role: "owner"}, out.sink); err != nil {
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t", ClientID: "c", Role: "owner"}, out.sink); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.TermInput(s.ID, wire.Term{TermID: "t", ClientID: "c", Data: []byte("break\n")}); err != nil {
+	if err := m.TermInput(s.ID, wire.TermInput{TermID: "t", ClientID: "c", Data: []byte("break\n")}); err != nil {
 		t.Fatal(err)
 	}
-	end, got := out.wait(t, wire.TTermError)
+	end, got := awaitTerm[*wire.TermError](t, out)
 	if !errors.Is(end.Error, wire.ErrRunnerCrashed) || !strings.Contains(end.Error.Message, "could not be read") {
 		t.Fatalf("the client's stream ended with %+v, want runner_crashed saying the output could not be read", end.Error)
 	}
@@ -165,5 +167,5 @@ func TestBrokenFrameKillsTheRunner(t *testing.T) {
 	}
 	waitFor(t, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
 	// The session itself is fine: the next call starts a new runner.
-	mustCommand(t, m, s.ID, wire.Command{Cmd: wire.CmdGetGoal})
+	mustCommand(t, m, s.ID, command.GetGoal{})
 }

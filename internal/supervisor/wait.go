@@ -264,7 +264,7 @@ func autoHunk(line []byte) bool {
 
 // lineSeq reads an event line's seq.
 func lineSeq(line []byte) int64 {
-	seq, _, err := scanEvent(line)
+	seq, _, err := wire.ScanEvent(line)
 	if err != nil {
 		return 0
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -227,7 +228,7 @@ type fakeSender struct {
 	react func(Request) ([]ev, error)
 }
 
-func (f *fakeSender) Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error) {
+func (f *fakeSender) Command(ctx context.Context, id string, cmd command.Request) (*wire.Reply, error) {
 	req := Request{Session: id, Cmd: cmd}
 	f.mu.Lock()
 	f.cmds = append(f.cmds, req)
@@ -267,4 +268,24 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func waitFor(t *testing.T, b *testio.Buffer, text string) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%q in\n%s", text, b.String()), func() bool { return strings.Contains(b.String(), text) })
+}
+
+// flatCommand is a command's fields side by side, as the tests compare
+// them.
+type flatCommand struct {
+	Cmd                   command.Name
+	AskID, EditID, HunkID string
+	Decision, Note, Text  string
+}
+
+func flat(req command.Request) flatCommand {
+	raw, err := command.Marshal(req)
+	if err != nil {
+		panic(err)
+	}
+	var f flatCommand
+	if err := json.Unmarshal(raw, &f); err != nil {
+		panic(err)
+	}
+	return f
 }

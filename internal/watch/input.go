@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/command"
 )
 
 // actionKind is what a person asked this shell to do.
@@ -95,12 +95,12 @@ func (c *core) requests(a action) ([]Request, error) {
 		if session == "" {
 			return nil, fmt.Errorf("no session to act on yet")
 		}
-		cmd := wire.Command{Cmd: wire.CmdStop}
+		var cmd command.Request = command.Stop{}
 		switch a.kind {
 		case actSteer:
-			cmd = wire.Command{Cmd: wire.CmdSteer, Text: a.text}
+			cmd = command.Steer{Text: a.text}
 		case actSend:
-			cmd = wire.Command{Cmd: wire.CmdSend, Text: a.text}
+			cmd = command.Send{Text: a.text}
 		}
 		return []Request{{Session: session, Cmd: cmd}}, nil
 	}
@@ -122,9 +122,9 @@ func (c *core) result(req Request, err error) string {
 	if err == nil {
 		return ""
 	}
-	switch req.Cmd.Cmd {
-	case wire.CmdAnswer, wire.CmdDecideHunk:
+	switch req.Cmd.(type) {
+	case command.Answer, command.DecideHunk:
 		return c.prompts.Failed(req, err)
 	}
-	return fmt.Sprintf("%s: %s", req.Cmd.Cmd, oneLine(err))
+	return fmt.Sprintf("%s: %s", req.Cmd.Cmd(), oneLine(err))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -74,18 +75,18 @@ func reviewTurn() []ev {
 // runnerReactions plays the runner's part: each decision becomes its
 // event, and allowing the ask stages a three-hunk edit.
 func runnerReactions(req Request) ([]ev, error) {
-	switch req.Cmd.Cmd {
-	case wire.CmdAnswer:
-		out := []ev{{"askAnswered", `{"askId":"` + req.Cmd.AskID + `","decision":"` + req.Cmd.Decision + `","note":"` + req.Cmd.Note + `","by":"user"}`}}
-		if req.Cmd.Decision == wire.DecisionAllow {
+	switch c := req.Cmd.(type) {
+	case command.Answer:
+		out := []ev{{"askAnswered", `{"askId":"` + c.AskID + `","decision":"` + c.Decision + `","note":"` + c.Note + `","by":"user"}`}}
+		if c.Decision == command.DecisionAllow {
 			out = append(out,
 				ev{"toolFinished", `{"toolId":"t1","tool":"Bash","outcome":"ok","durationMs":3,"exitCode":0}`},
 				ev{"toolStarted", `{"toolId":"t3","tool":"Write","kind":"edit","summary":"Write notes.txt","path":"notes.txt"}`},
 				ev{"hunkStaged", threeHunk})
 		}
 		return out, nil
-	case wire.CmdDecideHunk:
-		return []ev{{"hunkDecided", `{"editId":"` + req.Cmd.EditID + `","hunkId":"` + req.Cmd.HunkID + `","decision":"` + req.Cmd.Decision + `","note":"` + req.Cmd.Note + `","by":"user"}`}}, nil
+	case command.DecideHunk:
+		return []ev{{"hunkDecided", `{"editId":"` + c.EditID + `","hunkId":"` + c.HunkID + `","decision":"` + c.Decision + `","note":"` + c.Note + `","by":"user"}`}}, nil
 	}
 	return nil, nil
 }
@@ -111,7 +112,8 @@ func TestPlainWatchAnswersAnAskAndReviewsHunksFromTypedLines(t *testing.T) {
 
 	var got []string
 	for _, req := range snd.sent() {
-		got = append(got, string(req.Cmd.Cmd)+" "+req.Cmd.AskID+req.Cmd.EditID+"/"+req.Cmd.HunkID+" "+req.Cmd.Decision+" "+req.Cmd.Note)
+		c := flat(req.Cmd)
+		got = append(got, string(c.Cmd)+" "+c.AskID+c.EditID+"/"+c.HunkID+" "+c.Decision+" "+c.Note)
 	}
 	want := []string{
 		"answer a1/ allow ",
@@ -175,9 +177,9 @@ func TestPlainWatchSteersSendsAndStopsTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Request{
-		{Session: "s1", Cmd: wire.Command{Cmd: wire.CmdSteer, Text: "keep it short"}},
-		{Session: "s1", Cmd: wire.Command{Cmd: wire.CmdSend, Text: "then run the tests"}},
-		{Session: "s1", Cmd: wire.Command{Cmd: wire.CmdStop}},
+		{Session: "s1", Cmd: command.Steer{Text: "keep it short"}},
+		{Session: "s1", Cmd: command.Send{Text: "then run the tests"}},
+		{Session: "s1", Cmd: command.Stop{}},
 	}
 	// The run has ended, and its dispatcher sends what is queued before
 	// it does: there is nothing left to wait for.

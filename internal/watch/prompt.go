@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -12,7 +13,7 @@ import (
 // Request is a control command for one session.
 type Request struct {
 	Session string
-	Cmd     wire.Command
+	Cmd     command.Request
 }
 
 // Choice is what a person decided on the open prompt.
@@ -176,20 +177,20 @@ func (p *Prompter) Decide(choice Choice, note string) []Request {
 		return nil
 	}
 	if cur.IsAsk() {
-		decision := wire.DecisionAllow
+		decision := command.DecisionAllow
 		switch choice {
 		case ChoiceYes:
 		case ChoiceNo:
-			decision = wire.DecisionDeny
+			decision = command.DecisionDeny
 		default:
 			return nil
 		}
 		cur.sent = true
-		return []Request{{Session: cur.Session, Cmd: wire.Command{Cmd: wire.CmdAnswer, AskID: cur.Ask.AskID, Decision: decision, Note: note}}}
+		return []Request{{Session: cur.Session, Cmd: command.Answer{AskID: cur.Ask.AskID, Decision: decision, Note: note}}}
 	}
-	decision := wire.DecisionAccept
+	decision := command.DecisionAccept
 	if choice == ChoiceNo || choice == ChoiceAllNo {
-		decision = wire.DecisionReject
+		decision = command.DecisionReject
 	}
 	targets := []*Prompt{cur}
 	if choice == ChoiceAllYes || choice == ChoiceAllNo {
@@ -203,7 +204,7 @@ func (p *Prompter) Decide(choice Choice, note string) []Request {
 	reqs := make([]Request, 0, len(targets))
 	for _, q := range targets {
 		q.sent = true
-		reqs = append(reqs, Request{Session: q.Session, Cmd: wire.Command{Cmd: wire.CmdDecideHunk, EditID: q.EditID, HunkID: q.Hunk.ID, Decision: decision, Note: note}})
+		reqs = append(reqs, Request{Session: q.Session, Cmd: command.DecideHunk{EditID: q.EditID, HunkID: q.Hunk.ID, Decision: decision, Note: note}})
 	}
 	return reqs
 }
@@ -216,11 +217,11 @@ func (p *Prompter) Failed(req Request, err error) string {
 		if q.Session != req.Session {
 			return false
 		}
-		switch req.Cmd.Cmd {
-		case wire.CmdAnswer:
-			return q.IsAsk() && q.Ask.AskID == req.Cmd.AskID
-		case wire.CmdDecideHunk:
-			return !q.IsAsk() && q.EditID == req.Cmd.EditID && q.Hunk.ID == req.Cmd.HunkID
+		switch c := req.Cmd.(type) {
+		case command.Answer:
+			return q.IsAsk() && q.Ask.AskID == c.AskID
+		case command.DecideHunk:
+			return !q.IsAsk() && q.EditID == c.EditID && q.Hunk.ID == c.HunkID
 		}
 		return false
 	}
@@ -238,13 +239,13 @@ func (p *Prompter) Failed(req Request, err error) string {
 
 // requestName names what a decision command decides.
 func requestName(req Request) string {
-	switch req.Cmd.Cmd {
-	case wire.CmdAnswer:
-		return "ask " + clean(req.Cmd.AskID)
-	case wire.CmdDecideHunk:
-		return "hunk " + clean(req.Cmd.EditID) + "/" + clean(req.Cmd.HunkID)
+	switch c := req.Cmd.(type) {
+	case command.Answer:
+		return "ask " + clean(c.AskID)
+	case command.DecideHunk:
+		return "hunk " + clean(c.EditID) + "/" + clean(c.HunkID)
 	}
-	return clean(string(req.Cmd.Cmd))
+	return clean(string(req.Cmd.Cmd()))
 }
 
 // oneLine is an error's first line, safe to print.

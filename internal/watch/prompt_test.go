@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -50,7 +51,7 @@ func TestAskAnsweredHereIsNotElsewhere(t *testing.T) {
 	p.Live("s1")
 	observe(p, "s1", "askOpened", askA1)
 	reqs := p.Decide(ChoiceNo, "not now")
-	want := []Request{{Session: "s1", Cmd: wire.Command{Cmd: wire.CmdAnswer, AskID: "a1", Decision: "deny", Note: "not now"}}}
+	want := []Request{{Session: "s1", Cmd: command.Answer{AskID: "a1", Decision: "deny", Note: "not now"}}}
 	if !reflect.DeepEqual(reqs, want) {
 		t.Fatalf("requests %+v, want %+v", reqs, want)
 	}
@@ -91,7 +92,7 @@ func TestHunkDecisionsCarryTheirNotes(t *testing.T) {
 	got := p.Decide(ChoiceYes, "")
 	got = append(got, p.Decide(ChoiceAllNo, "keep the rest")...)
 	hunk := func(id, decision, note string) Request {
-		return Request{Session: "s1", Cmd: wire.Command{Cmd: wire.CmdDecideHunk, EditID: "e3", HunkID: id, Decision: decision, Note: note}}
+		return Request{Session: "s1", Cmd: command.DecideHunk{EditID: "e3", HunkID: id, Decision: decision, Note: note}}
 	}
 	want := []Request{hunk("h1", "accept", ""), hunk("h2", "reject", "keep the rest"), hunk("h3", "reject", "keep the rest")}
 	if !reflect.DeepEqual(got, want) {
@@ -126,7 +127,8 @@ func TestEachHunkDecisionKey(t *testing.T) {
 			observe(p, "s1", "hunkStaged", threeHunk)
 			var got []string
 			for _, r := range p.Decide(tt.choice, tt.note) {
-				got = append(got, r.Cmd.HunkID+":"+r.Cmd.Decision+":"+r.Cmd.Note)
+				c := flat(r.Cmd)
+				got = append(got, c.HunkID+":"+c.Decision+":"+c.Note)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("decisions %v, want %v", got, tt.want)

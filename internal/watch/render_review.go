@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/hunks"
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // askPart is one simple command of a compound shell command in askOpened.
@@ -73,7 +73,7 @@ func (r *renderer) askAnswered() ([]string, error) {
 		r.st.openAsks--
 	}
 	word, style := "denied", r.s.Fail
-	if d.Decision == wire.DecisionAllow {
+	if d.Decision == command.DecisionAllow {
 		word, style = "allowed", r.s.OK
 	}
 	return []string{indent2 + style.Render(word) + r.note(d.Note) + r.by(d.By)}, nil
@@ -197,7 +197,7 @@ func (r *renderer) hunkDecided() ([]string, error) {
 		}
 	}
 	word, style := "rejected", r.s.Fail
-	if d.Decision == wire.DecisionAccept {
+	if d.Decision == command.DecisionAccept {
 		word, style = "accepted", r.s.OK
 	}
 	return []string{indent2 + style.Render(name+" "+word) + r.note(d.Note) + r.by(d.By)}, nil

@@ -72,7 +72,7 @@ func sentCommands(t *testing.T, snd *fakeSender, n int) []string {
 	eventually(t, "commands to be sent", func() bool { return len(snd.sent()) >= n })
 	var out []string
 	for _, r := range snd.sent() {
-		c := r.Cmd
+		c := flat(r.Cmd)
 		var fields []string
 		for _, f := range []string{string(c.Cmd), c.AskID + c.EditID + "/" + c.HunkID, c.Decision, c.Note, c.Text} {
 			if f != "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"golang.org/x/term"
 )
@@ -150,7 +151,7 @@ func Run(ctx context.Context, c *client.Client, o Options, stdin io.Reader, stdo
 
 // Sender sends a control command to a session; *client.Client is one.
 type Sender interface {
-	Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error)
+	Command(ctx context.Context, id string, req command.Request) (*wire.Reply, error)
 }
 
 // config is how this run watches.

@@ -36,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -244,13 +245,29 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 
 // Command runs a control command. The reply is returned when the runner
 // accepted it; a refusal is returned as its *wire.Error.
-func (c *Client) Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error) {
+func (c *Client) Command(ctx context.Context, id string, req command.Request) (*wire.Reply, error) {
+	body, err := command.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
 	var r wire.Reply
-	if err := c.call(ctx, http.MethodPost, "/sessions/"+url.PathEscape(id)+"/commands", cmd, &r); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/sessions/"+url.PathEscape(id)+"/commands", json.RawMessage(body), &r); err != nil {
 		return nil, err
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
 	return &r, nil
+}
+
+// Run runs a control command and returns its result, typed as the command
+// says: Run(ctx, c, id, command.Send{Text: "hi"}) returns a
+// command.SendResult.
+func Run[R any](ctx context.Context, c *Client, id string, req command.Call[R]) (R, error) {
+	reply, err := c.Command(ctx, id, req)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return command.Result(req, reply)
 }

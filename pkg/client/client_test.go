@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -56,7 +57,7 @@ func TestFailuresComeBackAsTypedErrors(t *testing.T) {
 		})
 	}
 	c := serveFixed(t, 502, "application/json", tests[0].body)
-	_, err := c.Command(context.Background(), "x", wire.Command{Cmd: wire.CmdSend, Text: "t"})
+	_, err := c.Command(context.Background(), "x", command.Send{Text: "t"})
 	var we *wire.Error
 	if !errors.As(err, &we) || we.Detail == nil || we.Detail.ExitCode != 3 || we.Detail.Stderr[0] != "boom" {
 		t.Fatalf("crash detail lost: %#v", err)
@@ -65,7 +66,7 @@ func TestFailuresComeBackAsTypedErrors(t *testing.T) {
 
 func TestRefusedCommandIsAnError(t *testing.T) {
 	c := serveFixed(t, 409, "application/json", `{"ok":false,"error":{"message":"busy","code":"conflict","statusCode":409}}`)
-	if _, err := c.Command(context.Background(), "x", wire.Command{Cmd: wire.CmdForkSession}); !errors.Is(err, wire.ErrConflict) {
+	if _, err := c.Command(context.Background(), "x", command.ForkSession{}); !errors.Is(err, wire.ErrConflict) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -231,7 +232,7 @@ func TestFollowedStreamSurvivesACutAndARestart(t *testing.T) {
 	}
 	send := func(text string) {
 		t.Helper()
-		if _, err := sup.Client.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: text}); err != nil {
+		if _, err := sup.Client.Command(ctx, s.ID, command.Send{Text: text}); err != nil {
 			t.Fatal(err)
 		}
 	}

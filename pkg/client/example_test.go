@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -28,7 +29,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := c.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"}); err != nil {
+	if _, err := c.Command(ctx, s.ID, command.Send{Text: "hello"}); err != nil {
 		log.Fatal(err)
 	}
 	events, err := c.Events(ctx, s.ID, client.EventsOptions{Follow: true})
@@ -72,7 +73,7 @@ func ExampleClient_Command() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = c.Command(ctx, "3f2a9c0d1e4b", wire.Command{Cmd: wire.CmdAnswer, AskID: "a1", Decision: wire.DecisionAllow})
+	_, err = c.Command(ctx, "3f2a9c0d1e4b", command.Answer{AskID: "a1", Decision: command.DecisionAllow})
 	switch {
 	case errors.Is(err, wire.ErrNotFound):
 		fmt.Println("no such session or ask")
@@ -136,4 +137,19 @@ func ExampleClient_AttachTerminal() {
 			return
 		}
 	}
+}
+
+// Run returns a command's result typed as the command says: a send's is a
+// command.SendResult.
+func ExampleRun() {
+	ctx := context.Background()
+	c, err := client.ForState(os.Getenv("CORRAL_STATE"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	queued, err := client.Run(ctx, c, "3f2a9c0d1e4b", command.Send{Text: "add a README"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("queued as", queued.ID)
 }

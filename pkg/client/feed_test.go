@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -60,7 +61,7 @@ func TestFeedResumesAfterACutAndIsResetByARestart(t *testing.T) {
 	}
 	send := func(text string) {
 		t.Helper()
-		if _, err := sup.Client.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: text}); err != nil {
+		if _, err := sup.Client.Command(ctx, s.ID, command.Send{Text: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +88,7 @@ func TestWaitForTheTurnAndForIdleness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sup.Client.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "hello"}); err != nil {
+	if _, err := sup.Client.Command(ctx, s.ID, command.Send{Text: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := sup.Client.Wait(ctx, s.ID, client.WaitOptions{For: api.WaitTurnEnd})

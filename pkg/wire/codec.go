@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
-	"strconv"
 	"sync"
 )
 
@@ -117,7 +115,7 @@ func trimEOL(b []byte) []byte {
 // only the final line of a stream can lack one.
 func (lr *LineReader) Terminated() bool { return lr.terminated }
 
-// Decoder reads Messages, one per line.
+// Decoder reads Messages, one per line (or binary frame).
 type Decoder struct {
 	lines *LineReader
 }
@@ -129,33 +127,61 @@ func NewDecoder(r io.Reader, maxLine int) *Decoder {
 }
 
 // AcceptTermFrames makes the decoder take binary terminal frames too
-// (LineReader.AcceptTermFrames), each decoded as its term.data message.
+// (LineReader.AcceptTermFrames), each decoded as its *TermData.
 func (d *Decoder) AcceptTermFrames() { d.lines.AcceptTermFrames() }
 
-// Decode reads the next message. A *LineError means that line (or frame)
-// was skipped and the caller may go on; blank lines are ignored; any other
-// error, a *FrameError among them, ends the stream.
-func (d *Decoder) Decode() (*Message, error) {
+// Decode reads the next message and the request id it carries: a
+// request's own, a reply's echo, "" for a message that is neither. The
+// message is a pointer to one of this package's message types. A
+// *LineError means that line (or frame) was skipped and the caller may go
+// on; blank lines are ignored; any other error, a *FrameError among them,
+// ends the stream.
+func (d *Decoder) Decode() (Message, string, error) {
 	for {
 		line, frame, err := d.lines.NextRecord()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if frame != nil {
-			return frame.Message(), nil
+			return frame.Message(), "", nil
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		m := new(Message)
-		if err := json.Unmarshal(line, m); err != nil {
-			return nil, &LineError{Line: d.lines.line, Size: len(line), Err: fmt.Errorf("malformed message: %w", err), Fragment: fragment(line)}
+		m, reqID, err := Unmarshal(line)
+		if err != nil {
+			return nil, "", &LineError{Line: d.lines.line, Size: len(line), Err: err, Fragment: fragment(line)}
 		}
-		if m.T == "" {
-			return nil, &LineError{Line: d.lines.line, Size: len(line), Err: errors.New("message has no \"t\""), Fragment: fragment(line)}
-		}
-		return m, nil
+		return m, reqID, nil
 	}
+}
+
+// head is what every message line has besides its type's own fields.
+type head struct {
+	T     Type   `json:"t"`
+	ReqID string `json:"reqId"`
+}
+
+// Unmarshal decodes one message line: the message, a pointer to one of
+// this package's message types, and its request id. Fields a message type
+// does not know are ignored.
+func Unmarshal(line []byte) (Message, string, error) {
+	var h head
+	if err := json.Unmarshal(line, &h); err != nil {
+		return nil, "", fmt.Errorf("malformed message: %w", err)
+	}
+	if h.T == "" {
+		return nil, "", errors.New(`message has no "t"`)
+	}
+	mk := messages[h.T]
+	if mk == nil {
+		return nil, "", fmt.Errorf("unknown message type %q", h.T)
+	}
+	m := mk()
+	if err := json.Unmarshal(line, m); err != nil {
+		return nil, "", fmt.Errorf("malformed %s message: %w", h.T, err)
+	}
+	return m, h.ReqID, nil
 }
 
 func fragment(b []byte) string {
@@ -165,58 +191,89 @@ func fragment(b []byte) string {
 	return string(b)
 }
 
+// AppendMessage appends the line of m (with its newline) to dst: a JSON
+// object whose "t" comes first, then "reqId" when reqID is set, then the
+// message type's fields.
+func AppendMessage(dst []byte, reqID string, m Message) ([]byte, error) {
+	if d, ok := asTermData(m); ok && reqID == "" {
+		return AppendTermData(dst, d.TermID, d.ClientID, d.Data), nil
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return dst, fmt.Errorf("encode %s: %w", m.Type(), err)
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return dst, fmt.Errorf("encode %s: not a JSON object", m.Type())
+	}
+	dst = append(dst, `{"t":`...)
+	dst = appendJSONString(dst, string(m.Type()))
+	if reqID != "" {
+		dst = append(dst, `,"reqId":`...)
+		dst = appendJSONString(dst, reqID)
+	}
+	if len(body) > 2 {
+		dst = append(dst, ',')
+		dst = append(dst, body[1:]...)
+	} else {
+		dst = append(dst, '}')
+	}
+	return append(dst, '\n'), nil
+}
+
+// asTermData returns m when it is a term.data message.
+func asTermData(m Message) (*TermData, bool) {
+	switch d := m.(type) {
+	case *TermData:
+		return d, d != nil
+	case TermData:
+		return &d, true
+	}
+	return nil, false
+}
+
 // Encoder writes Messages, one per line. It is safe for concurrent use;
 // each message is written whole with a single Write.
 type Encoder struct {
 	mu     sync.Mutex
 	w      io.Writer
-	buf    bytes.Buffer
-	frames bool   // term.data goes as binary frames
-	frame  []byte // the frame being written, reused
+	buf    []byte
+	frames bool // term.data goes as binary frames
 }
+
+// NewEncoder returns an encoder writing to w.
+func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
 
 // SetTermFrames says whether term.data messages go as binary terminal
 // frames (frame.go) rather than JSON lines: only to a reader that asked for
-// them. A term.data message that a frame cannot carry (a reqId, an error or
-// terminal fields other than termId, clientId and data; an id longer than
-// 65535 bytes; more than DefaultMaxLine bytes) still goes as a JSON line.
+// them. A term.data a frame cannot carry (an id longer than 65535 bytes,
+// more than DefaultMaxLine bytes) still goes as a JSON line.
 func (e *Encoder) SetTermFrames(on bool) {
 	e.mu.Lock()
 	e.frames = on
 	e.mu.Unlock()
 }
 
-// frameable reports whether a frame carries all of m: a term.data with no
-// field set but termId, clientId and data.
-func frameable(m *Message) bool {
-	if m.T != TTermData || m.Term == nil {
-		return false
-	}
-	rest, t := *m, *m.Term
-	rest.T, rest.Term = "", nil
-	t.TermID, t.ClientID, t.Data = "", "", nil
-	return reflect.ValueOf(rest).IsZero() && reflect.ValueOf(t).IsZero()
-}
+// Encode writes m, a message that is neither a request nor a reply.
+func (e *Encoder) Encode(m Message) error { return e.EncodeID("", m) }
 
-// NewEncoder returns an encoder writing to w.
-func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
-
-// Encode writes m as one line.
-func (e *Encoder) Encode(m *Message) error {
+// EncodeID writes m with a request id: a request's own, or, for a reply,
+// the id of the request it answers.
+func (e *Encoder) EncodeID(reqID string, m Message) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.frames && frameable(m) {
-		if frame, err := AppendTermFrame(e.frame[:0], m.Term.TermID, m.Term.ClientID, m.Term.Data); err == nil {
-			e.frame = frame
+	if d, ok := asTermData(m); ok && e.frames && reqID == "" {
+		if frame, err := AppendTermFrame(e.buf[:0], d.TermID, d.ClientID, d.Data); err == nil {
+			e.buf = frame
 			_, err = e.w.Write(frame)
 			return err
 		}
 	}
-	e.buf.Reset()
-	if err := json.NewEncoder(&e.buf).Encode(m); err != nil {
-		return fmt.Errorf("encode %s: %w", m.T, err)
+	line, err := AppendMessage(e.buf[:0], reqID, m)
+	if err != nil {
+		return err
 	}
-	_, err := e.w.Write(e.buf.Bytes())
+	e.buf = line
+	_, err = e.w.Write(line)
 	return err
 }
 
@@ -227,15 +284,4 @@ func (e *Encoder) WriteRaw(lines []byte) error {
 	defer e.mu.Unlock()
 	_, err := e.w.Write(lines)
 	return err
-}
-
-// AppendMirror appends the mirror message for an encoded event line (without
-// its newline) to dst. It avoids decoding and re-encoding the event.
-func AppendMirror(dst []byte, seq int64, eventLine []byte) []byte {
-	dst = append(dst, `{"t":"mirror","seq":`...)
-	dst = strconv.AppendInt(dst, seq, 10)
-	dst = append(dst, `,"event":`...)
-	dst = append(dst, eventLine...)
-	dst = append(dst, "}\n"...)
-	return dst
 }

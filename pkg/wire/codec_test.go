@@ -5,47 +5,116 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
 
 func TestMessageRoundTrip(t *testing.T) {
 	code := 3
-	cases := []*Message{
-		{T: THello, Proto: ProtocolVersion},
-		{T: TLiveEnsure, ReqID: "1", Spec: &Spec{ID: "s1", Engine: "script", Cwd: "/w"}},
-		{T: TInject, ReqID: "2", Command: &Command{Cmd: CmdSend, Text: "hi\nthere \"quoted\""}},
-		{T: TInjected, ReqID: "2", Outcome: OutcomeInjected, Reply: &Reply{OK: true}},
-		{T: TApprovalResolv, ReqID: "3", AskID: "a1", Decision: DecisionDeny, Note: "no"},
-		{T: TCapResult, ReqID: "4", Error: Errorf(CodeNotFound, "no goal")},
-		{T: TTermData, Term: &Term{TermID: "t", ClientID: "c", Data: []byte{0, 1, 2, '\n', 0xff}}},
-		{T: TTermExit, Term: &Term{TermID: "t", ExitCode: &code}},
-		{T: TRotate, Session: "a", NewSession: "b"},
+	cases := []struct {
+		reqID string
+		m     Message
+	}{
+		{"", &Hello{Proto: ProtocolVersion, TermFrames: true}},
+		{"", &Ready{Proto: ProtocolVersion, Session: "s1"}},
+		{"1", &LiveEnsure{Spec: Spec{ID: "s1", Engine: "script", Cwd: "/w"}, Dir: "/state/sessions/s1"}},
+		{"1", &LiveReady{Error: Errorf(CodeEngineError, "no scenario")}},
+		{"2", &Command{Command: []byte(`{"cmd":"send","text":"hi\nthere \"quoted\""}`)}},
+		{"2", &CommandReply{Outcome: OutcomeRan, Reply: &Reply{OK: true, Result: []byte(`{"id":"m1"}`)}}},
+		{"3", &TermOpen{TermID: "t", ClientID: "c", Role: "owner", Command: []string{"bash"}, Cols: 80, Rows: 24, Window: 1 << 20, Export: true}},
+		{"3", &TermOpened{TermID: "t", ClientID: "c", Error: Errorf(CodeConflict, "taken")}},
+		{"", &TermInput{TermID: "t", ClientID: "c", Data: []byte("ls\n")}},
+		{"", &TermResize{TermID: "t", ClientID: "c", Cols: 100, Rows: 30}},
+		{"", &TermAck{TermID: "t", ClientID: "c", Acked: 262144}},
+		{"", &TermClose{TermID: "t", ClientID: "c", Data: []byte("scrollback")}},
+		{"", &TermData{TermID: "t", ClientID: "c", Data: []byte{0, 1, 2, '\n', 0xff}}},
+		{"", &TermExit{TermID: "t", ExitCode: &code}},
+		{"", &TermError{TermID: "t", ClientID: "c", Error: Errorf(CodeUnavailable, "gone")}},
+		{"", &Mirror{Seq: 9, Event: []byte(`{"seq":9,"type":"usage"}`)}},
+		{"", &StateReport{State: StateWorking, Activity: "thinking", Turn: 2, Queued: 1}},
+		{"9", &Shutdown{}},
+		{"9", &Bye{}},
 	}
 	var buf bytes.Buffer
 	enc := NewEncoder(&buf)
-	for _, m := range cases {
-		if err := enc.Encode(m); err != nil {
-			t.Fatalf("encode %s: %v", m.T, err)
+	for _, c := range cases {
+		if err := enc.EncodeID(c.reqID, c.m); err != nil {
+			t.Fatalf("encode %s: %v", c.m.Type(), err)
 		}
 	}
 	if n := strings.Count(buf.String(), "\n"); n != len(cases) {
 		t.Fatalf("%d lines for %d messages: a message spans lines", n, len(cases))
 	}
+	if !strings.HasPrefix(buf.String(), `{"t":"hello","proto":`) {
+		t.Fatalf("the first line %q does not start with its type", buf.String())
+	}
 	dec := NewDecoder(&buf, 0)
 	for _, want := range cases {
-		got, err := dec.Decode()
+		got, reqID, err := dec.Decode()
 		if err != nil {
-			t.Fatalf("decode %s: %v", want.T, err)
+			t.Fatalf("decode %s: %v", want.m.Type(), err)
 		}
-		wj, _ := json.Marshal(want)
-		gj, _ := json.Marshal(got)
-		if !bytes.Equal(wj, gj) {
-			t.Errorf("round trip of %s:\n got %s\nwant %s", want.T, gj, wj)
+		if reqID != want.reqID || !reflect.DeepEqual(got, want.m) {
+			t.Errorf("round trip of %s:\n got %q %+v\nwant %q %+v", want.m.Type(), reqID, got, want.reqID, want.m)
 		}
 	}
-	if _, err := dec.Decode(); !errors.Is(err, io.EOF) {
+	if _, _, err := dec.Decode(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after last message: %v, want EOF", err)
+	}
+}
+
+// TestEveryTypeDecodes checks the decoder knows every message type, that
+// each type's Type is the key it is known by, and that every term.*
+// message names its terminal.
+func TestEveryTypeDecodes(t *testing.T) {
+	for typ, m := range Types() {
+		if m.Type() != typ {
+			t.Errorf("%s makes a %T, whose type is %s", typ, m, m.Type())
+		}
+		if _, named := m.(TermMessage); named != strings.HasPrefix(string(typ), "term.") {
+			t.Errorf("%s names a terminal: %v", typ, named)
+		}
+		line, err := AppendMessage(nil, "", m)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		got, _, err := Unmarshal(line)
+		if err != nil || got.Type() != typ {
+			t.Errorf("%s: decoded %v, %v", typ, got, err)
+		}
+	}
+}
+
+func TestEachRequestHasOneReply(t *testing.T) {
+	replyOf := func(r Message) Type {
+		switch r.(type) {
+		case Request[*LiveReady]:
+			return TLiveReady
+		case Request[*CommandReply]:
+			return TCommandReply
+		case Request[*TermOpened]:
+			return TTermOpened
+		case Request[*Bye]:
+			return TBye
+		}
+		return ""
+	}
+	for typ, m := range Types() {
+		want, _ := ReplyType(typ)
+		if got := replyOf(m); got != want {
+			t.Errorf("%s is answered by %q to the compiler, %q to ReplyType", typ, got, want)
+		}
+	}
+	for _, typ := range []Type{TLiveEnsure, TLiveReady, TCommand, TCommandReply, TTermOpen, TTermOpened, TShutdown, TBye} {
+		if !CarriesReqID(typ) {
+			t.Errorf("%s carries no reqId", typ)
+		}
+	}
+	for _, typ := range []Type{THello, TReady, TMirror, TState, TTermData, TTermInput, TTermError} {
+		if CarriesReqID(typ) {
+			t.Errorf("%s carries a reqId", typ)
+		}
 	}
 }
 
@@ -64,7 +133,7 @@ func TestDecoderSkipsBadLines(t *testing.T) {
 	var types []Type
 	var lineErrs []*LineError
 	for {
-		m, err := dec.Decode()
+		m, _, err := dec.Decode()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -76,7 +145,7 @@ func TestDecoderSkipsBadLines(t *testing.T) {
 		if err != nil {
 			t.Fatalf("fatal decode error: %v", err)
 		}
-		types = append(types, m.T)
+		types = append(types, m.Type())
 	}
 	if got := len(lineErrs); got != 3 {
 		t.Fatalf("got %d line errors, want 3 (malformed, no t, too long): %v", got, lineErrs)
@@ -159,24 +228,25 @@ func TestToErrorKeepsContext(t *testing.T) {
 func TestAppendMirrorIsAValidMessage(t *testing.T) {
 	line := []byte(`{"seq":7,"ts":"2026-01-01T00:00:00Z","type":"stopped"}`)
 	out := AppendMirror(nil, 7, line)
-	m, err := NewDecoder(bytes.NewReader(out), 0).Decode()
+	m, _, err := NewDecoder(bytes.NewReader(out), 0).Decode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.T != TMirror || m.Seq != 7 || !bytes.Equal(m.Event, line) {
+	if mm, ok := m.(*Mirror); !ok || mm.Seq != 7 || !bytes.Equal(mm.Event, line) {
 		t.Fatalf("mirror decoded as %+v", m)
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	f.Add([]byte(`{"t":"hello","proto":1}` + "\n"))
-	f.Add([]byte(`{"t":"inject","reqId":"1","command":{"cmd":"send","text":"x"}}`))
-	f.Add([]byte("{\"t\":\"term.data\",\"term\":{\"termId\":\"a\",\"data\":\"AAEC\"}}\n\n{"))
+	f.Add([]byte(`{"t":"hello","proto":2}` + "\n"))
+	f.Add([]byte(`{"t":"command","reqId":"1","command":{"cmd":"send","text":"x"}}`))
+	f.Add([]byte("{\"t\":\"term.data\",\"termId\":\"a\",\"data\":\"AAEC\"}\n\n{"))
+	f.Add([]byte(`{"t":"state","state":"idle","turn":1,"queued":0,"openAsks":0,"pendingEdits":0}`))
 	f.Add([]byte("\r\n\n\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dec := NewDecoder(bytes.NewReader(data), 256)
 		for i := 0; i < 1000; i++ {
-			m, err := dec.Decode()
+			m, reqID, err := dec.Decode()
 			if errors.Is(err, io.EOF) {
 				return
 			}
@@ -187,16 +257,21 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				t.Fatalf("unexpected fatal error from a byte reader: %v", err)
 			}
-			if m.T == "" {
-				t.Fatal("decoded a message without a type")
-			}
-			// What decodes must encode and decode to the same message.
-			var buf bytes.Buffer
-			if err := NewEncoder(&buf).Encode(m); err != nil {
+			// What decodes must encode, decode to the same request id, and
+			// encode to the same line again.
+			line, err := AppendMessage(nil, reqID, m)
+			if err != nil {
 				t.Fatalf("re-encode: %v", err)
 			}
-			if _, err := NewDecoder(&buf, 0).Decode(); err != nil {
-				t.Fatalf("re-decode: %v", err)
+			again, againID, err := NewDecoder(bytes.NewReader(line), 0).Decode()
+			if err != nil {
+				t.Fatalf("re-decode %q: %v", line, err)
+			}
+			if againID != reqID || again.Type() != m.Type() {
+				t.Fatalf("%q re-decoded as %q %s", line, againID, again.Type())
+			}
+			if line2, err := AppendMessage(nil, againID, again); err != nil || !bytes.Equal(line2, line) {
+				t.Fatalf("encoding is not stable:\n%q\n%q (%v)", line, line2, err)
 			}
 		}
 	})

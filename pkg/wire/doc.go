@@ -1,19 +1,22 @@
 // Package wire defines the protocol between the Corral supervisor and its
-// runner children, and the vocabulary every shell speaks: control commands,
-// their replies, session events and errors.
+// runner children: one typed message per operation and direction, the
+// NDJSON codec with its binary terminal frames, the encoder and fast
+// decoder of each hot line shape (mirror.go, termdata.go), and the errors
+// that survive process boundaries.
 //
 // Supervisor and runner exchange NDJSON over the runner's stdin and stdout:
-// one [Message] per line, tagged by its T field. Requests carry a ReqID and
-// replies echo it. Errors cross the boundary as {message, code, statusCode}
+// one [Message] per line, a JSON object whose "t" is its [Type]. A request
+// ([Request]) carries a "reqId" and is answered by exactly one message of
+// its reply type echoing it. Errors cross the boundary as {message, code}
 // and are rebuilt as [*Error] values that match the sentinel errors of this
-// package with errors.Is.
+// package with errors.Is; codes carry no transport's status.
 //
-// The same [Command] and [Reply] JSON is accepted on a runner's control.sock,
-// posted to the supervisor's HTTP API and sent by its CLI. Session events
-// (package event) cross the link as the raw lines of events.jsonl.
-// docs/wire.md and docs/events.md describe every message with an example.
+// The link carries what other packages define without looking into it: a
+// control command (package command) as its JSON object, and session events
+// (package event) as the raw lines of events.jsonl. docs/wire.md describes
+// every message with an example.
 package wire
 
 // ProtocolVersion is the version of the supervisor <-> runner protocol. Both
 // sides send it (hello, ready) and a mismatch fails the session's start.
-const ProtocolVersion = 1
+const ProtocolVersion = 2

@@ -11,7 +11,7 @@ import (
 // Binary terminal frames. Terminal output is most of what a busy runner
 // writes, and as base64 inside a JSON line every byte of it costs an encode,
 // a decode and a third more bytes through the pipe. A supervisor that says
-// so in its hello (Message.TermFrames) gets term.data from the runner as
+// so in its hello (Hello.TermFrames) gets term.data from the runner as
 // binary frames instead, in the same stream as the JSON lines, so ordering
 // with term.opened and term.exit stays exact. docs/wire.md has the layout.
 //
@@ -69,8 +69,8 @@ type TermFrame struct {
 }
 
 // Message returns f as the term.data message it stands for.
-func (f *TermFrame) Message() *Message {
-	return &Message{T: TTermData, Term: &Term{TermID: f.TermID, ClientID: f.ClientID, Data: f.Data}}
+func (f *TermFrame) Message() *TermData {
+	return &TermData{TermID: f.TermID, ClientID: f.ClientID, Data: f.Data}
 }
 
 // AppendTermFrame appends the frame of a term.data message to dst. It fails,

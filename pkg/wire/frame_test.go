@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -196,10 +197,10 @@ func TestBadTermFrames(t *testing.T) {
 			in := append(append(append([]byte{}, good...), c.in...), next...)
 			d := NewDecoder(bytes.NewReader(in), c.max)
 			d.AcceptTermFrames()
-			if m, err := d.Decode(); err != nil || m.T != TTermData || string(m.Term.Data) != "ok" {
+			if m, _, err := d.Decode(); err != nil || m.Type() != TTermData || string(m.(*TermData).Data) != "ok" {
 				t.Fatalf("the good frame first: %+v, %v", m, err)
 			}
-			_, err := d.Decode()
+			_, _, err := d.Decode()
 			var le *LineError
 			var fe *FrameError
 			switch {
@@ -210,7 +211,7 @@ func TestBadTermFrames(t *testing.T) {
 				if le.Line != 2 {
 					t.Errorf("skipped record %d, want 2", le.Line)
 				}
-				if m, err := d.Decode(); err != nil || m.T != TBye {
+				if m, _, err := d.Decode(); err != nil || m.Type() != TBye {
 					t.Fatalf("after the skipped frame: %+v, %v; want bye", m, err)
 				}
 			default:
@@ -219,7 +220,7 @@ func TestBadTermFrames(t *testing.T) {
 				}
 				// Nothing more is read, ever: not even the message after.
 				for range 2 {
-					if _, again := d.Decode(); again != err {
+					if _, _, again := d.Decode(); again != err {
 						t.Fatalf("after a lost sync: %v, want the same error again", again)
 					}
 				}
@@ -232,34 +233,37 @@ func TestReaderWithoutFramesSeesALine(t *testing.T) {
 	in, _ := AppendTermFrame(nil, "t", "c", []byte("x"))
 	in = append(in, `{"t":"bye"}`+"\n"...)
 	d := NewDecoder(bytes.NewReader(in), 0)
-	_, err := d.Decode()
+	_, _, err := d.Decode()
 	var le *LineError
 	if !errors.As(err, &le) {
 		t.Fatalf("a frame to a reader that did not ask for them: %v, want a skipped line", err)
 	}
-	if m, err := d.Decode(); err != nil || m.T != TBye {
+	if m, _, err := d.Decode(); err != nil || m.Type() != TBye {
 		t.Fatalf("then %+v, %v; want bye", m, err)
 	}
 }
 
 func TestEncoderWritesFramesOnlyWhenAsked(t *testing.T) {
 	code := 0
-	msgs := []*Message{
-		{T: TTermOpened, ReqID: "1", Term: &Term{TermID: "t", ClientID: "c", Role: "owner"}},
-		{T: TTermData, Term: &Term{TermID: "t", ClientID: "c", Data: []byte("out\xff\n")}},
+	type sent struct {
+		reqID string
+		m     Message
+	}
+	msgs := []sent{
+		{"1", &TermOpened{TermID: "t", ClientID: "c", Role: "owner"}},
+		{"", &TermData{TermID: "t", ClientID: "c", Data: []byte("out\xff\n")}},
 		// What a frame cannot carry goes as JSON.
-		{T: TTermData, ReqID: "x", Term: &Term{TermID: "t", ClientID: "c", Data: []byte("with a reqId")}},
-		{T: TTermData, Term: &Term{TermID: "", ClientID: "c", Data: []byte("no termId")}},
-		{T: TTermData, Term: &Term{TermID: "t", ClientID: "c", Cols: 80, Data: []byte("another terminal field")}},
-		{T: TTermData, Error: Errorf(CodeInternal, "x"), Term: &Term{TermID: "t", ClientID: "c", Data: []byte("an error")}},
-		{T: TTermExit, Term: &Term{TermID: "t", ClientID: "c", ExitCode: &code}},
+		{"x", &TermData{TermID: "t", ClientID: "c", Data: []byte("with a reqId")}},
+		{"", &TermData{TermID: "", ClientID: "c", Data: []byte("no termId")}},
+		{"", &TermData{TermID: strings.Repeat("t", maxFrameID+1), Data: []byte("an id too long")}},
+		{"", &TermExit{TermID: "t", ClientID: "c", ExitCode: &code}},
 	}
 	for _, frames := range []bool{false, true} {
 		var buf bytes.Buffer
 		enc := NewEncoder(&buf)
 		enc.SetTermFrames(frames)
-		for _, m := range msgs {
-			if err := enc.Encode(m); err != nil {
+		for _, s := range msgs {
+			if err := enc.EncodeID(s.reqID, s.m); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -269,12 +273,12 @@ func TestEncoderWritesFramesOnlyWhenAsked(t *testing.T) {
 		d := NewDecoder(&buf, 0)
 		d.AcceptTermFrames()
 		for _, want := range msgs {
-			got, err := d.Decode()
+			got, reqID, err := d.Decode()
 			if err != nil {
 				t.Fatalf("frames %v: %v", frames, err)
 			}
-			if got.T != want.T || got.ReqID != want.ReqID || got.Term.TermID != want.Term.TermID || !bytes.Equal(got.Term.Data, want.Term.Data) {
-				t.Errorf("frames %v: got %+v %+v, want %+v %+v", frames, got, got.Term, want, want.Term)
+			if reqID != want.reqID || !reflect.DeepEqual(got, want.m) {
+				t.Errorf("frames %v: got %q %+v, want %q %+v", frames, reqID, got, want.reqID, want.m)
 			}
 		}
 	}

@@ -1,228 +1,366 @@
 package wire
 
-import (
-	"encoding/json"
-	"slices"
-	"time"
-)
+import "encoding/json"
 
-// Type tags a Message.
+// Type is a message's kind: the "t" of its line.
 type Type string
 
 // Parent (supervisor) to child (runner).
 const (
-	THello          Type = "hello"            // Proto, TermFrames
-	TLiveEnsure     Type = "live.ensure"      // ReqID, Spec: start or resume the session
-	TInject         Type = "inject"           // ReqID, Command
-	TLiveInterrupt  Type = "live.interrupt"   // ReqID: stop the running turn
-	TApprovalResolv Type = "approval.resolve" // ReqID, AskID, Decision, Note
-	TCap            Type = "cap"              // ReqID, Cap, Args
-	TTermOpen       Type = "term.open"        // ReqID, Term
-	TTermInput      Type = "term.input"       // Term (TermID, ClientID, Data)
-	TTermResize     Type = "term.resize"      // Term (TermID, ClientID, Cols, Rows)
-	TTermClose      Type = "term.close"       // Term (TermID, ClientID)
-	TTermAck        Type = "term.ack"         // Term (TermID, ClientID, Acked): flow control
-	TShutdown       Type = "shutdown"         // ReqID: flush, stop the engine, exit 0
+	THello      Type = "hello"       // Hello: the handshake
+	TLiveEnsure Type = "live.ensure" // LiveEnsure: start or resume the session
+	TCommand    Type = "command"     // Command: run a control command
+	TTermOpen   Type = "term.open"   // TermOpen: attach a client to a terminal
+	TTermInput  Type = "term.input"  // TermInput: keystrokes
+	TTermResize Type = "term.resize" // TermResize: a new size
+	TTermClose  Type = "term.close"  // TermClose: detach a client
+	TTermAck    Type = "term.ack"    // TermAck: flow control
+	TShutdown   Type = "shutdown"    // Shutdown: flush, stop the engine, exit 0
 )
 
 // Child (runner) to parent (supervisor).
 const (
-	TReady       Type = "ready"       // Proto, Session, TermFrames
-	TCapResult   Type = "capResult"   // ReqID, Result or Error
-	TTermOpened  Type = "term.opened" // ReqID, Term (Role granted)
-	TTermData    Type = "term.data"   // Term (TermID, ClientID, Data); a binary frame when asked
-	TTermExit    Type = "term.exit"   // Term (TermID, ExitCode, Signal)
-	TTermError   Type = "term.error"  // ReqID, Term, Error
-	TMirror      Type = "mirror"      // Seq, Event: one canonical session event
-	TRotate      Type = "rotate"      // Session (old), NewSession
-	TLiveReady   Type = "live.ready"  // ReqID, Session, or Error
-	TInjected    Type = "injected"    // ReqID, Outcome, Reply
-	TInterrupted Type = "interrupted" // ReqID, Reply
-	TBye         Type = "bye"         // ReqID of the shutdown: everything is flushed
+	TReady        Type = "ready"        // Ready: answers hello
+	TLiveReady    Type = "live.ready"   // LiveReady: answers live.ensure
+	TCommandReply Type = "commandReply" // CommandReply: answers command
+	TTermOpened   Type = "term.opened"  // TermOpened: answers term.open
+	TBye          Type = "bye"          // Bye: answers shutdown; everything is flushed
+	TMirror       Type = "mirror"       // Mirror: one session event, as events.jsonl holds it
+	TState        Type = "state"        // StateReport: what the session is doing, at every change
+	TTermData     Type = "term.data"    // TermData: terminal output; a binary frame when asked
+	TTermExit     Type = "term.exit"    // TermExit: the terminal's program ended
+	TTermError    Type = "term.error"   // TermError: a refused input, or the end of a client's stream
 )
 
-// Outcome says what became of an inject.
-type Outcome string
+// Message is one protocol message: one of the types of this file. On the
+// wire it is one JSON object whose "t" is Type() (and, for a request or a
+// reply, whose "reqId" ties the two), the other fields being the message
+// type's own.
+type Message interface {
+	Type() Type
+}
 
-// Inject outcomes.
-const (
-	OutcomeInjected Outcome = "injected" // the command ran; Reply holds its answer
-	OutcomeNotLive  Outcome = "notLive"  // the session has not been made live
-	OutcomeNotReady Outcome = "notReady" // the session is starting; try again
-	OutcomeFailed   Outcome = "failed"   // the command was refused; Reply.Error says why
-)
+// Request is a message its receiver answers with exactly one message of
+// type R, carrying the request's reqId.
+type Request[R Message] interface {
+	Message
+	answeredBy(R)
+}
 
-// Message is one line of the supervisor <-> runner protocol. Only the fields
-// its type documents are set; the rest are omitted on the wire.
-type Message struct {
-	T     Type   `json:"t"`
-	ReqID string `json:"reqId,omitempty"`
+// TermMessage is a message about one client of a terminal, or about every
+// client of it when the client id is empty.
+type TermMessage interface {
+	Message
+	Terminal() (termID, clientID string)
+}
 
-	Proto int `json:"proto,omitempty"`
-	// TermFrames, on hello, says the supervisor reads term.data as binary
-	// frames (frame.go); on ready, that the runner will send them.
-	TermFrames bool   `json:"termFrames,omitempty"`
+// Hello opens the link: the supervisor's protocol version. Hello and Ready
+// keep this shape in every version of the protocol, so that a mismatch is
+// always reported as one.
+type Hello struct {
+	Proto int `json:"proto"`
+	// TermFrames says the supervisor reads term.data as binary frames
+	// (frame.go).
+	TermFrames bool `json:"termFrames,omitempty"`
+}
+
+// Ready answers Hello: the runner's version, the session it holds (empty
+// for a spare), and whether it will send term.data as binary frames. Error
+// is set when the runner refuses the handshake.
+type Ready struct {
+	Proto      int    `json:"proto"`
 	Session    string `json:"session,omitempty"`
-	NewSession string `json:"newSession,omitempty"`
+	TermFrames bool   `json:"termFrames,omitempty"`
+	Error      *Error `json:"error,omitempty"`
+}
 
-	Spec    *Spec    `json:"spec,omitempty"`
-	Command *Command `json:"command,omitempty"`
-	Outcome Outcome  `json:"outcome,omitempty"`
-	Reply   *Reply   `json:"reply,omitempty"`
-
-	AskID    string `json:"askId,omitempty"`
-	Decision string `json:"decision,omitempty"`
-	Note     string `json:"note,omitempty"`
-
-	Cap    string          `json:"cap,omitempty"`
-	Args   json.RawMessage `json:"args,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
-
-	// Seq and Event carry a mirrored event: Event is the exact line written
-	// to events.jsonl, so it is forwarded to shells without re-encoding.
-	Seq   int64           `json:"seq,omitempty"`
-	Event json.RawMessage `json:"event,omitempty"`
-
-	Term  *Term  `json:"term,omitempty"`
-	Error *Error `json:"error,omitempty"`
-
-	// Dir rides on live.ensure: the session folder. A runner started
-	// without --session-dir (a spare, started before any session needed
-	// it) takes the session in Dir; one started with it refuses another.
+// LiveEnsure makes the session live: the runner opens its log, starts or
+// resumes the engine and emits sessionStarted or sessionResumed.
+type LiveEnsure struct {
+	// Spec is the session's configuration, as in its meta.json.
+	Spec Spec `json:"spec"`
+	// Dir is the session folder. A runner started without --session-dir
+	// (a spare, started before any session needed it) takes the session
+	// in Dir; one started with it refuses another.
 	Dir string `json:"dir,omitempty"`
-
-	// Credentials rides on live.ensure only: the secrets the supervisor was
-	// given, resolved for the runner's engine. It never goes to meta.json or
-	// a log, so a message carrying it must not be logged.
+	// Credentials are the secrets the supervisor was given, resolved for
+	// the runner's engine. They never go to meta.json or a log, so a
+	// LiveEnsure must not be logged.
 	Credentials map[string]string `json:"credentials,omitempty"`
 }
 
-// Term carries the fields of the term.* messages.
-type Term struct {
+// LiveReady answers LiveEnsure: the session id, or why it cannot start.
+type LiveReady struct {
+	Session string `json:"session,omitempty"`
+	Error   *Error `json:"error,omitempty"`
+}
+
+// Command runs one control command (docs/commands.md) in the session:
+// the one road into the runner's command handler. The link carries the
+// command as its JSON object, exactly as control.sock and the HTTP API
+// take it; package command holds the typed commands and their results.
+type Command struct {
+	Command json.RawMessage `json:"command"`
+}
+
+// Outcome says whether a command ran.
+type Outcome string
+
+// Command outcomes.
+const (
+	OutcomeRan      Outcome = "ran"      // the command ran; Reply says how it went
+	OutcomeNotLive  Outcome = "notLive"  // the session has not been made live: ensure it, then retry
+	OutcomeNotReady Outcome = "notReady" // the session is starting: retry shortly
+)
+
+// CommandReply answers Command. Reply is the command's answer, exactly
+// what control.sock answers, when Outcome is ran.
+type CommandReply struct {
+	Outcome Outcome `json:"outcome"`
+	Reply   *Reply  `json:"reply,omitempty"`
+}
+
+// TermOpen attaches a client to a terminal of the session, starting the
+// terminal when it is not running.
+type TermOpen struct {
 	TermID   string   `json:"termId"`
-	ClientID string   `json:"clientId,omitempty"`
-	Role     string   `json:"role,omitempty"` // "owner" or "read-only"
+	ClientID string   `json:"clientId"`
+	Role     string   `json:"role,omitempty"` // "owner" (default) or "read-only"
 	Command  []string `json:"command,omitempty"`
 	Cols     uint16   `json:"cols,omitempty"`
 	Rows     uint16   `json:"rows,omitempty"`
-	Data     []byte   `json:"data,omitempty"` // base64 on the wire
-	ExitCode *int     `json:"exitCode,omitempty"`
-	Signal   string   `json:"signal,omitempty"`
-
-	// Window, on term.open, turns on flow control for the client: the
-	// runner sends at most Window bytes of term.data beyond what the client
-	// has acknowledged with term.ack, and holds the rest back. Zero means
-	// no flow control.
+	// Window turns on flow control: the runner sends at most Window bytes
+	// of term.data beyond what the client has acknowledged (TermAck).
+	// Zero means no flow control.
 	Window int64 `json:"window,omitempty"`
-	// Acked, on term.ack, counts every byte of term.data the client has
-	// taken since its term.opened.
-	Acked int64 `json:"acked,omitempty"`
-	// Export, on term.open, asks the runner to hand the terminal's master
-	// over instead of sending its output: on the descriptor channel the
-	// runner was started with (--term-fds), before the term.opened that
-	// says Export was granted and carries the scrollback in Data. The
-	// client then reads, types and resizes through the master itself, the
-	// runner reports only the program's end (term.exit, term.error), and
-	// the client's term.close carries in Data the scrollback the runner
-	// keeps once it reads the output again. A runner without the channel,
-	// or a terminal with other clients, attaches the client as usual.
+	// Export asks the runner to hand the terminal's master over instead
+	// of sending its output, on the descriptor channel it was started with
+	// (--term-fds), before the TermOpened that says so.
 	Export bool `json:"export,omitempty"`
 }
 
-// BuiltinEngines names the engines built into every runner. Any other
-// engine name, or a spec with a PluginPath, is a plugin engine, which only
-// the plugin-runner build drives.
-func BuiltinEngines() []string { return []string{"script", "claude", "codex", "copilot", "acp"} }
-
-// NeedsPlugin reports whether the session runs on a plugin engine.
-func (s Spec) NeedsPlugin() bool {
-	return s.PluginPath != "" || !slices.Contains(BuiltinEngines(), s.Engine)
+// TermOpened answers TermOpen: the role granted and the size, or Error
+// when the terminal could not be opened. For an export, Export is set and
+// Data holds the scrollback.
+type TermOpened struct {
+	TermID   string `json:"termId"`
+	ClientID string `json:"clientId"`
+	Role     string `json:"role,omitempty"`
+	Cols     uint16 `json:"cols,omitempty"`
+	Rows     uint16 `json:"rows,omitempty"`
+	Data     []byte `json:"data,omitempty"` // base64 on the wire
+	Export   bool   `json:"export,omitempty"`
+	Error    *Error `json:"error,omitempty"`
 }
 
-// Spec is how a session is configured when it is created. It is stored in
-// the session folder's meta.json and sent with live.ensure.
-type Spec struct {
-	ID            string   `json:"id,omitempty"`
-	Engine        string   `json:"engine"`
-	Cwd           string   `json:"cwd,omitempty"`
-	Scenario      string   `json:"scenario,omitempty"`
-	Model         string   `json:"model,omitempty"`
-	ModelEndpoint string   `json:"modelEndpoint,omitempty"`
-	Mode          string   `json:"mode,omitempty"`
-	Allow         []string `json:"allow,omitempty"`
-	AllowNetwork  bool     `json:"allowNetwork,omitempty"`
-	Unattended    bool     `json:"unattended,omitempty"`
-	SpendCapUSD   float64  `json:"spendCapUsd,omitempty"`
-	Parent        string   `json:"parent,omitempty"`
-	PluginPath    string   `json:"pluginPath,omitempty"`
-	// EngineSession is the engine's own conversation id, used to resume.
-	EngineSession string `json:"engineSession,omitempty"`
-	// Goal is the session's goal, checked at every turn end.
-	Goal *Goal `json:"goal,omitempty"`
-	// GoalLimit bounds goal-check turns in a row (default 20).
-	GoalLimit int `json:"goalLimit,omitempty"`
-	// CompactAt is the context fill, in percent, that triggers compaction
-	// (default 95).
-	CompactAt float64 `json:"compactAt,omitempty"`
-	// Loop re-runs a prompt on a schedule; it needs Unattended and a
-	// spend cap.
-	Loop *Loop `json:"loop,omitempty"`
-	// Workspace, when set, runs the session in a git worktree of its own
-	// on a new branch of Cwd's repository (internal/workspace); the
-	// supervisor then sets Cwd to the worktree.
-	Workspace *Workspace `json:"workspace,omitempty"`
+// TermInput is keystrokes for a terminal, from its owner.
+type TermInput struct {
+	TermID   string `json:"termId"`
+	ClientID string `json:"clientId"`
+	Data     []byte `json:"data"`
 }
 
-// Workspace asks for a session's own git worktree. Base, Branch and Keep
-// come from the creator; the supervisor fills in the rest when it makes
-// the worktree.
-type Workspace struct {
-	// Base is the branch or commit the new branch starts from (default
-	// HEAD); a branch is also where a merge goes.
-	Base string `json:"base,omitempty"`
-	// Branch is the new branch's name (default corral/<random>).
-	Branch string `json:"branch,omitempty"`
-	// Keep leaves the worktree and branch in place when the session is
-	// deleted.
-	Keep bool `json:"keep,omitempty"`
-	// Repo is the repository's top folder, BaseCommit the commit the
-	// branch started at, Path the worktree (set by the supervisor).
-	Repo       string `json:"repo,omitempty"`
-	BaseCommit string `json:"baseCommit,omitempty"`
-	Path       string `json:"path,omitempty"`
+// TermResize gives a terminal a new size.
+type TermResize struct {
+	TermID   string `json:"termId"`
+	ClientID string `json:"clientId"`
+	Cols     uint16 `json:"cols"`
+	Rows     uint16 `json:"rows"`
 }
 
-// Goal is what a session works towards.
-type Goal struct {
-	Text string `json:"text"`
-	Done bool   `json:"done,omitempty"`
+// TermClose detaches a client. Ending an export, Data carries the
+// scrollback the runner keeps from then on.
+type TermClose struct {
+	TermID   string `json:"termId"`
+	ClientID string `json:"clientId"`
+	Data     []byte `json:"data,omitempty"`
 }
 
-// Loop is a timed loop: Prompt every EveryMS milliseconds, Count times (0:
-// no limit) or until Until (zero: no end).
-type Loop struct {
-	Prompt  string    `json:"prompt"`
-	EveryMS int64     `json:"everyMs"`
-	Count   int       `json:"count,omitempty"`
-	Until   time.Time `json:"until,omitempty"`
+// TermAck acknowledges output under flow control: Acked counts every byte
+// of term.data the client has taken since its TermOpened.
+type TermAck struct {
+	TermID   string `json:"termId"`
+	ClientID string `json:"clientId"`
+	Acked    int64  `json:"acked"`
 }
 
-// CheckLoop checks that a timed loop can never wait for a human or spend
-// without bound: it needs a prompt, at most one run a second, Unattended,
-// and a spend cap. A spec without a loop passes.
-func (s Spec) CheckLoop() error {
-	l := s.Loop
-	switch {
-	case l == nil:
-		return nil
-	case l.Prompt == "":
-		return Errorf(CodeBadRequest, "a loop needs a prompt")
-	case l.EveryMS < 1000:
-		return Errorf(CodeBadRequest, "a loop runs at most once a second (everyMs >= 1000)")
-	case !s.Unattended:
-		return Errorf(CodeBadRequest, "a loop must be unattended: nobody waits on its asks")
-	case s.SpendCapUSD <= 0:
-		return Errorf(CodeBadRequest, "a loop needs a spend cap (spendCapUsd > 0)")
+// TermData is a terminal's output for one client, or for every client of
+// the terminal when ClientID is empty. It travels as a binary frame to a
+// supervisor that asked for them (frame.go), else as a JSON line whose
+// encoder and fast decoder are in termdata.go.
+type TermData struct {
+	TermID   string `json:"termId"`
+	ClientID string `json:"clientId,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+}
+
+// TermExit says a terminal's program ended (for every client of the
+// terminal when ClientID is empty).
+type TermExit struct {
+	TermID   string `json:"termId"`
+	ClientID string `json:"clientId,omitempty"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+}
+
+// TermError refuses a client's input or resize, or ends its stream (a
+// client too slow to keep up may open again).
+type TermError struct {
+	TermID   string `json:"termId"`
+	ClientID string `json:"clientId,omitempty"`
+	Error    *Error `json:"error"`
+}
+
+// Shutdown asks the runner to flush and fsync its log, stop the engine,
+// answer Bye and exit 0.
+type Shutdown struct{}
+
+// Bye answers Shutdown: everything is flushed.
+type Bye struct{}
+
+// Mirror is one session event, sent after it reached events.jsonl: Event
+// is the exact line of the file, so the supervisor forwards it to shells
+// without re-encoding it. Its encoder and fast decoder are in mirror.go.
+type Mirror struct {
+	Seq   int64           `json:"seq"`
+	Event json.RawMessage `json:"event"`
+}
+
+// StateReport is the runner's account of what its session is doing: sent
+// when the session becomes live and whenever any of it changes, before
+// the reply to the command that changed it. The supervisor decides from it
+// whether a runner may be stopped for idleness or to make room.
+type StateReport struct {
+	State    State  `json:"state"`
+	Activity string `json:"activity,omitempty"`
+	Turn     int    `json:"turn"`
+	// Queued counts the messages waiting for a turn.
+	Queued int `json:"queued"`
+	// OpenAsks counts the asks waiting for a person's answer.
+	OpenAsks int `json:"openAsks"`
+	// PendingEdits counts the edits with hunks waiting for review.
+	PendingEdits int `json:"pendingEdits"`
+}
+
+// Busy reports whether the session has anything under way or waiting for
+// a person: a runner that is busy must not be stopped.
+func (s StateReport) Busy() bool {
+	switch s.State {
+	case StateIdle, StateStopped, StateFailed:
+	default:
+		return true
 	}
-	return nil
+	return s.Queued > 0 || s.OpenAsks > 0 || s.PendingEdits > 0
+}
+
+// State is a session's coarse state, as a status bar shows it.
+type State string
+
+// Session states.
+const (
+	StateStarting           State = "starting"
+	StateIdle               State = "idle"
+	StateWorking            State = "working"
+	StateWaitingForApproval State = "waitingForApproval"
+	StateWaitingForReview   State = "waitingForReview"
+	StateFailed             State = "failed"
+	StateStopped            State = "stopped"
+)
+
+func (Hello) Type() Type        { return THello }
+func (Ready) Type() Type        { return TReady }
+func (LiveEnsure) Type() Type   { return TLiveEnsure }
+func (LiveReady) Type() Type    { return TLiveReady }
+func (Command) Type() Type      { return TCommand }
+func (CommandReply) Type() Type { return TCommandReply }
+func (TermOpen) Type() Type     { return TTermOpen }
+func (TermOpened) Type() Type   { return TTermOpened }
+func (TermInput) Type() Type    { return TTermInput }
+func (TermResize) Type() Type   { return TTermResize }
+func (TermClose) Type() Type    { return TTermClose }
+func (TermAck) Type() Type      { return TTermAck }
+func (TermData) Type() Type     { return TTermData }
+func (TermExit) Type() Type     { return TTermExit }
+func (TermError) Type() Type    { return TTermError }
+func (Shutdown) Type() Type     { return TShutdown }
+func (Bye) Type() Type          { return TBye }
+func (Mirror) Type() Type       { return TMirror }
+func (StateReport) Type() Type  { return TState }
+
+func (LiveEnsure) answeredBy(*LiveReady) {}
+func (Command) answeredBy(*CommandReply) {}
+func (TermOpen) answeredBy(*TermOpened)  {}
+func (Shutdown) answeredBy(*Bye)         {}
+
+func (m TermOpen) Terminal() (string, string)   { return m.TermID, m.ClientID }
+func (m TermOpened) Terminal() (string, string) { return m.TermID, m.ClientID }
+func (m TermInput) Terminal() (string, string)  { return m.TermID, m.ClientID }
+func (m TermResize) Terminal() (string, string) { return m.TermID, m.ClientID }
+func (m TermClose) Terminal() (string, string)  { return m.TermID, m.ClientID }
+func (m TermAck) Terminal() (string, string)    { return m.TermID, m.ClientID }
+func (m TermData) Terminal() (string, string)   { return m.TermID, m.ClientID }
+func (m TermExit) Terminal() (string, string)   { return m.TermID, m.ClientID }
+func (m TermError) Terminal() (string, string)  { return m.TermID, m.ClientID }
+
+// messages makes an empty message of each type, for the decoder.
+var messages = map[Type]func() Message{
+	THello:        func() Message { return new(Hello) },
+	TReady:        func() Message { return new(Ready) },
+	TLiveEnsure:   func() Message { return new(LiveEnsure) },
+	TLiveReady:    func() Message { return new(LiveReady) },
+	TCommand:      func() Message { return new(Command) },
+	TCommandReply: func() Message { return new(CommandReply) },
+	TTermOpen:     func() Message { return new(TermOpen) },
+	TTermOpened:   func() Message { return new(TermOpened) },
+	TTermInput:    func() Message { return new(TermInput) },
+	TTermResize:   func() Message { return new(TermResize) },
+	TTermClose:    func() Message { return new(TermClose) },
+	TTermAck:      func() Message { return new(TermAck) },
+	TTermData:     func() Message { return new(TermData) },
+	TTermExit:     func() Message { return new(TermExit) },
+	TTermError:    func() Message { return new(TermError) },
+	TShutdown:     func() Message { return new(Shutdown) },
+	TBye:          func() Message { return new(Bye) },
+	TMirror:       func() Message { return new(Mirror) },
+	TState:        func() Message { return new(StateReport) },
+}
+
+// replies maps each request's type to its reply's; Request[R] says the
+// same to the compiler, and a test holds the two together.
+var replies = map[Type]Type{
+	TLiveEnsure: TLiveReady,
+	TCommand:    TCommandReply,
+	TTermOpen:   TTermOpened,
+	TShutdown:   TBye,
+}
+
+// ReplyType returns the type of the message that answers a request of
+// type t, and false for a type that is no request.
+func ReplyType(t Type) (Type, bool) {
+	r, ok := replies[t]
+	return r, ok
+}
+
+// CarriesReqID reports whether a message of type t carries a reqId: a
+// request, or the reply to one.
+func CarriesReqID(t Type) bool {
+	if _, ok := replies[t]; ok {
+		return true
+	}
+	for _, r := range replies {
+		if r == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Types lists every message type with an empty message of it, for
+// documentation and schema generators.
+func Types() map[Type]Message {
+	out := make(map[Type]Message, len(messages))
+	for t, mk := range messages {
+		out[t] = mk()
+	}
+	return out
 }

@@ -12,7 +12,6 @@ export interface Account {
   reason?: string;
 }
 
-/** Answer an open ask: the first answer wins. */
 export interface AnswerCommand {
   cmd: "answer";
   askId: string;
@@ -20,7 +19,7 @@ export interface AnswerCommand {
   note?: string;
 }
 
-/** AnswerResult is the result of answer. */
+/** AnswerResult is the result of answer: the answer recorded. */
 export interface AnswerResult {
   askId: string;
   decision: "allow" | "deny";
@@ -88,7 +87,11 @@ export interface Blocked {
   retry?: string;
 }
 
-/** Remove a queued message before its turn starts. */
+export interface ByeMessage {
+  t: "bye";
+  reqId: string;
+}
+
 export interface CancelQueuedCommand {
   cmd: "cancelQueued";
   messageId: string;
@@ -110,7 +113,6 @@ export interface Check {
   detail?: string;
 }
 
-/** Remove the goal (not_found without one). */
 export interface ClearGoalCommand {
   cmd: "clearGoal";
 }
@@ -120,14 +122,27 @@ export interface ClearGoalResult {
   cleared: boolean;
 }
 
-/** Cmd names a control command. */
-export type Cmd = "send" | "steer" | "stop" | "answer" | "status" | "decideHunk" | "setMode" | "setGoal" | "getGoal" | "clearGoal" | "markGoalDone" | "setSpendCap" | "forkSession" | "cancelQueued";
+/** Name is a command's name, its "cmd". */
+export type Cmd = "send" | "steer" | "stop" | "answer" | "decideHunk" | "status" | "setMode" | "setGoal" | "getGoal" | "clearGoal" | "markGoalDone" | "setSpendCap" | "cancelQueued" | "forkSession";
 
 /** Code is a stable, machine-readable error class. Codes travel across every process boundary (wire, control.sock, HTTP) so callers can branch on them. A code says nothing of any transport's status: the supervisor's HTTP API maps codes onto HTTP statuses at its edge (pkg/api). */
 export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "unauthorized" | "protocol_mismatch" | "internal";
 
-/** A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and an inject message. */
-export type Command = SendCommand | SteerCommand | StopCommand | AnswerCommand | StatusCommand | DecideHunkCommand | SetModeCommand | SetGoalCommand | GetGoalCommand | ClearGoalCommand | MarkGoalDoneCommand | SetSpendCapCommand | ForkSessionCommand | CancelQueuedCommand;
+/** A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and the runner's command message. */
+export type Command = SendCommand | SteerCommand | StopCommand | AnswerCommand | DecideHunkCommand | StatusCommand | SetModeCommand | SetGoalCommand | GetGoalCommand | ClearGoalCommand | MarkGoalDoneCommand | SetSpendCapCommand | CancelQueuedCommand | ForkSessionCommand;
+
+export interface CommandMessage {
+  t: "command";
+  reqId: string;
+  command: unknown | null;
+}
+
+export interface CommandReplyMessage {
+  t: "commandReply";
+  reqId: string;
+  outcome: Outcome;
+  reply?: Reply;
+}
 
 /** The result of each command, in a successful reply's result. */
 export interface CommandResults {
@@ -135,16 +150,16 @@ export interface CommandResults {
   steer: SteerResult;
   stop: StoppedData;
   answer: AnswerResult;
-  status: Status;
   decideHunk: HunkDecidedData;
+  status: Status;
   setMode: ModeChangedData;
   setGoal: GoalSetData;
   getGoal: GoalState;
   clearGoal: ClearGoalResult;
   markGoalDone: GoalCheckData;
   setSpendCap: SpendCapSetData;
-  forkSession: ForkResult;
   cancelQueued: Queued;
+  forkSession: ForkResult;
 }
 
 /** CommitReply answers a commit with the new commit's id. */
@@ -201,12 +216,11 @@ export interface DamagedRange {
   reason: string;
 }
 
-/** Accept or reject a staged hunk (hunkId may be EDIT/HUNK; editId may be left out when one edit is pending). */
 export interface DecideHunkCommand {
   cmd: "decideHunk";
+  editId?: string;
   hunkId: string;
   decision: "accept" | "reject";
-  editId?: string;
   note?: string;
 }
 
@@ -308,12 +322,10 @@ export interface ForkResult {
   to: string;
 }
 
-/** Branch the conversation: the session continues under a new id. */
 export interface ForkSessionCommand {
   cmd: "forkSession";
 }
 
-/** The goal and where its checks stand. */
 export interface GetGoalCommand {
   cmd: "getGoal";
 }
@@ -414,6 +426,12 @@ export interface HealthReply {
   notReady?: string[];
 }
 
+export interface HelloMessage {
+  t: "hello";
+  proto: number;
+  termFrames?: boolean;
+}
+
 /** Hunk is one reviewable change: a run of changed lines with up to three lines of context on each side. Line numbers are 1-based and follow git: a zero-length range names the line before it (0 at the top of the file). */
 export interface Hunk {
   /** "h1", "h2", … in file order */
@@ -489,6 +507,21 @@ export interface Line {
   eol: string;
 }
 
+export interface LiveEnsureMessage {
+  t: "live.ensure";
+  reqId: string;
+  spec: Spec;
+  dir?: string;
+  credentials?: Record<string, string>;
+}
+
+export interface LiveReadyMessage {
+  t: "live.ready";
+  reqId: string;
+  session?: string;
+  error?: Error;
+}
+
 /** LogRepairedData is the data of logRepaired: damaged lines of events.jsonl were moved aside when the log was opened. */
 export interface LogRepairedData {
   /** File is the sibling file the damaged bytes were appended to, relative to the session folder. */
@@ -518,7 +551,6 @@ export interface Loop {
   until?: string;
 }
 
-/** Mark the goal met: a person's word, which ends goal checks. */
 export interface MarkGoalDoneCommand {
   cmd: "markGoalDone";
 }
@@ -539,34 +571,13 @@ export interface MergeResult {
   conflicts?: string[];
 }
 
-/** Message is one line of the supervisor <-> runner protocol. Only the fields its type documents are set; the rest are omitted on the wire. */
-export interface Message {
-  t: Type;
-  reqId?: string;
-  proto?: number;
-  /** TermFrames, on hello, says the supervisor reads term.data as binary frames (frame.go); on ready, that the runner will send them. */
-  termFrames?: boolean;
-  session?: string;
-  newSession?: string;
-  spec?: Spec;
-  command?: Command;
-  outcome?: Outcome;
-  reply?: Reply;
-  askId?: string;
-  decision?: string;
-  note?: string;
-  cap?: string;
-  args?: unknown;
-  result?: unknown;
-  /** Seq and Event carry a mirrored event: Event is the exact line written to events.jsonl, so it is forwarded to shells without re-encoding. */
-  seq?: number;
-  event?: SessionEvent;
-  term?: Term;
-  error?: Error;
-  /** Dir rides on live.ensure: the session folder. A runner started without --session-dir (a spare, started before any session needed it) takes the session in Dir; one started with it refuses another. */
-  dir?: string;
-  /** Credentials rides on live.ensure only: the secrets the supervisor was given, resolved for the runner's engine. It never goes to meta.json or a log, so a message carrying it must not be logged. */
-  credentials?: Record<string, string>;
+/** One line of the supervisor <-> runner protocol, told apart by t (docs/wire.md). */
+export type Message = ByeMessage | CommandMessage | CommandReplyMessage | HelloMessage | LiveEnsureMessage | LiveReadyMessage | MirrorMessage | ReadyMessage | ShutdownMessage | StateReportMessage | TermAckMessage | TermCloseMessage | TermDataMessage | TermErrorMessage | TermExitMessage | TermInputMessage | TermOpenMessage | TermOpenedMessage | TermResizeMessage;
+
+export interface MirrorMessage {
+  t: "mirror";
+  seq: number;
+  event: unknown | null;
 }
 
 /** Missing is a subgoal that did not ship, and why. */
@@ -666,8 +677,8 @@ export interface OpenResponse {
   ready: NextNode[];
 }
 
-/** Outcome says what became of an inject. */
-export type Outcome = "injected" | "notLive" | "notReady" | "failed";
+/** Outcome says whether a command ran. */
+export type Outcome = "ran" | "notLive" | "notReady";
 
 /** Part is the judgement of one simple command inside a shell request. */
 export interface Part {
@@ -735,6 +746,14 @@ export interface QueueChangedEvent {
 export interface Queued {
   id: string;
   text: string;
+}
+
+export interface ReadyMessage {
+  t: "ready";
+  proto: number;
+  session?: string;
+  termFrames?: boolean;
+  error?: Error;
 }
 
 /** Reply answers one command: {"ok":true,"result":...} or {"ok":false,"error":{...}}. */
@@ -880,7 +899,6 @@ export interface Running {
   session?: string;
 }
 
-/** Queue a message; it starts when the running turn and earlier messages end. */
 export interface SendCommand {
   cmd: "send";
   text: string;
@@ -942,22 +960,24 @@ export interface SessionsReply {
   sessions: Session[];
 }
 
-/** Set the goal checked after every turn. */
 export interface SetGoalCommand {
   cmd: "setGoal";
   goal: string;
 }
 
-/** Change the permission mode from the next tool call on. */
 export interface SetModeCommand {
   cmd: "setMode";
   mode: "review" | "auto" | "readonly";
 }
 
-/** Set the spend cap in US dollars (0 removes it). */
 export interface SetSpendCapCommand {
   cmd: "setSpendCap";
   spendCapUsd: number;
+}
+
+export interface ShutdownMessage {
+  t: "shutdown";
+  reqId: string;
 }
 
 /** Spec is how a session is configured when it is created. It is stored in the session folder's meta.json and sent with live.ensure. */
@@ -1034,6 +1054,16 @@ export interface StagePolicy {
 /** State is a session's coarse state, as a status bar shows it. */
 export type State = "starting" | "idle" | "working" | "waitingForApproval" | "waitingForReview" | "failed" | "stopped";
 
+export interface StateReportMessage {
+  t: "state";
+  state: State;
+  activity?: string;
+  turn: number;
+  queued: number;
+  openAsks: number;
+  pendingEdits: number;
+}
+
 /** Status is the result of the status command and the body of presence.json. */
 export interface Status {
   session: string;
@@ -1052,7 +1082,6 @@ export interface Status {
   unattended?: boolean;
 }
 
-/** The session's status. */
 export interface StatusCommand {
   cmd: "status";
 }
@@ -1064,7 +1093,6 @@ export interface StatusResponse {
   runs?: Summary[];
 }
 
-/** Steer the running turn at its next tool boundary (natively where the engine can); a send when no turn runs. */
 export interface SteerCommand {
   cmd: "steer";
   text: string;
@@ -1101,7 +1129,6 @@ export interface SteerResult {
   messageId?: string;
 }
 
-/** Interrupt the turn, deny open asks, reject pending hunks, clear the queue, halt a timed loop; the receipt says what was cancelled. */
 export interface StopCommand {
   cmd: "stop";
 }
@@ -1175,25 +1202,40 @@ export interface Summary {
   last?: Verdict;
 }
 
-/** Term carries the fields of the term.* messages. */
-export interface Term {
+export interface TermAckMessage {
+  t: "term.ack";
+  termId: string;
+  clientId: string;
+  acked: number;
+}
+
+export interface TermCloseMessage {
+  t: "term.close";
+  termId: string;
+  clientId: string;
+  data?: string;
+}
+
+export interface TermDataMessage {
+  t: "term.data";
   termId: string;
   clientId?: string;
-  /** "owner" or "read-only" */
-  role?: "owner" | "read-only";
-  command?: string[];
-  cols?: number;
-  rows?: number;
-  /** base64 on the wire */
   data?: string;
+}
+
+export interface TermErrorMessage {
+  t: "term.error";
+  termId: string;
+  clientId?: string;
+  error: Error | null;
+}
+
+export interface TermExitMessage {
+  t: "term.exit";
+  termId: string;
+  clientId?: string;
   exitCode?: number;
   signal?: string;
-  /** Window, on term.open, turns on flow control for the client: the runner sends at most Window bytes of term.data beyond what the client has acknowledged with term.ack, and holds the rest back. Zero means no flow control. */
-  window?: number;
-  /** Acked, on term.ack, counts every byte of term.data the client has taken since its term.opened. */
-  acked?: number;
-  /** Export, on term.open, asks the runner to hand the terminal's master over instead of sending its output: on the descriptor channel the runner was started with (--term-fds), before the term.opened that says Export was granted and carries the scrollback in Data. The client then reads, types and resizes through the master itself, the runner reports only the program's end (term.exit, term.error), and the client's term.close carries in Data the scrollback the runner keeps once it reads the output again. A runner without the channel, or a terminal with other clients, attaches the client as usual. */
-  export?: boolean;
 }
 
 /** TermFrame is one text frame of the terminal WebSocket, in either direction. Fields that do not apply to Type are left out. */
@@ -1213,6 +1255,47 @@ export interface TermFrame {
   code?: Code;
   message?: string;
   fatal?: boolean;
+}
+
+export interface TermInputMessage {
+  t: "term.input";
+  termId: string;
+  clientId: string;
+  data: string;
+}
+
+export interface TermOpenMessage {
+  t: "term.open";
+  reqId: string;
+  termId: string;
+  clientId: string;
+  role?: "owner" | "read-only";
+  command?: string[];
+  cols?: number;
+  rows?: number;
+  window?: number;
+  export?: boolean;
+}
+
+export interface TermOpenedMessage {
+  t: "term.opened";
+  reqId: string;
+  termId: string;
+  clientId: string;
+  role?: "owner" | "read-only";
+  cols?: number;
+  rows?: number;
+  data?: string;
+  export?: boolean;
+  error?: Error;
+}
+
+export interface TermResizeMessage {
+  t: "term.resize";
+  termId: string;
+  clientId: string;
+  cols: number;
+  rows: number;
 }
 
 /** TextData is the data of assistantDelta and assistantText. */
@@ -1295,8 +1378,8 @@ export interface TurnStartedEvent {
   data: TurnStartedData;
 }
 
-/** Type tags a Message. */
-export type Type = "hello" | "live.ensure" | "inject" | "live.interrupt" | "approval.resolve" | "cap" | "term.open" | "term.input" | "term.resize" | "term.close" | "term.ack" | "shutdown" | "ready" | "capResult" | "term.opened" | "term.data" | "term.exit" | "term.error" | "mirror" | "rotate" | "live.ready" | "injected" | "interrupted" | "bye";
+/** Type is a message's kind: the "t" of its line. */
+export type Type = "bye" | "command" | "commandReply" | "hello" | "live.ensure" | "live.ready" | "mirror" | "ready" | "shutdown" | "state" | "term.ack" | "term.close" | "term.data" | "term.error" | "term.exit" | "term.input" | "term.open" | "term.opened" | "term.resize";
 
 /** UsageData is the data of usage events and the usage totals of a turn. */
 export interface UsageData {
@@ -1431,7 +1514,7 @@ export type CommandOf<C extends Command["cmd"]> = Extract<Command, { cmd: C }>;
 export const eventTypes = ["sessionStarted", "sessionResumed", "userMessage", "turnStarted", "assistantDelta", "assistantText", "toolStarted", "toolFinished", "askOpened", "askAnswered", "steerDelivered", "steerRequeued", "turnEnded", "stopped", "failure", "usage", "context", "retry", "hunkStaged", "hunkDecided", "editApplied", "modeChanged", "goalSet", "goalCleared", "goalCheck", "spendCapSet", "rotated", "compacted", "queueChanged", "logRepaired"] as const;
 
 /** Every command, in the order of docs/commands.md. */
-export const commandNames = ["send", "steer", "stop", "answer", "status", "decideHunk", "setMode", "setGoal", "getGoal", "clearGoal", "markGoalDone", "setSpendCap", "forkSession", "cancelQueued"] as const;
+export const commandNames = ["send", "steer", "stop", "answer", "decideHunk", "status", "setMode", "setGoal", "getGoal", "clearGoal", "markGoalDone", "setSpendCap", "cancelQueued", "forkSession"] as const;
 
 /** Every error code. */
 export const codes = ["runner_crashed", "timeout", "not_found", "bad_request", "conflict", "engine_error", "permission_unavailable", "unavailable", "unauthorized", "protocol_mismatch", "internal"] as const;

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -90,10 +91,10 @@ func newSession(t *testing.T, scenario string, tweak func(*wire.Spec)) *session 
 	return s
 }
 
-func (s *session) do(cmd wire.Command) {
+func (s *session) do(cmd command.Request) {
 	s.t.Helper()
 	if reply := s.r.Do(context.Background(), cmd); !reply.OK {
-		s.t.Fatalf("%s refused: %v", cmd.Cmd, reply.Error)
+		s.t.Fatalf("%s refused: %v", cmd.Cmd(), reply.Error)
 	}
 }
 
@@ -125,13 +126,13 @@ func TestPluginSessionThroughTheRunnersGateAndHunks(t *testing.T) {
 		t.Fatalf("sessionStarted %+v", d)
 	}
 
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "go"})
+	s.do(command.Send{Text: "go"})
 	ev, i := s.waitType(0, event.AskOpened)
 	ask := decode[event.AskOpenedData](t, ev)
 	if ask.Command != "uptime" || ask.Category != "shell" {
 		t.Fatalf("ask %+v", ask)
 	}
-	s.do(wire.Command{Cmd: wire.CmdAnswer, AskID: ask.AskID, Decision: wire.DecisionAllow})
+	s.do(command.Answer{AskID: ask.AskID, Decision: command.DecisionAllow})
 	fin, i := s.waitType(i, event.ToolFinished)
 	if d := decode[event.ToolFinishedData](t, fin); d.Outcome != "ok" || d.Output == "" {
 		t.Fatalf("the allowed command finished %+v", d)
@@ -142,8 +143,8 @@ func TestPluginSessionThroughTheRunnersGateAndHunks(t *testing.T) {
 	if staged.Path != "f.txt" || len(staged.Edit.Hunks) != 2 {
 		t.Fatalf("staged %+v", staged)
 	}
-	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: staged.EditID, HunkID: "h1", Decision: wire.DecisionReject, Note: "keep line 1"})
-	s.do(wire.Command{Cmd: wire.CmdDecideHunk, EditID: staged.EditID, HunkID: "h2", Decision: wire.DecisionAccept})
+	s.do(command.DecideHunk{EditID: staged.EditID, HunkID: "h1", Decision: command.DecisionReject, Note: "keep line 1"})
+	s.do(command.DecideHunk{EditID: staged.EditID, HunkID: "h2", Decision: command.DecisionAccept})
 	fin, i = s.waitType(i, event.ToolFinished)
 	write := decode[event.ToolFinishedData](t, fin)
 	if write.Outcome != "partial" || !strings.Contains(write.Message, "keep line 1") {
@@ -180,7 +181,7 @@ turns:
 // tail; the runner survives and the next message runs in a fresh plugin.
 func TestPluginKilledMidTurnThroughTheRunner(t *testing.T) {
 	s := newSession(t, crashThenResume, func(sp *wire.Spec) { sp.Allow = []string{"echo *"} })
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "doomed"})
+	s.do(command.Send{Text: "doomed"})
 	fin, i := s.waitType(0, event.ToolFinished)
 	var pid int
 	if _, err := fmt.Sscanf(decode[event.ToolFinishedData](t, fin).Output, "plugin-pid=%d", &pid); err != nil {
@@ -199,7 +200,7 @@ func TestPluginKilledMidTurnThroughTheRunner(t *testing.T) {
 		t.Fatalf("turnEnded %+v", d)
 	}
 
-	s.do(wire.Command{Cmd: wire.CmdSend, Text: "again"})
+	s.do(command.Send{Text: "again"})
 	fin, i = s.waitType(i, event.ToolFinished)
 	var again int
 	if _, err := fmt.Sscanf(decode[event.ToolFinishedData](t, fin).Output, "plugin-pid=%d", &again); err != nil || again == pid {

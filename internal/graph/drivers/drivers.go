@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph/executor"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -30,7 +31,7 @@ func (s clientSessions) Create(ctx context.Context, spec wire.Spec) (string, err
 	return sess.ID, nil
 }
 
-func (s clientSessions) Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error) {
+func (s clientSessions) Command(ctx context.Context, id string, cmd command.Request) (*wire.Reply, error) {
 	return s.c.Command(ctx, id, cmd)
 }
 
@@ -50,7 +51,7 @@ func (s clientSessions) Events(ctx context.Context, id string, from int64, follo
 				go func() {
 					wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 					defer cancel()
-					s.c.Command(wctx, id, wire.Command{Cmd: wire.CmdStatus})
+					s.c.Command(wctx, id, command.GetStatus{})
 				}()
 			}
 		}
@@ -96,7 +97,7 @@ func (s managerSessions) Create(ctx context.Context, spec wire.Spec) (string, er
 	return sess.ID, nil
 }
 
-func (s managerSessions) Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error) {
+func (s managerSessions) Command(ctx context.Context, id string, cmd command.Request) (*wire.Reply, error) {
 	reply, err := s.m.Command(ctx, id, cmd)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph/route"
 	"github.com/corral-dev/corral/internal/graph/store"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
@@ -393,7 +394,7 @@ func TestTwoConcurrentRunsOfOneNodeRunItOnce(t *testing.T) {
 		t.Fatalf("the node ran in %d sessions", len(n.Sessions))
 	}
 	// A person reviews the hunk; the winner's next run goes on.
-	reply, err := rg.m.Command(context.Background(), n.Sessions[0], wire.Command{Cmd: wire.CmdDecideHunk, HunkID: "h1", Decision: wire.DecisionAccept})
+	reply, err := rg.m.Command(context.Background(), n.Sessions[0], command.DecideHunk{HunkID: "h1", Decision: command.DecisionAccept})
 	if err != nil || !reply.OK {
 		t.Fatalf("accept the hunk: %+v %v", reply, err)
 	}

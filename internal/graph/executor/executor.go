@@ -11,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph/gitcheck"
 	"github.com/corral-dev/corral/internal/graph/route"
 	"github.com/corral-dev/corral/internal/graph/store"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -209,7 +210,7 @@ func (x *Executor) forget(run, node string, f *inflight) {
 func (x *Executor) stopSession(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if _, err := x.sessions.Command(ctx, id, wire.Command{Cmd: wire.CmdStop}); err != nil && !errors.Is(err, wire.ErrNotFound) {
+	if _, err := x.sessions.Command(ctx, id, command.Stop{}); err != nil && !errors.Is(err, wire.ErrNotFound) {
 		x.log.Debug("stop a node's session", zap.String("session", id), zap.Error(err))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/graph/route"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -45,7 +46,7 @@ func (p Prober) Probe(ctx context.Context, t route.Target) error {
 		defer cancel()
 		p.Sessions.Delete(dctx, id)
 	}()
-	if _, err := p.Sessions.Command(ctx, id, wire.Command{Cmd: wire.CmdSend, Text: probePrompt}); err != nil {
+	if _, err := p.Sessions.Command(ctx, id, command.Send{Text: probePrompt}); err != nil {
 		return err
 	}
 	w, err := Wait(ctx, p.Sessions, id, 1)

@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/internal/graph/gitcheck"
 	"github.com/corral-dev/corral/internal/graph/store"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -55,7 +56,7 @@ func (x *Executor) session(ctx context.Context, r *graph.Run, node string, f *in
 		x.stopSession(id)
 		return x.superseded(r.ID, node, f, err)
 	}
-	if _, err := x.sessions.Command(ctx, id, wire.Command{Cmd: wire.CmdSend, Text: brief}); err != nil {
+	if _, err := x.sessions.Command(ctx, id, command.Send{Text: brief}); err != nil {
 		x.stopSession(id)
 		return x.abandon(r.ID, node, f, fmt.Errorf("send %s's briefing: %w", node, err))
 	}

@@ -23,7 +23,7 @@ import (
 // send it commands, read its events, delete it.
 type Sessions interface {
 	Create(ctx context.Context, spec wire.Spec) (string, error)
-	Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error)
+	Command(ctx context.Context, id string, cmd command.Request) (*wire.Reply, error)
 	// Events streams a session's events from seq from; with follow it
 	// goes on with live events.
 	Events(ctx context.Context, id string, from int64, follow bool) (Events, error)
@@ -253,7 +253,7 @@ func remove(xs []string, x string) []string {
 
 // status asks a session for its status.
 func status(ctx context.Context, s Sessions, id string) (*command.Status, error) {
-	reply, err := s.Command(ctx, id, wire.Command{Cmd: wire.CmdStatus})
+	reply, err := s.Command(ctx, id, command.GetStatus{})
 	if err != nil {
 		return nil, err
 	}

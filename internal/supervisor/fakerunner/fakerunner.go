@@ -12,8 +12,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/corral-dev/corral/pkg/event"
-	"github.com/corral-dev/corral/pkg/wire"
 	"io"
 	"os"
 	"os/signal"
@@ -23,6 +21,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral/pkg/event"
+	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // EnvVar selects the fake's behaviour; Main runs only when it is set.
@@ -50,11 +51,11 @@ const (
 	ModeSilent = "silent"
 	// ModeReadyDelayPrefix + a duration delays the answer to hello.
 	ModeReadyDelayPrefix = "ready-delay="
-	// ModeNotLiveOnce answers the first inject with notLive.
+	// ModeNotLiveOnce answers the first command with notLive.
 	ModeNotLiveOnce = "notlive-once"
-	// ModeIgnoreInject never answers an inject other than status and
+	// ModeIgnoreCommand never answers a command other than status and
 	// getGoal.
-	ModeIgnoreInject = "ignore-inject"
+	ModeIgnoreCommand = "ignore-command"
 	// ModeNoTerminal refuses term.open with term.error.
 	ModeNoTerminal = "no-terminal"
 	// ModeTermFrames sends term.data as binary frames when hello asks for
@@ -164,7 +165,7 @@ type runner struct {
 	asks     []string
 	queued   []event.Queued
 	notLive  bool
-	injected int
+	commands int
 
 	stop chan struct{}
 	ans  chan string
@@ -234,7 +235,7 @@ func (r *runner) openLog(dir string) error {
 func (r *runner) serve(stdin io.Reader) int {
 	dec := wire.NewDecoder(stdin, 0)
 	for {
-		m, err := dec.Decode()
+		msg, reqID, err := dec.Decode()
 		var le *wire.LineError
 		if errors.As(err, &le) {
 			fmt.Fprintln(r.errw, "fake runner: skipping line:", le)
@@ -248,8 +249,8 @@ func (r *runner) serve(stdin io.Reader) int {
 		if r.modes[ModeGarbage] {
 			r.writeRaw([]byte("this is not json\n{\"no\":\"t\"}\n" + `{"t":"mirror","seq":"x"}` + "\n" + strings.Repeat("x", 4096) + "\n"))
 		}
-		switch m.T {
-		case wire.THello:
+		switch m := msg.(type) {
+		case *wire.Hello:
 			if r.modes[ModeSilent] {
 				continue
 			}
@@ -263,11 +264,11 @@ func (r *runner) serve(stdin io.Reader) int {
 			r.outMu.Lock()
 			r.frames = m.TermFrames && r.modes[ModeTermFrames]
 			r.outMu.Unlock()
-			r.write(&wire.Message{T: wire.TReady, Proto: proto, Session: r.session, TermFrames: r.frames})
-		case wire.TLiveEnsure:
+			r.write("", &wire.Ready{Proto: proto, Session: r.session, TermFrames: r.frames})
+		case *wire.LiveEnsure:
 			if r.modes[ModeFailStart] {
 				fmt.Fprintln(r.errw, "fake runner: engine refused to start")
-				r.write(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Error: wire.Errorf(wire.CodeEngineError, "engine %q refused to start", m.Spec.Engine)})
+				r.write(reqID, &wire.LiveReady{Error: wire.Errorf(wire.CodeEngineError, "engine %q refused to start", m.Spec.Engine)})
 				continue
 			}
 			typ := event.SessionStarted
@@ -289,59 +290,47 @@ func (r *runner) serve(stdin io.Reader) int {
 				}
 			}
 			r.mu.Lock()
-			r.notLive = r.modes[ModeNotLiveOnce] && r.injected == 0
+			r.notLive = r.modes[ModeNotLiveOnce] && r.commands == 0
 			r.mu.Unlock()
-			r.write(&wire.Message{T: wire.TLiveReady, ReqID: m.ReqID, Session: r.session})
-		case wire.TInject:
-			r.inject(m)
-		case wire.TApprovalResolv:
-			r.write(&wire.Message{T: wire.TInjected, ReqID: m.ReqID, Outcome: wire.OutcomeInjected, Reply: r.answer(m.AskID, m.Decision)})
-		case wire.TLiveInterrupt:
-			r.write(&wire.Message{T: wire.TInterrupted, ReqID: m.ReqID, Reply: r.stopTurn()})
-		case wire.TCap:
-			if m.Cap == "getGoal" {
-				r.write(&wire.Message{T: wire.TCapResult, ReqID: m.ReqID, Result: json.RawMessage(`{"goal":""}`)})
-			} else {
-				r.write(&wire.Message{T: wire.TCapResult, ReqID: m.ReqID, Error: wire.Errorf(wire.CodeBadRequest, "unknown capability %q", m.Cap)})
-			}
-		case wire.TTermOpen:
+			r.write(reqID, &wire.LiveReady{Session: r.session})
+		case *wire.Command:
+			r.command(reqID, m)
+		case *wire.TermOpen:
 			if r.modes[ModeNoTerminal] {
-				r.write(&wire.Message{T: wire.TTermError, ReqID: m.ReqID, Term: m.Term,
+				r.write(reqID, &wire.TermOpened{TermID: m.TermID, ClientID: m.ClientID,
 					Error: wire.Errorf(wire.CodeUnavailable, "this runner has no terminal support")})
 				continue
 			}
-			t := *m.Term
-			t.Role = "owner"
-			t.Export = false // it never hands a terminal over
-			r.write(&wire.Message{T: wire.TTermOpened, ReqID: m.ReqID, Term: &t})
-			r.write(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: t.TermID, ClientID: t.ClientID, Data: []byte("$ ")}})
-		case wire.TTermInput:
-			switch string(m.Term.Data) {
+			// It never hands a terminal over.
+			r.write(reqID, &wire.TermOpened{TermID: m.TermID, ClientID: m.ClientID, Role: "owner", Cols: m.Cols, Rows: m.Rows})
+			r.write("", &wire.TermData{TermID: m.TermID, ClientID: m.ClientID, Data: []byte("$ ")})
+		case *wire.TermInput:
+			switch string(m.Data) {
 			case "exit\n":
 				code := 0
-				r.write(&wire.Message{T: wire.TTermExit, Term: &wire.Term{TermID: m.Term.TermID, ClientID: m.Term.ClientID, ExitCode: &code}})
+				r.write("", &wire.TermExit{TermID: m.TermID, ClientID: m.ClientID, ExitCode: &code})
 			case "break\n":
 				if r.modes[ModeBrokenFrame] {
-					frame, _ := wire.AppendTermFrame(nil, m.Term.TermID, m.Term.ClientID, []byte("broken"))
+					frame, _ := wire.AppendTermFrame(nil, m.TermID, m.ClientID, []byte("broken"))
 					frame[len(frame)-1] = 'x'
 					r.writeRaw(append(frame, "and then whatever\n"...))
 				}
 			default:
 				// Echo, as a terminal would.
-				r.write(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: m.Term.TermID, ClientID: m.Term.ClientID, Data: m.Term.Data}})
+				r.write("", &wire.TermData{TermID: m.TermID, ClientID: m.ClientID, Data: m.Data})
 			}
-		case wire.TTermResize, wire.TTermClose, wire.TTermAck:
-		case wire.TShutdown:
+		case *wire.TermResize, *wire.TermClose, *wire.TermAck:
+		case *wire.Shutdown:
 			if r.modes[ModeHangShutdown] {
 				continue
 			}
 			r.interruptTurn()
 			r.wg.Wait()
 			r.writePresence()
-			r.write(&wire.Message{T: wire.TBye, ReqID: m.ReqID})
+			r.write(reqID, &wire.Bye{})
 			return 0
 		default:
-			fmt.Fprintln(r.errw, "fake runner: unknown message", m.T)
+			fmt.Fprintln(r.errw, "fake runner: unexpected message", msg.Type())
 		}
 	}
 }

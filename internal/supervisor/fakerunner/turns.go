@@ -15,29 +15,33 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
-func (r *runner) inject(m *wire.Message) {
+func (r *runner) command(reqID string, m *wire.Command) {
 	r.mu.Lock()
-	r.injected++
+	r.commands++
 	notLive := r.notLive
 	r.notLive = false
 	r.mu.Unlock()
 	if notLive {
-		r.write(&wire.Message{T: wire.TInjected, ReqID: m.ReqID, Outcome: wire.OutcomeNotLive})
-		return
-	}
-	cmd := m.Command
-	if r.modes[ModeIgnoreInject] && cmd.Cmd != wire.CmdStatus && cmd.Cmd != wire.CmdGetGoal {
+		r.write(reqID, &wire.CommandReply{Outcome: wire.OutcomeNotLive})
 		return
 	}
 	reply := func(rep *wire.Reply) {
-		out := wire.OutcomeInjected
-		if !rep.OK {
-			out = wire.OutcomeFailed
-		}
-		r.write(&wire.Message{T: wire.TInjected, ReqID: m.ReqID, Outcome: out, Reply: rep})
+		r.write(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: rep})
 	}
-	switch cmd.Cmd {
-	case wire.CmdSend:
+	req, err := command.Decode(m.Command)
+	if err != nil {
+		reply(wire.ErrReply(err))
+		return
+	}
+	switch req.(type) {
+	case command.GetStatus, command.GetGoal:
+	default:
+		if r.modes[ModeIgnoreCommand] {
+			return
+		}
+	}
+	switch c := req.(type) {
+	case command.Send:
 		if r.modes[ModeCrashOnSend] {
 			fmt.Fprintln(r.errw, "fake runner: panic: engine exploded")
 			fmt.Fprintln(r.errw, "fake runner: goroutine 1 [running]")
@@ -47,28 +51,28 @@ func (r *runner) inject(m *wire.Message) {
 		r.mu.Lock()
 		busy := r.working
 		if busy {
-			r.queued = append(r.queued, event.Queued{ID: id, Text: cmd.Text})
+			r.queued = append(r.queued, event.Queued{ID: id, Text: c.Text})
 		} else {
 			r.working = true
 			r.turn++
 		}
 		turn := r.turn
 		r.mu.Unlock()
-		r.emit(event.UserMessage, event.UserMessageData{ID: id, Text: cmd.Text, Kind: "send", Queued: busy})
-		reply(wire.OKReply(map[string]any{"messageId": id, "queued": busy}))
+		r.emit(event.UserMessage, event.UserMessageData{ID: id, Text: c.Text, Kind: "send", Queued: busy})
+		reply(wire.OKReply(event.Queued{ID: id, Text: c.Text}))
 		if !busy {
 			r.wg.Add(1)
-			go r.runTurn(turn, id, cmd.Text)
+			go r.runTurn(turn, id, c.Text)
 		}
-	case wire.CmdStop:
+	case command.Stop:
 		reply(r.stopTurn())
-	case wire.CmdAnswer:
-		reply(r.answer(cmd.AskID, cmd.Decision))
-	case wire.CmdStatus:
+	case command.Answer:
+		reply(r.answer(c.AskID, c.Decision))
+	case command.GetStatus:
 		reply(wire.OKReply(r.status()))
-	case wire.CmdCancelQueued:
+	case command.CancelQueued:
 		r.mu.Lock()
-		i := slices.IndexFunc(r.queued, func(q event.Queued) bool { return q.ID == cmd.MessageID })
+		i := slices.IndexFunc(r.queued, func(q event.Queued) bool { return q.ID == c.MessageID })
 		var q event.Queued
 		if i >= 0 {
 			q = r.queued[i]
@@ -76,24 +80,21 @@ func (r *runner) inject(m *wire.Message) {
 		}
 		r.mu.Unlock()
 		if i < 0 {
-			reply(wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no queued message %q", cmd.MessageID)))
+			reply(wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no queued message %q", c.MessageID)))
 			return
 		}
 		reply(wire.OKReply(q))
-	case wire.CmdGetGoal:
-		reply(wire.OKReply(wire.GoalState{Clauses: []string{}, Limit: 20}))
-	case wire.CmdForkSession:
-		r.mu.Lock()
-		from := r.session
-		r.mu.Unlock()
-		to, err := r.fork()
+	case command.GetGoal:
+		reply(wire.OKReply(command.GoalState{Clauses: []string{}, Limit: 20}))
+	case command.ForkSession:
+		res, err := r.fork()
 		if err != nil {
 			reply(wire.ErrReply(err))
 			return
 		}
-		reply(wire.OKReply(wire.ForkResult{From: from, To: to}))
+		reply(wire.OKReply(res))
 	default:
-		reply(wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "unknown command %q", cmd.Cmd)))
+		reply(wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "unknown command %q (the fake runner does not play it)", c.Cmd())))
 	}
 }
 
@@ -119,7 +120,7 @@ func (r *runner) runTurn(turn int, id, text string) {
 			case d := <-r.ans:
 				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: d, By: "user"})
 			case <-r.stop:
-				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: wire.DecisionDeny, By: "stop"})
+				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: command.DecisionDeny, By: "stop"})
 				outcome = "stopped"
 			}
 		default:
@@ -188,7 +189,7 @@ func (r *runner) stopTurn() *wire.Reply {
 		r.interruptTurn()
 	}
 	r.emit(event.Stopped, event.StoppedData{Reason: "user", InterruptedTurn: working, ClearedQueue: cleared})
-	return wire.OKReply(map[string]any{"interruptedTurn": working})
+	return wire.OKReply(event.StoppedData{Reason: "user", InterruptedTurn: working, ClearedQueue: cleared})
 }
 
 func (r *runner) interruptTurn() {
@@ -199,6 +200,9 @@ func (r *runner) interruptTurn() {
 }
 
 func (r *runner) answer(askID, decision string) *wire.Reply {
+	if decision != command.DecisionAllow && decision != command.DecisionDeny {
+		return wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "answer needs decision allow or deny, not %q", decision))
+	}
 	r.mu.Lock()
 	found := -1
 	for i, a := range r.asks {
@@ -214,7 +218,7 @@ func (r *runner) answer(askID, decision string) *wire.Reply {
 		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no open ask %q", askID))
 	}
 	r.ans <- decision
-	return wire.OKReply(nil)
+	return wire.OKReply(command.AnswerResult{AskID: askID, Decision: decision})
 }
 
 func (r *runner) status() command.Status {
@@ -256,22 +260,26 @@ func (r *runner) emit(typ event.Type, data any) {
 	r.writeRaw(wire.AppendMirror(nil, ev.Seq, line))
 }
 
-func (r *runner) write(m *wire.Message) {
+func (r *runner) write(reqID string, m wire.Message) {
 	r.outMu.Lock()
 	frames := r.frames
 	r.outMu.Unlock()
-	if frames && m.T == wire.TTermData {
+	if d, ok := m.(*wire.TermData); ok && frames {
 		var raw []byte
 		if r.modes[ModeBadFrames] {
-			raw, _ = wire.AppendTermFrame(nil, m.Term.TermID, m.Term.ClientID, []byte("of a kind nobody knows"))
+			raw, _ = wire.AppendTermFrame(nil, d.TermID, d.ClientID, []byte("of a kind nobody knows"))
 			raw[1] = 0x7f
 		}
-		raw, _ = wire.AppendTermFrame(raw, m.Term.TermID, m.Term.ClientID, m.Term.Data)
+		raw, _ = wire.AppendTermFrame(raw, d.TermID, d.ClientID, d.Data)
 		r.writeRaw(raw)
 		return
 	}
-	raw, _ := json.Marshal(m)
-	r.writeRaw(append(raw, '\n'))
+	line, err := wire.AppendMessage(nil, reqID, m)
+	if err != nil {
+		fmt.Fprintln(r.errw, "fake runner:", err)
+		return
+	}
+	r.writeRaw(line)
 }
 
 func (r *runner) writeRaw(b []byte) {
@@ -283,20 +291,19 @@ func (r *runner) writeRaw(b []byte) {
 
 // fork continues the conversation under a new session id in a sibling
 // folder, as the real runner does for forkSession: the rotated event ends
-// the old log, the new log starts as its copy, and the rotate message
-// follows the new session's first event.
-func (r *runner) fork() (string, error) {
+// the old log, and the new log starts as its copy.
+func (r *runner) fork() (command.ForkResult, error) {
 	r.mu.Lock()
 	from, cur := r.session, r.dir
 	r.mu.Unlock()
 	to := fmt.Sprintf("%s-f%d", from, time.Now().UnixNano()%1e6)
 	dir := filepath.Join(filepath.Dir(cur), to)
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", err
+		return command.ForkResult{}, err
 	}
 	meta, _ := json.Marshal(wire.Spec{ID: to, Engine: r.engine, Parent: from})
 	if err := os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o600); err != nil {
-		return "", err
+		return command.ForkResult{}, err
 	}
 	r.emit(event.Rotated, event.RotatedData{From: from, To: to, Reason: "fork"})
 	r.mu.Lock()
@@ -312,9 +319,8 @@ func (r *runner) fork() (string, error) {
 	}
 	r.mu.Unlock()
 	if err != nil {
-		return "", err
+		return command.ForkResult{}, err
 	}
 	r.emit(event.SessionResumed, event.SessionStartedData{Engine: r.engine, Parent: from})
-	r.write(&wire.Message{T: wire.TRotate, Session: from, NewSession: to})
-	return to, nil
+	return command.ForkResult{From: from, To: to}, nil
 }

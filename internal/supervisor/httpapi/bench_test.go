@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -81,7 +82,7 @@ func benchMirrorToSSE(b *testing.B, withMetrics bool) {
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
 	t0 := time.Now()
-	if _, err := m.Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: fakerunner.BurstPrefix + strconv.Itoa(b.N)}); err != nil {
+	if _, err := m.Command(ctx, s.ID, command.Send{Text: fakerunner.BurstPrefix + strconv.Itoa(b.N)}); err != nil {
 		b.Fatal(err)
 	}
 	// userMessage and turnStarted come first, then the burst.

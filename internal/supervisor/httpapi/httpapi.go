@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/internal/graph/service"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -196,19 +197,24 @@ func (s *server) delete(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) command(w http.ResponseWriter, r *http.Request) {
-	var cmd wire.Command
-	if err := decodeBody(w, r, &cmd); err != nil {
+	var raw json.RawMessage
+	if err := decodeBody(w, r, &raw); err != nil {
 		writeError(w, err)
 		return
 	}
-	reply, err := s.m.Command(r.Context(), r.PathValue("id"), cmd)
+	req, err := command.Decode(raw)
+	if err != nil {
+		writeError(w, fmt.Errorf("request body: %w", err))
+		return
+	}
+	reply, err := s.m.Command(r.Context(), r.PathValue("id"), req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if !reply.OK {
 		if reply.Error == nil {
-			reply.Error = wire.Errorf(wire.CodeInternal, "runner refused %s without saying why", cmd.Cmd)
+			reply.Error = wire.Errorf(wire.CodeInternal, "runner refused %s without saying why", req.Cmd())
 		}
 		writeError(w, reply.Error)
 		return

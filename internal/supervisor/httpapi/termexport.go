@@ -41,7 +41,7 @@ type exported struct {
 // over when it does: the runner's replay is the scrollback so far. It
 // returns the runner's answer, whether the runner handed the terminal over
 // or attached the mux as a client (its output then comes through sink).
-func (x *termMux) openExported(ctx context.Context, t wire.Term) (*wire.Term, error) {
+func (x *termMux) openExported(ctx context.Context, t wire.TermOpen) (*wire.TermOpened, error) {
 	// The program's exit may come before the answer is read: it waits
 	// for the reader (or, without one, for the answer).
 	x.mu.Lock()

@@ -45,15 +45,15 @@ const (
 
 // termManager is what the terminals need of the supervisor.
 type termManager interface {
-	OpenTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, error)
+	OpenTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, error)
 	// ExportTerm is OpenTerm asking the runner to hand the terminal over:
 	// a non-nil master is the caller's to read, type into and resize, and
 	// UnexportTerm gives it back.
-	ExportTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, *os.File, error)
+	ExportTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, *os.File, error)
 	UnexportTerm(id, termID, clientID string, scrollback []byte) error
-	TermInput(id string, t wire.Term) error
-	TermResize(id string, t wire.Term) error
-	TermAck(id string, t wire.Term) error
+	TermInput(id string, in wire.TermInput) error
+	TermResize(id string, r wire.TermResize) error
+	TermAck(id string, a wire.TermAck) error
 	CloseTerm(id, termID, clientID string) error
 	// RecycleTermData takes back the Data of a term.data message the sink
 	// got, or a buffer from TermBuffer, once nothing refers to it any more,
@@ -174,7 +174,7 @@ func newRunnerClientID() (string, error) {
 // over (termexport.go). Otherwise the runner's replay arrives through the
 // sink like any output, so it is in the scrollback before anyone joins.
 func (x *termMux) open(ctx context.Context, q termQuery) {
-	t, err := x.openExported(ctx, wire.Term{
+	t, err := x.openExported(ctx, wire.TermOpen{
 		TermID: x.key.term, ClientID: x.clientID, Role: api.RoleOwner, Command: q.command, Cols: q.cols, Rows: q.rows,
 		Window: termWindowBytes,
 	})
@@ -226,32 +226,29 @@ func (x *termMux) join(q termQuery, out *termOutbox) (*muxClient, termGrant, boo
 
 // sink receives the runner client's messages, on the runner's reader
 // goroutine: it must not wait.
-func (x *termMux) sink(m *wire.Message) {
-	if m.Term == nil {
-		return
-	}
+func (x *termMux) sink(msg wire.Message) {
 	x.mu.Lock()
 	if x.end != nil {
 		x.mu.Unlock()
 		return
 	}
 	var end *termEnd
-	switch m.T {
-	case wire.TTermData:
-		x.received += int64(len(m.Term.Data))
-		x.scroll.Write(m.Term.Data)
-		d := newTermData(m.Term.Data, x.set.m.RecycleTermData)
+	switch m := msg.(type) {
+	case *wire.TermData:
+		x.received += int64(len(m.Data))
+		x.scroll.Write(m.Data)
+		d := newTermData(m.Data, x.set.m.RecycleTermData)
 		for c := range x.clients {
 			if !c.out.push(d) {
 				x.dropLocked(c) // cut as too slow
 			}
 		}
 		d.release()
-	case wire.TTermExit:
-		if end = exitEnd(m.Term); x.holdExitLocked(end) {
+	case *wire.TermExit:
+		if end = exitEnd(m); x.holdExitLocked(end) {
 			end = nil
 		}
-	case wire.TTermError:
+	case *wire.TermError:
 		e := m.Error
 		if e == nil {
 			e = wire.Errorf(wire.CodeInternal, "the runner reported a terminal error without saying what")
@@ -288,7 +285,7 @@ func (x *termMux) endLocked(end *termEnd) {
 	}
 }
 
-func exitEnd(t *wire.Term) *termEnd {
+func exitEnd(t *wire.TermExit) *termEnd {
 	code := -1
 	if t.ExitCode != nil {
 		code = *t.ExitCode
@@ -369,7 +366,7 @@ func (x *termMux) progress() {
 	x.acked = taken
 	x.mu.Unlock()
 	// An error means the runner is gone; its clients hear of it by the sink.
-	x.set.m.TermAck(x.key.session, wire.Term{TermID: x.key.term, ClientID: x.clientID, Acked: taken})
+	x.set.m.TermAck(x.key.session, wire.TermAck{TermID: x.key.term, ClientID: x.clientID, Acked: taken})
 }
 
 // detach removes the client; the terminal keeps running.
@@ -393,7 +390,7 @@ func (c *muxClient) input(p []byte) error {
 	if x.exp != nil {
 		return x.exp.input(p)
 	}
-	return x.set.m.TermInput(x.key.session, wire.Term{TermID: x.key.term, ClientID: x.clientID, Data: p})
+	return x.set.m.TermInput(x.key.session, wire.TermInput{TermID: x.key.term, ClientID: x.clientID, Data: p})
 }
 
 // resize gives the terminal a new size.
@@ -417,7 +414,7 @@ func (x *termMux) resize(cols, rows uint16) error {
 	if x.exp != nil {
 		return term.Resize(x.exp.master, cols, rows)
 	}
-	return x.set.m.TermResize(x.key.session, wire.Term{TermID: x.key.term, ClientID: x.clientID, Cols: cols, Rows: rows})
+	return x.set.m.TermResize(x.key.session, wire.TermResize{TermID: x.key.term, ClientID: x.clientID, Cols: cols, Rows: rows})
 }
 
 // check refuses a client that does not hold the owner's seat (any more:

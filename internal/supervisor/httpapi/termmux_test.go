@@ -17,10 +17,10 @@ import (
 // keeps the sinks so a test can play the runner, and records the rest.
 type recordingManager struct {
 	mu       sync.Mutex
-	opens    []wire.Term
-	sinks    map[string]func(*wire.Message) // by runner client id
-	inputs   []wire.Term
-	resizes  []wire.Term
+	opens    []wire.TermOpen
+	sinks    map[string]func(wire.Message) // by runner client id
+	inputs   []wire.TermInput
+	resizes  []wire.TermResize
 	closes   []string
 	acks     []int64
 	refuse   error
@@ -29,10 +29,10 @@ type recordingManager struct {
 }
 
 func newRecordingManager() *recordingManager {
-	return &recordingManager{sinks: map[string]func(*wire.Message){}, role: api.RoleOwner}
+	return &recordingManager{sinks: map[string]func(wire.Message){}, role: api.RoleOwner}
 }
 
-func (r *recordingManager) OpenTerm(_ context.Context, _ string, t wire.Term, sink func(*wire.Message)) (*wire.Term, error) {
+func (r *recordingManager) OpenTerm(_ context.Context, _ string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refuse != nil {
@@ -44,12 +44,12 @@ func (r *recordingManager) OpenTerm(_ context.Context, _ string, t wire.Term, si
 	if cols == 0 {
 		cols, rows = 80, 24
 	}
-	return &wire.Term{TermID: t.TermID, ClientID: t.ClientID, Role: r.role, Cols: cols, Rows: rows}, nil
+	return &wire.TermOpened{TermID: t.TermID, ClientID: t.ClientID, Role: r.role, Cols: cols, Rows: rows}, nil
 }
 
 // ExportTerm never hands the terminal over: the runner's output comes
 // through the sink, as from a runner that cannot.
-func (r *recordingManager) ExportTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, *os.File, error) {
+func (r *recordingManager) ExportTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, *os.File, error) {
 	got, err := r.OpenTerm(ctx, id, t, sink)
 	return got, nil, err
 }
@@ -58,21 +58,21 @@ func (r *recordingManager) UnexportTerm(id, _, clientID string, _ []byte) error 
 	return r.CloseTerm(id, "", clientID)
 }
 
-func (r *recordingManager) TermInput(_ string, t wire.Term) error {
+func (r *recordingManager) TermInput(_ string, t wire.TermInput) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.inputs = append(r.inputs, t)
 	return nil
 }
 
-func (r *recordingManager) TermResize(_ string, t wire.Term) error {
+func (r *recordingManager) TermResize(_ string, t wire.TermResize) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.resizes = append(r.resizes, t)
 	return nil
 }
 
-func (r *recordingManager) TermAck(_ string, t wire.Term) error {
+func (r *recordingManager) TermAck(_ string, t wire.TermAck) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.acks = append(r.acks, t.Acked)
@@ -101,7 +101,7 @@ func (r *recordingManager) recycledCount() int {
 }
 
 // runner plays the runner's side of the last opened runner client.
-func (r *recordingManager) runner(t *testing.T) func(*wire.Message) {
+func (r *recordingManager) runner(t *testing.T) func(wire.Message) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -111,8 +111,8 @@ func (r *recordingManager) runner(t *testing.T) func(*wire.Message) {
 	return r.sinks[r.opens[len(r.opens)-1].ClientID]
 }
 
-func data(p string) *wire.Message {
-	return &wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: "main", Data: []byte(p)}}
+func data(p string) *wire.TermData {
+	return &wire.TermData{TermID: "main", Data: []byte(p)}
 }
 
 // drainOutbox takes everything queued: the output, the notices and the end.
@@ -196,7 +196,7 @@ func TestMuxSharesOneRunnerClientWithOneOwner(t *testing.T) {
 		t.Fatalf("next owner %+v, resizes %+v", g4, rm.resizes)
 	}
 	// A refused input comes back from the runner to the owner alone.
-	runner(&wire.Message{T: wire.TTermError, Term: &wire.Term{}, Error: wire.Errorf(wire.CodeBadRequest, "zero size")})
+	runner(&wire.TermError{Error: wire.Errorf(wire.CodeBadRequest, "zero size")})
 	if _, notices, _ := drainOutbox(next.out); len(notices) != 1 || notices[0].Code != wire.CodeBadRequest || notices[0].Fatal {
 		t.Fatalf("owner notices %+v", notices)
 	}
@@ -215,18 +215,18 @@ func TestMuxSharesOneRunnerClientWithOneOwner(t *testing.T) {
 func TestMuxEndsEveryClientAndStartsAfresh(t *testing.T) {
 	tests := []struct {
 		name   string
-		end    *wire.Message
+		end    wire.Message
 		frame  string
 		code   wire.Code
 		status websocket.StatusCode
 		closes int
 	}{
-		{"program exit", &wire.Message{T: wire.TTermExit, Term: &wire.Term{ExitCode: new(int)}}, api.FrameExit, "", websocket.StatusNormalClosure, 0},
-		{"runner crash", &wire.Message{T: wire.TTermError, Term: &wire.Term{}, Error: wire.Errorf(wire.CodeRunnerCrashed, "killed")},
+		{"program exit", &wire.TermExit{ExitCode: new(int)}, api.FrameExit, "", websocket.StatusNormalClosure, 0},
+		{"runner crash", &wire.TermError{Error: wire.Errorf(wire.CodeRunnerCrashed, "killed")},
 			api.FrameError, wire.CodeRunnerCrashed, websocket.StatusInternalError, 1},
-		{"cut by the runner", &wire.Message{T: wire.TTermError, Term: &wire.Term{}, Error: wire.Errorf(wire.CodeTimeout, "too slow")},
+		{"cut by the runner", &wire.TermError{Error: wire.Errorf(wire.CodeTimeout, "too slow")},
 			api.FrameError, wire.CodeTimeout, websocket.StatusTryAgainLater, 1},
-		{"hub closed", &wire.Message{T: wire.TTermError, Term: &wire.Term{}, Error: wire.Errorf(wire.CodeUnavailable, "closed")},
+		{"hub closed", &wire.TermError{Error: wire.Errorf(wire.CodeUnavailable, "closed")},
 			api.FrameError, wire.CodeUnavailable, websocket.StatusGoingAway, 1},
 	}
 	for _, tc := range tests {
@@ -321,7 +321,7 @@ func TestOutboxTakesOutputInFramesAndTheEndLast(t *testing.T) {
 		}
 	}
 	o.notice(errors.New("input: broken pipe"))
-	o.finish(exitEnd(&wire.Term{Signal: "SIGKILL"}), false)
+	o.finish(exitEnd(&wire.TermExit{Signal: "SIGKILL"}), false)
 	if o.push(plainData("late")) {
 		t.Fatal("took output after the end")
 	}

@@ -1,29 +1,40 @@
-package supervisor
+package wire
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 )
 
-// Event is one session event on its way to a shell.
-type Event struct {
-	Seq int64
-	// Type is the event's type, a sub-slice of Line.
-	Type []byte
-	// Line is the event exactly as events.jsonl holds it, without the
-	// newline.
-	Line []byte
+// The mirror line, {"t":"mirror","seq":N,"event":LINE}, is most of what a
+// runner writes on a busy session, so it has an encoder (AppendMirror) that
+// wraps the event line as events.jsonl holds it, without re-encoding it, and
+// a fast decoder (ParseMirror) that finds the event again without decoding
+// it. ScanEvent then reads the event's seq and type, all the supervisor
+// needs to forward it. FuzzMirrorRoundTrip holds the two together.
+
+// AppendMirror appends the mirror message for an encoded event line (without
+// its newline) to dst, with its newline. It avoids decoding and re-encoding
+// the event.
+func AppendMirror(dst []byte, seq int64, eventLine []byte) []byte {
+	dst = append(dst, `{"t":"mirror","seq":`...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	dst = append(dst, `,"event":`...)
+	dst = append(dst, eventLine...)
+	dst = append(dst, "}\n"...)
+	return dst
 }
 
 // errNoSeq is returned for an event line without a numeric top-level seq.
 var errNoSeq = errors.New("event line has no seq")
 
-// scanEvent reads the top-level "seq" and "type" of an event line without
-// decoding the rest, so the mirror and replay paths never build the event.
-// It stops as soon as both are found; the runner writes them first.
-func scanEvent(line []byte) (seq int64, typ []byte, err error) {
+// ScanEvent reads the top-level "seq" and "type" of an event line (an
+// events.jsonl line, which a Mirror carries) without decoding the rest, so
+// the supervisor's mirror and replay paths never build the event. It stops
+// as soon as both are found; the runner's event log writes them first.
+func ScanEvent(line []byte) (seq int64, typ []byte, err error) {
 	s := scanner{b: line}
 	s.space()
 	if !s.consume('{') {
@@ -202,16 +213,17 @@ func (s *scanner) skipValue(depth int) bool {
 	}
 }
 
-// mirrorPrefix is how wire.AppendMirror starts every mirror line.
+// mirrorPrefix is how AppendMirror starts every mirror line.
 var (
 	mirrorPrefix = []byte(`{"t":"mirror","seq":`)
 	mirrorEvent  = []byte(`,"event":`)
 )
 
-// parseMirror recognises a mirror line in the exact shape wire.AppendMirror
-// writes and returns its seq and event without decoding the event. Any other
-// shape reports false and goes through the general decoder.
-func parseMirror(line []byte) (seq int64, event []byte, ok bool) {
+// ParseMirror recognises a mirror line (without its newline) in the exact
+// shape AppendMirror writes and returns its seq and event, a sub-slice of
+// line, without decoding the event. Any other shape reports false: read it
+// with Unmarshal, which takes any field order.
+func ParseMirror(line []byte) (seq int64, event []byte, ok bool) {
 	if !bytes.HasPrefix(line, mirrorPrefix) {
 		return 0, nil, false
 	}

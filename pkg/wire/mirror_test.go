@@ -1,4 +1,4 @@
-package supervisor
+package wire
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/corral-dev/corral/pkg/wire"
 )
 
 func TestScanEvent(t *testing.T) {
@@ -36,7 +34,7 @@ func TestScanEvent(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			seq, typ, err := scanEvent([]byte(tc.line))
+			seq, typ, err := ScanEvent([]byte(tc.line))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
@@ -56,17 +54,17 @@ func TestParseMirror(t *testing.T) {
 		seq   int64
 		event string
 	}{
-		{"as the runner writes it", strings.TrimSuffix(string(wire.AppendMirror(nil, 9, []byte(ev))), "\n"), true, 9, ev},
+		{"as the runner writes it", strings.TrimSuffix(string(AppendMirror(nil, 9, []byte(ev))), "\n"), true, 9, ev},
 		{"trailing CR and spaces", `{"t":"mirror","seq":1,"event":{"seq":1}}` + " \r", true, 1, `{"seq":1}`},
 		{"another field after the event", `{"t":"mirror","seq":1,"event":{"seq":1},"x":{}}`, false, 0, ""},
 		{"fields in another order", `{"seq":1,"t":"mirror","event":{"seq":1}}`, false, 0, ""},
 		{"event not an object", `{"t":"mirror","seq":1,"event":[1]}`, false, 0, ""},
 		{"unclosed", `{"t":"mirror","seq":1,"event":{"seq":1}`, false, 0, ""},
-		{"not a mirror", `{"t":"injected","reqId":"1"}`, false, 0, ""},
+		{"not a mirror", `{"t":"commandReply","reqId":"1"}`, false, 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			seq, event, ok := parseMirror([]byte(tc.line))
+			seq, event, ok := ParseMirror([]byte(tc.line))
 			if ok != tc.ok || seq != tc.seq || string(event) != tc.event {
 				t.Fatalf("got %v %d %q, want %v %d %q", ok, seq, event, tc.ok, tc.seq, tc.event)
 			}
@@ -107,7 +105,7 @@ func FuzzScanEvent(f *testing.F) {
 	f.Add([]byte(`{"data":{"type":"x"},"type":"y","seq":3}`))
 	f.Add([]byte(`{"seq":1`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		seq, typ, err := scanEvent(line)
+		seq, typ, err := ScanEvent(line)
 		if !json.Valid(line) {
 			return
 		}
@@ -124,45 +122,63 @@ func FuzzScanEvent(f *testing.F) {
 			return
 		}
 		if err != nil {
-			t.Fatalf("scanEvent(%q) failed: %v", line, err)
+			t.Fatalf("ScanEvent(%q) failed: %v", line, err)
 		}
 		if seq != want {
-			t.Fatalf("scanEvent(%q) seq = %d, want %d", line, seq, want)
+			t.Fatalf("ScanEvent(%q) seq = %d, want %d", line, seq, want)
 		}
 		if rawType, ok := members["type"]; ok && len(rawType) > 1 && rawType[0] == '"' {
 			if string(typ) != string(rawType[1:len(rawType)-1]) {
-				t.Fatalf("scanEvent(%q) type = %q, want %s", line, typ, rawType)
+				t.Fatalf("ScanEvent(%q) type = %q, want %s", line, typ, rawType)
 			}
 		}
 	})
 }
 
+// FuzzParseMirror checks the fast decoder against the general one:
+// whatever it accepts, Unmarshal reads the same way.
 func FuzzParseMirror(f *testing.F) {
 	f.Add([]byte(`{"t":"mirror","seq":3,"event":{"seq":3,"type":"usage","data":{}}}`), int64(3), []byte(`{"seq":3}`))
 	f.Add([]byte(`{"t":"mirror","seq":1,"event":{"a":"}"}}`), int64(0), []byte(`{"a":[{}]}`))
-	f.Fuzz(func(t *testing.T, line []byte, seq int64, event []byte) {
-		// Whatever it accepts must be what a JSON decoder sees.
-		if s, ev, ok := parseMirror(line); ok && json.Valid(line) {
-			var m wire.Message
-			if err := json.Unmarshal(line, &m); err != nil {
-				t.Fatalf("parseMirror accepted %q that does not decode: %v", line, err)
-			}
-			if m.T != wire.TMirror || m.Seq != s || !bytes.Equal(m.Event, ev) {
-				t.Fatalf("parseMirror(%q) = %d %q, decoder says %s %d %q", line, s, ev, m.T, m.Seq, m.Event)
-			}
+	f.Fuzz(func(t *testing.T, line []byte, _ int64, _ []byte) {
+		s, ev, ok := ParseMirror(line)
+		if !ok || !json.Valid(line) {
+			return
 		}
-		// Whatever the runner writes, it must accept.
+		m, _, err := Unmarshal(line)
+		if err != nil {
+			t.Fatalf("ParseMirror accepted %q that does not decode: %v", line, err)
+		}
+		if mm, isMirror := m.(*Mirror); !isMirror || mm.Seq != s || !bytes.Equal(mm.Event, ev) {
+			t.Fatalf("ParseMirror(%q) = %d %q, decoder says %+v", line, s, ev, m)
+		}
+	})
+}
+
+// FuzzMirrorRoundTrip checks the encoder and the fast decoder together:
+// whatever event line the runner wraps, ParseMirror finds again, byte for
+// byte, with its seq, and so does the general decoder.
+func FuzzMirrorRoundTrip(f *testing.F) {
+	f.Add(int64(3), []byte(`{"seq":3,"ts":"2026-01-01T00:00:00Z","type":"usage","data":{"costUsd":0.01}}`))
+	f.Add(int64(0), []byte(`{"a":[{}],"b":"}\"{"}`))
+	f.Add(int64(1<<62), []byte(`{"seq":1,"type":"assistantDelta","data":{"text":"\u2028 \\ \n"}}`))
+	f.Fuzz(func(t *testing.T, seq int64, event []byte) {
 		if seq < 0 || !json.Valid(event) {
 			return
 		}
 		var compact bytes.Buffer
 		if json.Compact(&compact, event) != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' {
-			return
+			return // the log writes compact objects only
 		}
-		line = wire.AppendMirror(nil, seq, compact.Bytes())
-		s, ev, ok := parseMirror(bytes.TrimSuffix(line, []byte("\n")))
-		if !ok || s != seq || !bytes.Equal(ev, compact.Bytes()) {
-			t.Fatalf("parseMirror(%q) = %v %d %q", line, ok, s, ev)
+		event = compact.Bytes()
+		line := AppendMirror(nil, seq, event)
+		s, ev, ok := ParseMirror(bytes.TrimSuffix(line, []byte("\n")))
+		if !ok || s != seq || !bytes.Equal(ev, event) {
+			t.Fatalf("ParseMirror(%q) = %v %d %q", line, ok, s, ev)
+		}
+		m, _, err := Unmarshal(line)
+		if mm, isMirror := m.(*Mirror); err != nil || !isMirror || mm.Seq != seq || !bytes.Equal(mm.Event, event) {
+			t.Fatalf("Unmarshal(%q) = %+v, %v", line, m, err)
 		}
 	})
 }

@@ -1,0 +1,104 @@
+package wire
+
+import (
+	"slices"
+	"time"
+)
+
+// BuiltinEngines names the engines built into every runner. Any other
+// engine name, or a spec with a PluginPath, is a plugin engine, which only
+// the plugin-runner build drives.
+func BuiltinEngines() []string { return []string{"script", "claude", "codex", "copilot", "acp"} }
+
+// NeedsPlugin reports whether the session runs on a plugin engine.
+func (s Spec) NeedsPlugin() bool {
+	return s.PluginPath != "" || !slices.Contains(BuiltinEngines(), s.Engine)
+}
+
+// Spec is how a session is configured when it is created. It is stored in
+// the session folder's meta.json and sent with live.ensure.
+type Spec struct {
+	ID            string   `json:"id,omitempty"`
+	Engine        string   `json:"engine"`
+	Cwd           string   `json:"cwd,omitempty"`
+	Scenario      string   `json:"scenario,omitempty"`
+	Model         string   `json:"model,omitempty"`
+	ModelEndpoint string   `json:"modelEndpoint,omitempty"`
+	Mode          string   `json:"mode,omitempty"`
+	Allow         []string `json:"allow,omitempty"`
+	AllowNetwork  bool     `json:"allowNetwork,omitempty"`
+	Unattended    bool     `json:"unattended,omitempty"`
+	SpendCapUSD   float64  `json:"spendCapUsd,omitempty"`
+	Parent        string   `json:"parent,omitempty"`
+	PluginPath    string   `json:"pluginPath,omitempty"`
+	// EngineSession is the engine's own conversation id, used to resume.
+	EngineSession string `json:"engineSession,omitempty"`
+	// Goal is the session's goal, checked at every turn end.
+	Goal *Goal `json:"goal,omitempty"`
+	// GoalLimit bounds goal-check turns in a row (default 20).
+	GoalLimit int `json:"goalLimit,omitempty"`
+	// CompactAt is the context fill, in percent, that triggers compaction
+	// (default 95).
+	CompactAt float64 `json:"compactAt,omitempty"`
+	// Loop re-runs a prompt on a schedule; it needs Unattended and a
+	// spend cap.
+	Loop *Loop `json:"loop,omitempty"`
+	// Workspace, when set, runs the session in a git worktree of its own
+	// on a new branch of Cwd's repository (internal/workspace); the
+	// supervisor then sets Cwd to the worktree.
+	Workspace *Workspace `json:"workspace,omitempty"`
+}
+
+// Workspace asks for a session's own git worktree. Base, Branch and Keep
+// come from the creator; the supervisor fills in the rest when it makes
+// the worktree.
+type Workspace struct {
+	// Base is the branch or commit the new branch starts from (default
+	// HEAD); a branch is also where a merge goes.
+	Base string `json:"base,omitempty"`
+	// Branch is the new branch's name (default corral/<random>).
+	Branch string `json:"branch,omitempty"`
+	// Keep leaves the worktree and branch in place when the session is
+	// deleted.
+	Keep bool `json:"keep,omitempty"`
+	// Repo is the repository's top folder, BaseCommit the commit the
+	// branch started at, Path the worktree (set by the supervisor).
+	Repo       string `json:"repo,omitempty"`
+	BaseCommit string `json:"baseCommit,omitempty"`
+	Path       string `json:"path,omitempty"`
+}
+
+// Goal is what a session works towards.
+type Goal struct {
+	Text string `json:"text"`
+	Done bool   `json:"done,omitempty"`
+}
+
+// Loop is a timed loop: Prompt every EveryMS milliseconds, Count times (0:
+// no limit) or until Until (zero: no end).
+type Loop struct {
+	Prompt  string    `json:"prompt"`
+	EveryMS int64     `json:"everyMs"`
+	Count   int       `json:"count,omitempty"`
+	Until   time.Time `json:"until,omitempty"`
+}
+
+// CheckLoop checks that a timed loop can never wait for a human or spend
+// without bound: it needs a prompt, at most one run a second, Unattended,
+// and a spend cap. A spec without a loop passes.
+func (s Spec) CheckLoop() error {
+	l := s.Loop
+	switch {
+	case l == nil:
+		return nil
+	case l.Prompt == "":
+		return Errorf(CodeBadRequest, "a loop needs a prompt")
+	case l.EveryMS < 1000:
+		return Errorf(CodeBadRequest, "a loop runs at most once a second (everyMs >= 1000)")
+	case !s.Unattended:
+		return Errorf(CodeBadRequest, "a loop must be unattended: nobody waits on its asks")
+	case s.SpendCapUSD <= 0:
+		return Errorf(CodeBadRequest, "a loop needs a spend cap (spendCapUsd > 0)")
+	}
+	return nil
+}
