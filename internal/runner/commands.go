@@ -31,6 +31,7 @@ func (r *Runner) admit(req command.Request) (release func(), err error) {
 
 func (r *Runner) cancelQueued(id string) (event.Queued, error) {
 	if q, ok := r.turns.cancel(id); ok {
+		r.presence.touch()
 		return q, nil
 	}
 	return event.Queued{}, wire.Errorf(wire.CodeNotFound, "no queued message %q", id)

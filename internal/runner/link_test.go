@@ -220,3 +220,56 @@ func TestLinkTerminalOwnerAndViewer(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkReportsStateBeforeTheReply: the runner tells the supervisor
+// what the session is doing when it becomes live and at every change, and
+// the report of a change a command made comes before the command's reply.
+func TestLinkReportsStateBeforeTheReply(t *testing.T) {
+	p := startLink(t, "")
+	p.send("", &wire.Hello{Proto: wire.ProtocolVersion})
+	spec := wire.Spec{ID: "s1", Engine: "script", Cwd: t.TempDir(), Scenario: scenarioFile(t, writeAndRun)}
+	p.send("1", &wire.LiveEnsure{Spec: spec})
+	// upTo returns the state reports that come before the reply reqID.
+	upTo := func(reqID string) []wire.StateReport {
+		t.Helper()
+		var reports []wire.StateReport
+		for {
+			select {
+			case r, ok := <-p.msgs:
+				if !ok {
+					t.Fatalf("link closed before the reply to %s", reqID)
+				}
+				if st, isReport := r.m.(*wire.StateReport); isReport {
+					reports = append(reports, *st)
+				}
+				if r.reqID == reqID {
+					return reports
+				}
+			case <-time.After(waitLimit):
+				t.Fatalf("no reply to %s", reqID)
+			}
+		}
+	}
+	if got := upTo("1"); len(got) == 0 || got[len(got)-1] != (wire.StateReport{State: wire.StateIdle}) {
+		t.Fatalf("reports before live.ready: %+v, want the idle session", got)
+	}
+	p.command("2", command.Send{Text: "go"})
+	if got := upTo("2"); len(got) == 0 || !got[len(got)-1].Busy() {
+		t.Fatalf("reports before the send's reply: %+v, want a busy session", got)
+	}
+	// The turn writes a file, whose edit waits for review.
+	review := await(p, "a report of the pending edit", "", func(st *wire.StateReport) bool { return st.PendingEdits == 1 })
+	if review.State != wire.StateWaitingForReview || review.Turn != 1 || !review.Busy() {
+		t.Fatalf("report with the edit pending: %+v", review)
+	}
+	// What the stop cancelled is reported before its reply; the turn it
+	// stopped may still be settling then, and is done soon after.
+	p.command("3", command.Stop{})
+	got := upTo("3")
+	if len(got) == 0 || got[len(got)-1].PendingEdits != 0 || got[len(got)-1].State != wire.StateStopped {
+		t.Fatalf("reports before the stop's reply: %+v, want the stopped session with no edit pending", got)
+	}
+	if got[len(got)-1].Busy() {
+		await(p, "a report of the session with nothing under way", "", func(st *wire.StateReport) bool { return !st.Busy() })
+	}
+}

@@ -14,11 +14,13 @@ import (
 const presenceDelay = 20 * time.Millisecond
 
 // presenceWriter keeps presence.json, replaced atomically, so a status bar
-// or another process can read a session's state without talking to it.
+// or another process can read a session's state without talking to it, and
+// tells changed of every change, at once.
 type presenceWriter struct {
-	path   func() string
-	status func() command.Status
-	log    *zap.Logger
+	path    func() string
+	status  func() command.Status
+	log     *zap.Logger
+	changed func() // nil: nobody else listens
 
 	mu      sync.Mutex
 	pending bool
@@ -31,8 +33,12 @@ func newPresenceWriter(path func() string, status func() command.Status, log *za
 	return &presenceWriter{path: path, status: status, log: log}
 }
 
-// touch schedules a write.
+// touch says the session's state may have changed: it schedules a write
+// and tells changed. It must not be called with the runner's lock held.
 func (p *presenceWriter) touch() {
+	if p.changed != nil {
+		p.changed()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || p.pending {

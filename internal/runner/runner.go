@@ -52,6 +52,9 @@ type Options struct {
 	Mirror func(eventlog.Batch)
 	// Rotate, when set, is told when the session continues under a new id.
 	Rotate func(from, to string)
+	// Report, when set, is told what the session is doing whenever that
+	// changes (stateReporter).
+	Report func(wire.StateReport)
 }
 
 // Runner is one live session: the coordinator of its parts (doc.go). It
@@ -180,6 +183,8 @@ func New(opts Options) (*Runner, error) {
 	r.goal = &goalPolicy{host: ph, log: r.log}
 	r.policies = []turnEndPolicy{spendCapPolicy{meter: r.meter, host: ph}, r.compaction, r.goal}
 	r.presence = newPresenceWriter(func() string { return filepath.Join(r.Dir(), PresenceFile) }, r.status, r.log)
+	reports := &stateReporter{send: opts.Report}
+	r.presence.changed = func() { reports.report(r.stateReport) }
 	// A folder without meta.json gets one now; otherwise Start writes
 	// the spec once, with the engine's conversation id.
 	if !haveMeta {

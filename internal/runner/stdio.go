@@ -16,8 +16,8 @@ import (
 )
 
 // Link is a runner process's side of the wire protocol: it reads the
-// supervisor's messages from in, writes replies, mirrored events and
-// rotations to out, and builds the Runner when the supervisor makes the
+// supervisor's messages from in, writes replies, mirrored events and state
+// reports to out, and builds the Runner when the supervisor makes the
 // session live.
 type Link struct {
 	// Build creates the runner for a live.ensure; the Link sets its
@@ -203,6 +203,7 @@ func (l *Link) ensure(ctx context.Context, reqID string, m *wire.LiveEnsure) {
 		return
 	}
 	opts.Mirror = l.mirrorBatch
+	opts.Report = func(st wire.StateReport) { l.send("", &st) }
 	// The supervisor learns of a rotation from the rotated event, which
 	// ends the old session's log; the runner's side of the link only
 	// follows the session to its new folder.

@@ -125,9 +125,11 @@ func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) event.Queued 
 	if kind == kindSend {
 		r.goal.reset()
 	}
-	return r.turns.add(kind, text, queuedBehindTurn, func(m event.Queued, queued bool) {
+	q := r.turns.add(kind, text, queuedBehindTurn, func(m event.Queued, queued bool) {
 		r.emit(event.UserMessage, event.UserMessageData{ID: m.ID, Text: text, Kind: kind, Queued: queued})
 	})
+	r.presence.touch()
+	return q
 }
 
 // tickLoop is a timed loop's tick: it queues prompt unless a turn runs or

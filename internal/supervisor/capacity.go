@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"context"
-
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
@@ -28,14 +26,14 @@ func (m *Manager) liveLocked() int {
 // manager runs. Lowered below the runners live now, it stops the least
 // recently used quiet ones until the cap holds; busy ones stay until the
 // reaper finds them quiet or idle.
-func (m *Manager) SetMaxLive(ctx context.Context, n int) error {
+func (m *Manager) SetMaxLive(n int) error {
 	if n <= 0 {
 		return wire.Errorf(wire.CodeBadRequest, "max live sessions must be positive, not %d", n)
 	}
 	m.mu.Lock()
 	m.cfg.MaxLive = n
 	m.mu.Unlock()
-	return m.fitLive(ctx, 0)
+	return m.fitLive(0)
 }
 
 // MaxLive is the cap on live runners now.
@@ -49,15 +47,15 @@ func (m *Manager) MaxLive() int {
 // are live, so that another can start: that session resumes, in a new
 // runner, at its next use. It fails with unavailable when every live runner
 // is busy (a turn, an ask, a call, a terminal, queued or pending work).
-func (m *Manager) makeRoom(ctx context.Context) error {
-	return m.fitLive(ctx, 1)
+func (m *Manager) makeRoom() error {
+	return m.fitLive(1)
 }
 
 // fitLive stops least recently used quiet runners until room more fit
-// under MaxLive. With room 0 (a lowered cap) busy runners are no error:
-// they are left to finish.
-func (m *Manager) fitLive(ctx context.Context, room int) error {
-	busy := map[*entry]bool{} // quiet to the supervisor, busy by their own status
+// under MaxLive. Quiet is by the runners' own state reports, so nothing
+// waits on a runner here. With room 0 (a lowered cap) busy runners are no
+// error: they are left to finish.
+func (m *Manager) fitLive(room int) error {
 	for {
 		m.mu.Lock()
 		maxLive := m.cfg.MaxLive
@@ -72,7 +70,7 @@ func (m *Manager) fitLive(ctx context.Context, room int) error {
 				continue
 			}
 			seen[e] = true
-			if !busy[e] && m.quietLocked(e) && (lru == nil || lastActive(e).Before(lastActive(lru))) {
+			if m.quietLocked(e) && (lru == nil || lastActive(e).Before(lastActive(lru))) {
 				lru = e
 			}
 		}
@@ -84,31 +82,17 @@ func (m *Manager) fitLive(ctx context.Context, room int) error {
 			return wire.Errorf(wire.CodeUnavailable,
 				"%d sessions are live, the most this supervisor runs at once (--max-live), and none is idle: retry when one is", maxLive)
 		}
-		lru.holds++ // ours while its status is asked
+		// No longer counted as live: the start that needed room may go ahead.
+		lru.retiring = true
 		m.mu.Unlock()
-
-		st, err := m.status(ctx, lru.child)
-		m.mu.Lock()
-		lru.holds--
-		evict := err == nil && statusIdle(st) && m.quietLocked(lru)
-		if evict {
-			lru.retiring = true
+		m.log.Info("stopping the least recently used runner to make room", zap.Strings("sessions", lru.ids), zap.Int("maxLive", maxLive))
+		for _, id := range lru.ids {
+			m.publishLife(id, api.Lifecycle{Type: api.LifeReaped, Reason: "room"})
 		}
-		busy[lru] = !evict
-		m.mu.Unlock()
-		if ctx.Err() != nil {
-			return ctxError(ctx, wire.TLiveEnsure)
-		}
-		if evict {
-			m.log.Info("stopping the least recently used runner to make room", zap.Strings("sessions", lru.ids), zap.Int("maxLive", maxLive))
-			for _, id := range lru.ids {
-				m.publishLife(id, api.Lifecycle{Type: api.LifeReaped, Reason: "room"})
-			}
-			m.spawns.Add(1)
-			go func() {
-				defer m.spawns.Done()
-				lru.child.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
-			}()
-		}
+		m.spawns.Add(1)
+		go func() {
+			defer m.spawns.Done()
+			lru.child.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
+		}()
 	}
 }

@@ -44,18 +44,15 @@ type child struct {
 
 	nextReq atomic.Uint64
 
-	// Activity as the mirrored events show it, kept by the reader and read
-	// by the reaper.
-	working  atomic.Bool
-	openAsks atomic.Int32
-	// pendingHunks counts the hunks staged for review and not decided.
-	pendingHunks atomic.Int32
 	// madeLive: the runner opened a session, so its exit is a session
 	// runner's (Observer.RunnerExit); a spare or a failed start is not.
 	madeLive atomic.Bool
-	// idleSince is when the last turn ended (Unix nanoseconds by the
-	// manager's clock): the idle clock starts there, not at the call that
-	// queued the turn.
+	// state is the runner's last report of what its session is doing
+	// (nil before the first), kept by the reader and read by the reaper.
+	state atomic.Pointer[wire.StateReport]
+	// idleSince is when the session last stopped being busy (Unix
+	// nanoseconds by the manager's clock): the idle clock starts there,
+	// not at the call that queued the turn.
 	idleSince atomic.Int64
 	now       func() time.Time
 

@@ -120,7 +120,7 @@ func (m *Manager) acquire(ctx context.Context, id string) (*entry, error) {
 			}
 			if m.liveLocked() >= m.cfg.MaxLive {
 				m.mu.Unlock()
-				if err := m.makeRoom(ctx); err != nil {
+				if err := m.makeRoom(); err != nil {
 					return nil, err
 				}
 				continue

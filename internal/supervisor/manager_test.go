@@ -178,7 +178,7 @@ func TestProtocolMismatchFailsStart(t *testing.T) {
 	if !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("err = %v, want protocol_mismatch", err)
 	}
-	for _, want := range []string{"protocol version 99", "speaks 1"} {
+	for _, want := range []string{"protocol version 99", "speaks " + strconv.Itoa(wire.ProtocolVersion)} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

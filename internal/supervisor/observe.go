@@ -44,11 +44,11 @@ var censusStates = []wire.State{
 // Census is a count of the manager's sessions and runners at one moment.
 type Census struct {
 	// Sessions counts the sessions by state. A live session's state is
-	// what its runner's mirrored events show: starting (its runner is
-	// starting), waitingForApproval (an ask is open), waitingForReview
-	// (hunks wait for a decision), working (a turn runs) or idle. A
-	// session without a runner counts as StateNotLive. Every state is
-	// present, at 0 when no session is in it.
+	// what its runner last reported (its state message): starting (its
+	// runner is starting), waitingForApproval (an ask is open),
+	// waitingForReview (hunks wait for a decision), working (a turn runs)
+	// or idle. A session without a runner counts as StateNotLive. Every
+	// state is present, at 0 when no session is in it.
 	Sessions map[wire.State]int
 	// Runners counts the live session runners, each once whatever its
 	// session's ids; Spare is 1 while a spare runner waits.
@@ -107,15 +107,22 @@ func (m *Manager) Census() Census {
 	return c
 }
 
-// activity is the session's state as the runner's mirrored events show it.
+// activity is the session's state as its runner last reported it, in the
+// census's terms: an open ask or edits waiting for review first, whatever
+// the turn is doing.
 func (c *child) activity() wire.State {
+	st := c.state.Load()
 	switch {
-	case c.openAsks.Load() > 0:
+	case st == nil:
+		return wire.StateStarting
+	case st.OpenAsks > 0:
 		return wire.StateWaitingForApproval
-	case c.pendingHunks.Load() > 0:
+	case st.PendingEdits > 0:
 		return wire.StateWaitingForReview
-	case c.working.Load():
-		return wire.StateWorking
+	}
+	switch st.State {
+	case wire.StateStarting, wire.StateWorking, wire.StateWaitingForApproval, wire.StateWaitingForReview:
+		return st.State
 	}
 	return wire.StateIdle
 }

@@ -267,7 +267,7 @@ func TestCensusCountsSessionsByStateAndALoweredCapStopsQuietRunners(t *testing.T
 
 	// Down to one: the two quiet ones stop, the one waiting for a person
 	// stays.
-	if err := m.SetMaxLive(ctx, 1); err != nil {
+	if err := m.SetMaxLive(1); err != nil {
 		t.Fatal(err)
 	}
 	if m.MaxLive() != 1 {
@@ -278,7 +278,7 @@ func TestCensusCountsSessionsByStateAndALoweredCapStopsQuietRunners(t *testing.T
 		t.Fatal("the session waiting for an answer was stopped")
 	}
 	check(map[wire.State]int{wire.StateWaitingForApproval: 1, StateNotLive: 2}, 1)
-	if err := m.SetMaxLive(ctx, 0); err == nil {
+	if err := m.SetMaxLive(0); err == nil {
 		t.Error("a cap of 0 was accepted")
 	}
 }
@@ -293,7 +293,7 @@ func TestAStartPastALoweredCapIsRefusedWhileEveryRunnerIsBusy(t *testing.T) {
 	mustCommand(t, m, s.ID, command.Send{Text: "make"})
 	readUntil(t, m, s.ID, 1, "askOpened")
 	mustCommand(t, m, s.ID, command.GetStatus{})
-	if err := m.SetMaxLive(ctx, 1); err != nil {
+	if err := m.SetMaxLive(1); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -78,11 +78,14 @@ func (c *child) read(r io.Reader, maxLine int) {
 			c.log.Warn("skipping malformed runner message", zap.Error(err), zap.ByteString("line", clip(line, 120)))
 			continue
 		}
-		if mm, ok := m.(*wire.Mirror); ok {
-			mirror(mm.Seq, mm.Event)
-			continue
+		switch m := m.(type) {
+		case *wire.Mirror:
+			mirror(m.Seq, m.Event)
+		case *wire.StateReport:
+			c.report(m)
+		default:
+			c.deliver(reqID, m)
 		}
-		c.deliver(reqID, m)
 	}
 }
 
@@ -111,8 +114,9 @@ func (c *child) rotate(to string) *hub {
 	return c.hooks.hub(to)
 }
 
-// mirror publishes a mirrored event and tracks the session's activity. It
-// returns the new session id when the event is a rotation.
+// mirror publishes a mirrored event. It returns the new session id when the
+// event is a rotation. (What the session is doing, the runner reports
+// itself: report.)
 func (c *child) mirror(h *hub, seq int64, line []byte) (rotatedTo string) {
 	evSeq, typ, err := wire.ScanEvent(line)
 	if err != nil {
@@ -127,29 +131,7 @@ func (c *child) mirror(h *hub, seq int64, line []byte) (rotatedTo string) {
 	session, engine := c.identity()
 	c.hooks.observer.Event(session, engine, typ, line)
 	h.publish(Event{Seq: evSeq, Type: typ, Line: line})
-	switch string(typ) {
-	case "turnStarted":
-		c.working.Store(true)
-	case "turnEnded":
-		c.working.Store(false)
-		c.idleSince.Store(c.now().UnixNano())
-	case "askOpened":
-		c.openAsks.Add(1)
-	case "askAnswered":
-		if c.openAsks.Add(-1) < 0 {
-			c.openAsks.Store(0)
-		}
-	case "hunkStaged":
-		c.pendingHunks.Add(stagedForReview(line))
-	case "hunkDecided":
-		if c.pendingHunks.Add(-1) < 0 {
-			c.pendingHunks.Store(0)
-		}
-	case "sessionStarted", "sessionResumed":
-		c.working.Store(false)
-		c.openAsks.Store(0)
-		c.pendingHunks.Store(0)
-	case "rotated":
+	if string(typ) == string(event.Rotated) {
 		var ev struct {
 			Data event.RotatedData `json:"data"`
 		}
@@ -162,22 +144,19 @@ func (c *child) mirror(h *hub, seq int64, line []byte) (rotatedTo string) {
 	return ""
 }
 
-// stagedForReview counts the hunks of a hunkStaged event that wait for a
-// decision: none when the edit was accepted at once (auto). Edits are rare
-// beside the other events, so decoding this one is cheap overall.
-func stagedForReview(event []byte) int32 {
-	var ev struct {
-		Data struct {
-			Auto bool `json:"auto"`
-			Edit struct {
-				Hunks []struct{} `json:"hunks"`
-			} `json:"edit"`
-		} `json:"data"`
+// report records what the runner says its session is doing. The idle clock
+// starts when a busy session stops being busy.
+func (c *child) report(st *wire.StateReport) {
+	if prev := c.state.Swap(st); prev != nil && prev.Busy() && !st.Busy() {
+		c.idleSince.Store(c.now().UnixNano())
 	}
-	if json.Unmarshal(event, &ev) != nil || ev.Data.Auto {
-		return 0
-	}
-	return int32(min(len(ev.Data.Edit.Hunks), 1<<20))
+}
+
+// busy reports whether the runner's last report shows anything under way
+// or waiting for a person.
+func (c *child) busy() bool {
+	st := c.state.Load()
+	return st != nil && st.Busy()
 }
 
 // deliver hands a reply to the call waiting for it, or a terminal message

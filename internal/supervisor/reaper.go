@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/api"
-	"github.com/corral-dev/corral/pkg/command"
-	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
 
@@ -22,20 +20,18 @@ func (m *Manager) RunReaper(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			m.Reap(ctx)
-			if err := m.fitLive(ctx, 0); err != nil && ctx.Err() == nil {
-				m.log.Warn("stopping runners past --max-live", zap.Error(err))
-			}
+			_ = m.fitLive(0) // no error with room 0: busy runners are left to finish
 		}
 	}
 }
 
 // Reap stops every runner idle for IdleTTL and returns how many it stopped.
 // A runner is spared while a call is pending on it, a terminal is attached,
-// its mirrored events show a running turn or an open ask, or its own status
-// says it is not idle (queued sends, open asks, pending edits).
-func (m *Manager) Reap(ctx context.Context) int {
+// or its last state report shows anything under way or waiting for a
+// person (a turn, queued messages, open asks, pending edits).
+func (m *Manager) Reap(_ context.Context) int {
 	now := m.cfg.Now()
-	var cands []*entry
+	var reap []*entry
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -48,41 +44,26 @@ func (m *Manager) Reap(ctx context.Context) int {
 		}
 		seen[e] = true
 		if m.idleLocked(e, now) {
-			e.holds++ // keeps the entry ours while its status is asked
-			cands = append(cands, e)
+			e.retiring = true
+			reap = append(reap, e)
 		}
 	}
 	m.mu.Unlock()
 
 	var wg sync.WaitGroup
-	reaped := 0
-	for _, e := range cands {
-		st, err := m.status(ctx, e.child)
-		m.mu.Lock()
-		e.holds--
-		reap := err == nil && statusIdle(st) && m.idleLocked(e, now)
-		if reap {
-			e.retiring = true
-			reaped++
+	for _, e := range reap {
+		m.log.Info("reaping idle runner", zap.Strings("sessions", e.ids))
+		for _, id := range e.ids {
+			m.publishLife(id, api.Lifecycle{Type: api.LifeReaped, Reason: "idle"})
 		}
-		m.mu.Unlock()
-		if err != nil {
-			m.log.Debug("status before reaping failed; runner kept", zap.Strings("sessions", e.ids), zap.Error(err))
-		}
-		if reap {
-			m.log.Info("reaping idle runner", zap.Strings("sessions", e.ids))
-			for _, id := range e.ids {
-				m.publishLife(id, api.Lifecycle{Type: api.LifeReaped, Reason: "idle"})
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				e.child.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
-			}()
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.child.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
+		}()
 	}
 	wg.Wait()
-	return reaped
+	return len(reap)
 }
 
 // idleLocked reports whether e's runner has been idle since the TTL.
@@ -91,8 +72,8 @@ func (m *Manager) idleLocked(e *entry, now time.Time) bool {
 }
 
 // quietLocked reports whether e's runner could be stopped without cutting
-// anything short, as far as the supervisor sees: started, not being
-// stopped, no call pending, no turn running or ask open, no terminal.
+// anything short: started, not being stopped, no call pending, nothing
+// under way or waiting in its session by its own report, no terminal.
 func (m *Manager) quietLocked(e *entry) bool {
 	select {
 	case <-e.ready:
@@ -103,10 +84,10 @@ func (m *Manager) quietLocked(e *entry) bool {
 	if e.err != nil || e.retiring || e.holds > 0 || !c.alive() {
 		return false
 	}
-	return !c.working.Load() && c.openAsks.Load() == 0 && !c.holdsTerminal()
+	return !c.busy() && !c.holdsTerminal()
 }
 
-// lastActive is when e's session was last used or its last turn ended.
+// lastActive is when e's session was last used or last stopped being busy.
 func lastActive(e *entry) time.Time {
 	last := e.lastUsed
 	if t := e.child.idleSince.Load(); t > 0 {
@@ -115,15 +96,4 @@ func lastActive(e *entry) time.Time {
 		}
 	}
 	return last
-}
-
-// statusIdle reports whether a runner's own status shows nothing under way
-// or waiting for a person.
-func statusIdle(st *command.Status) bool {
-	switch st.State {
-	case wire.StateIdle, wire.StateStopped, wire.StateFailed, "":
-	default:
-		return false
-	}
-	return len(st.Queued) == 0 && len(st.OpenAsks) == 0 && len(st.PendingEdit) == 0
 }

@@ -293,3 +293,14 @@ func (w *waiter) reply(ctx context.Context, met bool) (api.WaitReply, error) {
 	r.LastSeq = w.lastSeq()
 	return r, nil
 }
+
+// statusIdle reports whether a runner's own status shows nothing under way
+// or waiting for a person.
+func statusIdle(st *command.Status) bool {
+	switch st.State {
+	case wire.StateIdle, wire.StateStopped, wire.StateFailed, "":
+	default:
+		return false
+	}
+	return len(st.Queued) == 0 && len(st.OpenAsks) == 0 && len(st.PendingEdit) == 0
+}

@@ -32,7 +32,7 @@ func TestMessageRoundTrip(t *testing.T) {
 		{"", &TermExit{TermID: "t", ExitCode: &code}},
 		{"", &TermError{TermID: "t", ClientID: "c", Error: Errorf(CodeUnavailable, "gone")}},
 		{"", &Mirror{Seq: 9, Event: []byte(`{"seq":9,"type":"usage"}`)}},
-		{"", &StateReport{State: StateWorking, Activity: "thinking", Turn: 2, Queued: 1}},
+		{"", &StateReport{State: StateWorking, Turn: 2, Queued: 1}},
 		{"9", &Shutdown{}},
 		{"9", &Bye{}},
 	}
@@ -275,4 +275,27 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestStateReportBusy(t *testing.T) {
+	for _, c := range []struct {
+		st   StateReport
+		busy bool
+	}{
+		{StateReport{State: StateIdle}, false},
+		{StateReport{State: StateStopped, Turn: 3}, false},
+		{StateReport{State: StateFailed, Turn: 3}, false},
+		{StateReport{State: StateStarting}, true},
+		{StateReport{State: StateWorking, Turn: 1}, true},
+		{StateReport{State: StateWaitingForApproval, OpenAsks: 1}, true},
+		{StateReport{State: StateWaitingForReview, PendingEdits: 1}, true},
+		{StateReport{State: StateIdle, Queued: 1}, true},
+		{StateReport{State: StateStopped, OpenAsks: 1}, true},
+		{StateReport{State: StateIdle, PendingEdits: 2}, true},
+		{StateReport{State: StateIdle, Turn: 4, Settling: true}, true},
+	} {
+		if got := c.st.Busy(); got != c.busy {
+			t.Errorf("%+v: busy %v, want %v", c.st, got, c.busy)
+		}
+	}
 }

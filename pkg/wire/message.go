@@ -231,15 +231,18 @@ type Mirror struct {
 // the reply to the command that changed it. The supervisor decides from it
 // whether a runner may be stopped for idleness or to make room.
 type StateReport struct {
-	State    State  `json:"state"`
-	Activity string `json:"activity,omitempty"`
-	Turn     int    `json:"turn"`
+	State State `json:"state"`
+	// Turn is the number of the running or last turn.
+	Turn int `json:"turn"`
 	// Queued counts the messages waiting for a turn.
 	Queued int `json:"queued"`
 	// OpenAsks counts the asks waiting for a person's answer.
 	OpenAsks int `json:"openAsks"`
 	// PendingEdits counts the edits with hunks waiting for review.
 	PendingEdits int `json:"pendingEdits"`
+	// Settling says a turn has ended and the runner is still finishing it
+	// (a goal check, compaction), which may queue the next turn.
+	Settling bool `json:"settling,omitempty"`
 }
 
 // Busy reports whether the session has anything under way or waiting for
@@ -250,7 +253,7 @@ func (s StateReport) Busy() bool {
 	default:
 		return true
 	}
-	return s.Queued > 0 || s.OpenAsks > 0 || s.PendingEdits > 0
+	return s.Settling || s.Queued > 0 || s.OpenAsks > 0 || s.PendingEdits > 0
 }
 
 // State is a session's coarse state, as a status bar shows it.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/sdnotify"
@@ -82,9 +81,7 @@ func (r *reloader) reload(ctx context.Context) {
 	}
 	if old := r.m.MaxLive(); old != s.MaxLive {
 		r.log.Info("max live sessions changed", zap.Int("from", old), zap.Int("to", s.MaxLive))
-		fit, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := r.m.SetMaxLive(fit, s.MaxLive); err != nil {
+		if err := r.m.SetMaxLive(s.MaxLive); err != nil {
 			r.log.Error("applying --max-live", zap.Error(err))
 		}
 		r.met.SetMaxLive(r.m.MaxLive())

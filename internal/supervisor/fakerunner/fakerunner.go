@@ -170,6 +170,10 @@ type runner struct {
 	stop chan struct{}
 	ans  chan string
 	wg   sync.WaitGroup
+
+	reportMu   sync.Mutex // orders state reports as their snapshots were taken
+	lastReport wire.StateReport
+	reported   bool
 }
 
 func (r *runner) open() error {
@@ -292,6 +296,7 @@ func (r *runner) serve(stdin io.Reader) int {
 			r.mu.Lock()
 			r.notLive = r.modes[ModeNotLiveOnce] && r.commands == 0
 			r.mu.Unlock()
+			r.reportState()
 			r.write(reqID, &wire.LiveReady{Session: r.session})
 		case *wire.Command:
 			r.command(reqID, m)

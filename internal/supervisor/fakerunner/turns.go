@@ -59,6 +59,7 @@ func (r *runner) command(reqID string, m *wire.Command) {
 		turn := r.turn
 		r.mu.Unlock()
 		r.emit(event.UserMessage, event.UserMessageData{ID: id, Text: c.Text, Kind: "send", Queued: busy})
+		r.reportState()
 		reply(wire.OKReply(event.Queued{ID: id, Text: c.Text}))
 		if !busy {
 			r.wg.Add(1)
@@ -116,10 +117,12 @@ func (r *runner) runTurn(turn int, id, text string) {
 			r.asks = append(r.asks, ask)
 			r.mu.Unlock()
 			r.emit(event.AskOpened, event.AskOpenedData{AskID: ask, Tool: "shell", Category: "shell", Reason: "runs a command", Command: "make"})
+			r.reportState()
 			select {
 			case d := <-r.ans:
 				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: d, By: "user"})
 			case <-r.stop:
+				r.dropAsk(ask)
 				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: command.DecisionDeny, By: "stop"})
 				outcome = "stopped"
 			}
@@ -136,6 +139,7 @@ func (r *runner) runTurn(turn int, id, text string) {
 		}
 		r.mu.Unlock()
 		r.emit(event.TurnEnded, event.TurnEndedData{Turn: turn, Outcome: outcome})
+		r.reportState()
 		if last {
 			r.writePresence()
 			return
@@ -185,6 +189,7 @@ func (r *runner) stopTurn() *wire.Reply {
 	cleared := len(r.queued)
 	r.queued = nil
 	r.mu.Unlock()
+	r.reportState()
 	if working {
 		r.interruptTurn()
 	}
@@ -203,36 +208,58 @@ func (r *runner) answer(askID, decision string) *wire.Reply {
 	if decision != command.DecisionAllow && decision != command.DecisionDeny {
 		return wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "answer needs decision allow or deny, not %q", decision))
 	}
-	r.mu.Lock()
-	found := -1
-	for i, a := range r.asks {
-		if a == askID {
-			found = i
-		}
-	}
-	if found >= 0 {
-		r.asks = append(r.asks[:found], r.asks[found+1:]...)
-	}
-	r.mu.Unlock()
-	if found < 0 {
+	if !r.dropAsk(askID) {
 		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no open ask %q", askID))
 	}
+	r.reportState()
 	r.ans <- decision
 	return wire.OKReply(command.AnswerResult{AskID: askID, Decision: decision})
+}
+
+// dropAsk closes an open ask and reports whether it was open.
+func (r *runner) dropAsk(askID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, a := range r.asks {
+		if a == askID {
+			r.asks = append(r.asks[:i], r.asks[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 func (r *runner) status() command.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := command.Status{Session: r.session, Engine: r.engine, State: wire.StateIdle, Turn: r.turn,
+	return command.Status{Session: r.session, Engine: r.engine, State: r.stateLocked(), Turn: r.turn,
 		Queued: append([]event.Queued{}, r.queued...), OpenAsks: append([]string{}, r.asks...), PendingEdit: []string{}, LastSeq: r.seq}
-	if r.working {
-		st.State = wire.StateWorking
+}
+
+func (r *runner) stateLocked() wire.State {
+	switch {
+	case len(r.asks) > 0:
+		return wire.StateWaitingForApproval
+	case r.working:
+		return wire.StateWorking
 	}
-	if len(r.asks) > 0 {
-		st.State = wire.StateWaitingForApproval
+	return wire.StateIdle
+}
+
+// reportState tells the supervisor what the fake's session is doing, when
+// that changed, as the real runner does: before the reply to a command
+// that changed it.
+func (r *runner) reportState() {
+	r.reportMu.Lock()
+	defer r.reportMu.Unlock()
+	r.mu.Lock()
+	st := wire.StateReport{State: r.stateLocked(), Turn: r.turn, Queued: len(r.queued), OpenAsks: len(r.asks)}
+	r.mu.Unlock()
+	if r.reported && st == r.lastReport {
+		return
 	}
-	return st
+	r.lastReport, r.reported = st, true
+	r.write("", &st)
 }
 
 func (r *runner) writePresence() {
