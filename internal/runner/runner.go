@@ -143,7 +143,7 @@ func New(opts Options) (*Runner, error) {
 		}
 		spec.Cwd = wd
 	}
-	if err := validateLoop(spec); err != nil {
+	if err := spec.Check(); err != nil {
 		return nil, err
 	}
 	if _, ok := opts.Engines[spec.Engine]; !ok && opts.Engines["plugin"] == nil {

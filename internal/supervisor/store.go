@@ -85,7 +85,7 @@ func validateSpec(spec wire.Spec) error {
 			return wire.Errorf(wire.CodeBadRequest, "cwd %q is not a directory", spec.Cwd)
 		}
 	}
-	if err := spec.CheckLoop(); err != nil {
+	if err := spec.Check(); err != nil {
 		return err
 	}
 	if spec.PluginPath != "" && !filepath.IsAbs(spec.PluginPath) {

@@ -83,6 +83,14 @@ type Loop struct {
 	Until   time.Time `json:"until,omitempty"`
 }
 
+// Check checks what both sides refuse in a spec, whoever wrote it: a
+// client creating a session (the supervisor checks it first) or a
+// meta.json the runner opens. It holds each field's own rules, so a field
+// added to Spec brings its check here, not to either side.
+func (s Spec) Check() error {
+	return s.CheckLoop()
+}
+
 // CheckLoop checks that a timed loop can never wait for a human or spend
 // without bound: it needs a prompt, at most one run a second, Unattended,
 // and a spend cap. A spec without a loop passes.
