@@ -105,6 +105,7 @@ func events() []event.Event {
 		logged(29, event.Rotated, event.RotatedData{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1", Reason: "fork"}),
 		logged(30, event.LogRepaired, event.LogRepairedData{File: "events.jsonl.damaged", Ranges: []event.DamagedRange{{Offset: 18234, Length: 41, Reason: "not JSON"}},
 			RangeCount: 1, Bytes: 41, LastValidSeq: 29}),
+		logged(31, event.Renamed, event.RenamedData{Title: "Fix the flaky test"}),
 	}
 }
 
@@ -140,6 +141,7 @@ func commands() []struct {
 			Met: 1, Total: 1, Holds: true, Summary: "holds · 1/1", By: "user"}},
 		{command.SetSpendCap{SpendCapUSD: ptr(2.5)}, event.SpendCapSetData{SpendCapUSD: 2.5}},
 		{command.ForkSession{}, command.ForkResult{From: "3f2a9c0d1e4b", To: "3f2a9c0d1e4b-f1"}},
+		{command.Rename{Title: "Fix the flaky test"}, command.RenameResult{Title: "Fix the flaky test"}},
 		{command.CancelQueued{MessageID: "m7"}, queued},
 	}
 }

@@ -81,7 +81,7 @@ func (r *Runner) status() command.Status {
 	defer r.mu.Unlock()
 	turnNo, queued := r.turns.snapshot()
 	return command.Status{
-		Session: r.spec.ID, Engine: r.spec.Engine, State: r.state, Activity: r.activity,
+		Session: r.spec.ID, Title: r.spec.Title, Engine: r.spec.Engine, State: r.state, Activity: r.activity,
 		Mode: r.spec.Mode, Turn: turnNo, Queued: queued,
 		OpenAsks: r.asks.openIDs(), PendingEdit: r.review.pendingIDs(), Usage: r.meter.usage(),
 		LastSeq: r.evlog().LastSeq(), SpendCapUSD: r.spec.SpendCapUSD, Unattended: r.spec.Unattended,

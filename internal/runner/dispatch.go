@@ -111,6 +111,9 @@ var handlers = handlerTable(
 	handle(func(r *Runner, ctx context.Context, _ command.ForkSession) (command.ForkResult, error) {
 		return r.fork(ctx)
 	}),
+	handle(func(r *Runner, _ context.Context, c command.Rename) (command.RenameResult, error) {
+		return r.rename(c)
+	}),
 )
 
 // anyTime marks a handler that works before the session is live.

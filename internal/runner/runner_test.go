@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -407,5 +408,40 @@ func TestEveryCommandHasAHandler(t *testing.T) {
 	}
 	if len(handlers) != len(command.Registry) {
 		t.Errorf("%d handlers for %d commands", len(handlers), len(command.Registry))
+	}
+}
+
+func TestRenameKeepsTheTitle(t *testing.T) {
+	s := newSession(t, writeAndRun, nil)
+	var got command.RenameResult
+	if err := json.Unmarshal(s.do(command.Rename{Title: " Tidy the docs\t"}), &got); err != nil || got.Title != "Tidy the docs" {
+		t.Fatalf("rename = %+v, %v", got, err)
+	}
+	ev, _ := s.waitType(0, event.Renamed)
+	if decode[event.RenamedData](t, ev).Title != "Tidy the docs" {
+		t.Fatalf("renamed %s", ev.Data)
+	}
+	if st := s.r.status(); st.Title != "Tidy the docs" {
+		t.Fatalf("status title %q", st.Title)
+	}
+	spec, _, err := ReadSpec(s.dir)
+	if err != nil || spec.Title != "Tidy the docs" {
+		t.Fatalf("meta.json %+v, %v", spec, err)
+	}
+	for name, title := range map[string]string{
+		"empty":     "  ",
+		"too long":  strings.Repeat("é", wire.MaxTitle+1),
+		"two lines": "one\ntwo",
+		"escapes":   "a\x1b[2Jb",
+	} {
+		if r := s.r.Do(context.Background(), command.Rename{Title: title}); !errors.Is(r.Err(), wire.ErrBadRequest) {
+			t.Errorf("%s title: %+v", name, r)
+		}
+	}
+	if st := s.r.status(); st.Title != "Tidy the docs" {
+		t.Fatalf("a refused rename changed the title to %q", st.Title)
+	}
+	if r := s.r.Do(context.Background(), command.Rename{Title: strings.Repeat("é", wire.MaxTitle)}); !r.OK {
+		t.Fatalf("a title of %d characters: %+v", wire.MaxTitle, r.Error)
 	}
 }

@@ -143,6 +143,7 @@ func Default() *Registry {
 			{Type: event.Compacted, Data: event.CompactedData{}},
 			{Type: event.QueueChanged, Data: event.QueueChangedData{}},
 			{Type: event.LogRepaired, Data: event.LogRepairedData{}},
+			{Type: event.Renamed, Data: event.RenamedData{}},
 		},
 		Commands: command.Registry,
 		Messages: wire.Types(),

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/sessiondir"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/api"
@@ -583,5 +584,33 @@ func TestRealPluginSessionRunsInPluginRunner(t *testing.T) {
 	id := d.create(t)
 	if args, _ := cmdline(d.runnerPID(t, id)); len(args) == 0 || filepath.Base(args[0]) != "runner" {
 		t.Fatalf("script session runs in %v", args)
+	}
+}
+
+// TestRenameGoesThroughTheSupervisorUnknown: a command the supervisor has
+// no code for (rename, the worked example of docs/architecture.md) goes
+// from the API to the runner and back, and its title is in the session's
+// status, its meta.json and its events.
+func TestRenameGoesThroughTheSupervisorUnknown(t *testing.T) {
+	d := startDaemon(t)
+	id := d.create(t)
+	got, err := client.Run(ctxT(t), d.c, id, command.Rename{Title: "  Fix the flaky test  "})
+	if err != nil || got.Title != "Fix the flaky test" {
+		t.Fatalf("rename: %+v, %v", got, err)
+	}
+	renamed := d.follow(t, id, 1, ofType(event.Renamed))
+	if data := dataOf[event.RenamedData](t, renamed[len(renamed)-1]); data.Title != "Fix the flaky test" {
+		t.Fatalf("renamed event %+v", data)
+	}
+	s, err := d.c.Session(ctxT(t), id)
+	if err != nil || s.Status == nil || s.Status.Title != "Fix the flaky test" {
+		t.Fatalf("status after rename: %+v, %v", s, err)
+	}
+	spec, _, err := sessiondir.ReadSpec(filepath.Join(d.state, "sessions", id))
+	if err != nil || spec.Title != "Fix the flaky test" {
+		t.Fatalf("meta.json after rename: %+v, %v", spec, err)
+	}
+	if _, err := d.c.Command(ctxT(t), id, command.Rename{Title: strings.Repeat("x", wire.MaxTitle+1)}); !errors.Is(err, wire.ErrBadRequest) {
+		t.Fatalf("a title too long: %v", err)
 	}
 }

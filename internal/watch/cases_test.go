@@ -166,6 +166,10 @@ var goldenCases = []goldenCase{
 		ev{"spendCapSet", `{"spendCapUsd":2}`},
 		ev{"spendCapSet", `{"spendCapUsd":0}`},
 	}},
+	{name: "renamed", covers: "renamed", events: []ev{
+		ev{"renamed", `{"title":"Fix the flaky test"}`},
+		ev{"renamed", `{"title":"\u001b[2Ja title that came in with an escape"}`},
+	}},
 	{name: "goalSet", covers: "goalSet", events: []ev{
 		ev{"goalSet", `{"goal":"tests pass; lint is clean","clauses":["tests pass","lint is clean"]}`},
 	}},

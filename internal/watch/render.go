@@ -90,7 +90,7 @@ func (r *renderer) render() ([]string, error) {
 		return nil, decode(r.ev, &r.st.context)
 	case event.Retry:
 		return r.retry()
-	case event.ModeChanged, event.SpendCapSet, event.Rotated, event.Compacted:
+	case event.ModeChanged, event.SpendCapSet, event.Rotated, event.Compacted, event.Renamed:
 		return r.sessionChange()
 	case event.GoalSet, event.GoalCleared, event.GoalCheck:
 		return r.goal()

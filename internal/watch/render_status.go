@@ -160,6 +160,7 @@ func (r *renderer) sessionChange() ([]string, error) {
 		To            string   `json:"to"`
 		Reason        string   `json:"reason"`
 		BeforePercent float64  `json:"beforePercent"`
+		Title         string   `json:"title"`
 	}
 	if err := decode(r.ev, &d); err != nil {
 		return nil, err
@@ -182,6 +183,8 @@ func (r *renderer) sessionChange() ([]string, error) {
 			verb = "forked: the conversation continues"
 		}
 		what = verb + " as session " + clean(d.To)
+	case event.Renamed:
+		what = "renamed: " + clean(d.Title)
 	case event.Compacted:
 		what = "context compacted"
 		if d.BeforePercent > 0 {

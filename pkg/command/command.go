@@ -149,6 +149,17 @@ type ForkResult struct {
 	To   string `json:"to"`
 }
 
+// Rename gives the session a title, shown in its status and kept in its
+// meta.json: one line of at most wire.MaxTitle characters.
+type Rename struct {
+	Title string `json:"title"`
+}
+
+// RenameResult is the title now in force.
+type RenameResult struct {
+	Title string `json:"title"`
+}
+
 func (Send) Cmd() Name         { return "send" }
 func (Steer) Cmd() Name        { return "steer" }
 func (Stop) Cmd() Name         { return "stop" }
@@ -163,6 +174,7 @@ func (MarkGoalDone) Cmd() Name { return "markGoalDone" }
 func (SetSpendCap) Cmd() Name  { return "setSpendCap" }
 func (CancelQueued) Cmd() Name { return "cancelQueued" }
 func (ForkSession) Cmd() Name  { return "forkSession" }
+func (Rename) Cmd() Name       { return "rename" }
 
 func (Send) result(event.Queued)                 {}
 func (Steer) result(SteerResult)                 {}
@@ -178,6 +190,7 @@ func (MarkGoalDone) result(event.GoalCheckData)  {}
 func (SetSpendCap) result(event.SpendCapSetData) {}
 func (CancelQueued) result(event.Queued)         {}
 func (ForkSession) result(ForkResult)            {}
+func (Rename) result(RenameResult)               {}
 
 // Registry lists every command: a command's type and its result's, in the
 // order docs/commands.md lists them. Adding a command is a type above, its
@@ -197,4 +210,5 @@ var Registry = []Info{
 	entry[SetSpendCap](),
 	entry[CancelQueued](),
 	entry[ForkSession](),
+	entry[Rename](),
 }

@@ -8,6 +8,7 @@ import (
 // Status is the result of the status command and the body of presence.json.
 type Status struct {
 	Session     string          `json:"session"`
+	Title       string          `json:"title,omitempty"`
 	Engine      string          `json:"engine"`
 	State       wire.State      `json:"state"`
 	Activity    string          `json:"activity,omitempty"`

@@ -50,6 +50,7 @@ const (
 	Compacted      Type = "compacted"
 	QueueChanged   Type = "queueChanged"
 	LogRepaired    Type = "logRepaired"
+	Renamed        Type = "renamed"
 )
 
 // FailureCode is the stable code of a failure event.
@@ -275,4 +276,9 @@ type DamagedRange struct {
 	// Reason says why the bytes are not an event: "not JSON", "blank line",
 	// "no seq", "seq out of order", "torn tail" (no final newline).
 	Reason string `json:"reason"`
+}
+
+// RenamedData is the data of renamed: the session's new title.
+type RenamedData struct {
+	Title string `json:"title"`
 }

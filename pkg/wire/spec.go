@@ -3,6 +3,8 @@ package wire
 import (
 	"slices"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // BuiltinEngines names the engines built into every runner. Any other
@@ -18,7 +20,10 @@ func (s Spec) NeedsPlugin() bool {
 // Spec is how a session is configured when it is created. It is stored in
 // the session folder's meta.json and sent with live.ensure.
 type Spec struct {
-	ID            string   `json:"id,omitempty"`
+	ID string `json:"id,omitempty"`
+	// Title is what people call the session (the rename command); one
+	// line of at most MaxTitle characters.
+	Title         string   `json:"title,omitempty"`
 	Engine        string   `json:"engine"`
 	Cwd           string   `json:"cwd,omitempty"`
 	Scenario      string   `json:"scenario,omitempty"`
@@ -88,7 +93,27 @@ type Loop struct {
 // meta.json the runner opens. It holds each field's own rules, so a field
 // added to Spec brings its check here, not to either side.
 func (s Spec) Check() error {
+	if err := CheckTitle(s.Title); err != nil {
+		return err
+	}
 	return s.CheckLoop()
+}
+
+// MaxTitle bounds a session's title, in characters.
+const MaxTitle = 120
+
+// CheckTitle checks a session title: one line of at most MaxTitle
+// characters, without control characters.
+func CheckTitle(title string) error {
+	if n := utf8.RuneCountInString(title); n > MaxTitle {
+		return Errorf(CodeBadRequest, "a title has at most %d characters, not %d", MaxTitle, n)
+	}
+	for _, r := range title {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return Errorf(CodeBadRequest, "a title is one line of printable text (found %q)", r)
+		}
+	}
+	return nil
 }
 
 // CheckLoop checks that a timed loop can never wait for a human or spend

@@ -123,13 +123,13 @@ export interface ClearGoalResult {
 }
 
 /** Name is a command's name, its "cmd". */
-export type Cmd = "send" | "steer" | "stop" | "answer" | "decideHunk" | "status" | "setMode" | "setGoal" | "getGoal" | "clearGoal" | "markGoalDone" | "setSpendCap" | "cancelQueued" | "forkSession";
+export type Cmd = "send" | "steer" | "stop" | "answer" | "decideHunk" | "status" | "setMode" | "setGoal" | "getGoal" | "clearGoal" | "markGoalDone" | "setSpendCap" | "cancelQueued" | "forkSession" | "rename";
 
 /** Code is a stable, machine-readable error class. Codes travel across every process boundary (wire, control.sock, HTTP) so callers can branch on them. A code says nothing of any transport's status: the supervisor's HTTP API maps codes onto HTTP statuses at its edge (pkg/api). */
 export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "unauthorized" | "protocol_mismatch" | "internal";
 
 /** A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and the runner's command message. */
-export type Command = SendCommand | SteerCommand | StopCommand | AnswerCommand | DecideHunkCommand | StatusCommand | SetModeCommand | SetGoalCommand | GetGoalCommand | ClearGoalCommand | MarkGoalDoneCommand | SetSpendCapCommand | CancelQueuedCommand | ForkSessionCommand;
+export type Command = SendCommand | SteerCommand | StopCommand | AnswerCommand | DecideHunkCommand | StatusCommand | SetModeCommand | SetGoalCommand | GetGoalCommand | ClearGoalCommand | MarkGoalDoneCommand | SetSpendCapCommand | CancelQueuedCommand | ForkSessionCommand | RenameCommand;
 
 export interface CommandMessage {
   t: "command";
@@ -160,6 +160,7 @@ export interface CommandResults {
   setSpendCap: SpendCapSetData;
   cancelQueued: Queued;
   forkSession: ForkResult;
+  rename: RenameResult;
 }
 
 /** CommitReply answers a commit with the new commit's id. */
@@ -281,7 +282,7 @@ export interface ErrorReply {
 }
 
 /** Type names an event (EventType, in the published schema). docs/events.md lists each with its fields. */
-export type EventType = "sessionStarted" | "sessionResumed" | "userMessage" | "turnStarted" | "assistantDelta" | "assistantText" | "toolStarted" | "toolFinished" | "askOpened" | "askAnswered" | "steerDelivered" | "steerRequeued" | "turnEnded" | "stopped" | "failure" | "usage" | "context" | "retry" | "hunkStaged" | "hunkDecided" | "editApplied" | "modeChanged" | "goalSet" | "goalCleared" | "goalCheck" | "spendCapSet" | "rotated" | "compacted" | "queueChanged" | "logRepaired";
+export type EventType = "sessionStarted" | "sessionResumed" | "userMessage" | "turnStarted" | "assistantDelta" | "assistantText" | "toolStarted" | "toolFinished" | "askOpened" | "askAnswered" | "steerDelivered" | "steerRequeued" | "turnEnded" | "stopped" | "failure" | "usage" | "context" | "retry" | "hunkStaged" | "hunkDecided" | "editApplied" | "modeChanged" | "goalSet" | "goalCleared" | "goalCheck" | "spendCapSet" | "rotated" | "compacted" | "queueChanged" | "logRepaired" | "renamed";
 
 /** FailureCode is the stable code of a failure event. */
 export type FailureCode = "engineError" | "permissionUnavailable" | "signInExpired" | "contextFull" | "spendCap" | "stalled";
@@ -756,6 +757,29 @@ export interface ReadyMessage {
   error?: Error;
 }
 
+export interface RenameCommand {
+  cmd: "rename";
+  title: string;
+}
+
+/** RenameResult is the title now in force. */
+export interface RenameResult {
+  title: string;
+}
+
+/** RenamedData is the data of renamed: the session's new title. */
+export interface RenamedData {
+  title: string;
+}
+
+/** RenamedData is the data of renamed: the session's new title. */
+export interface RenamedEvent {
+  seq: number;
+  ts: string;
+  type: "renamed";
+  data: RenamedData;
+}
+
 /** Reply answers one command: {"ok":true,"result":...} or {"ok":false,"error":{...}}. */
 export interface Reply {
   ok: boolean;
@@ -919,7 +943,7 @@ export interface Session {
 }
 
 /** One line of a session's events.jsonl: one of the event types, told apart by type (docs/events.md). A shell ignores a type it does not know. */
-export type SessionEvent = SessionStartedEvent | SessionResumedEvent | UserMessageEvent | TurnStartedEvent | AssistantDeltaEvent | AssistantTextEvent | ToolStartedEvent | ToolFinishedEvent | AskOpenedEvent | AskAnsweredEvent | SteerDeliveredEvent | SteerRequeuedEvent | TurnEndedEvent | StoppedEvent | FailureEvent | UsageEvent | ContextEvent | RetryEvent | HunkStagedEvent | HunkDecidedEvent | EditAppliedEvent | ModeChangedEvent | GoalSetEvent | GoalClearedEvent | GoalCheckEvent | SpendCapSetEvent | RotatedEvent | CompactedEvent | QueueChangedEvent | LogRepairedEvent;
+export type SessionEvent = SessionStartedEvent | SessionResumedEvent | UserMessageEvent | TurnStartedEvent | AssistantDeltaEvent | AssistantTextEvent | ToolStartedEvent | ToolFinishedEvent | AskOpenedEvent | AskAnsweredEvent | SteerDeliveredEvent | SteerRequeuedEvent | TurnEndedEvent | StoppedEvent | FailureEvent | UsageEvent | ContextEvent | RetryEvent | HunkStagedEvent | HunkDecidedEvent | EditAppliedEvent | ModeChangedEvent | GoalSetEvent | GoalClearedEvent | GoalCheckEvent | SpendCapSetEvent | RotatedEvent | CompactedEvent | QueueChangedEvent | LogRepairedEvent | RenamedEvent;
 
 /** SessionReply is the body of a successful create or get. */
 export interface SessionReply {
@@ -983,6 +1007,8 @@ export interface ShutdownMessage {
 /** Spec is how a session is configured when it is created. It is stored in the session folder's meta.json and sent with live.ensure. */
 export interface Spec {
   id?: string;
+  /** Title is what people call the session (the rename command); one line of at most MaxTitle characters. */
+  title?: string;
   engine: string;
   cwd?: string;
   scenario?: string;
@@ -1057,16 +1083,17 @@ export type State = "starting" | "idle" | "working" | "waitingForApproval" | "wa
 export interface StateReportMessage {
   t: "state";
   state: State;
-  activity?: string;
   turn: number;
   queued: number;
   openAsks: number;
   pendingEdits: number;
+  settling?: boolean;
 }
 
 /** Status is the result of the status command and the body of presence.json. */
 export interface Status {
   session: string;
+  title?: string;
   engine: string;
   state: State;
   activity?: string;
@@ -1511,10 +1538,10 @@ export type EventOf<T extends SessionEvent["type"]> = Extract<SessionEvent, { ty
 export type CommandOf<C extends Command["cmd"]> = Extract<Command, { cmd: C }>;
 
 /** Every event type, in the order of docs/events.md. */
-export const eventTypes = ["sessionStarted", "sessionResumed", "userMessage", "turnStarted", "assistantDelta", "assistantText", "toolStarted", "toolFinished", "askOpened", "askAnswered", "steerDelivered", "steerRequeued", "turnEnded", "stopped", "failure", "usage", "context", "retry", "hunkStaged", "hunkDecided", "editApplied", "modeChanged", "goalSet", "goalCleared", "goalCheck", "spendCapSet", "rotated", "compacted", "queueChanged", "logRepaired"] as const;
+export const eventTypes = ["sessionStarted", "sessionResumed", "userMessage", "turnStarted", "assistantDelta", "assistantText", "toolStarted", "toolFinished", "askOpened", "askAnswered", "steerDelivered", "steerRequeued", "turnEnded", "stopped", "failure", "usage", "context", "retry", "hunkStaged", "hunkDecided", "editApplied", "modeChanged", "goalSet", "goalCleared", "goalCheck", "spendCapSet", "rotated", "compacted", "queueChanged", "logRepaired", "renamed"] as const;
 
 /** Every command, in the order of docs/commands.md. */
-export const commandNames = ["send", "steer", "stop", "answer", "decideHunk", "status", "setMode", "setGoal", "getGoal", "clearGoal", "markGoalDone", "setSpendCap", "cancelQueued", "forkSession"] as const;
+export const commandNames = ["send", "steer", "stop", "answer", "decideHunk", "status", "setMode", "setGoal", "getGoal", "clearGoal", "markGoalDone", "setSpendCap", "cancelQueued", "forkSession", "rename"] as const;
 
 /** Every error code. */
 export const codes = ["runner_crashed", "timeout", "not_found", "bad_request", "conflict", "engine_error", "permission_unavailable", "unavailable", "unauthorized", "protocol_mismatch", "internal"] as const;

@@ -259,6 +259,7 @@ test("requests TypeScript builds itself", () => {
     setSpendCap: { cmd: "setSpendCap", spendCapUsd: 0 },
     forkSession: { cmd: "forkSession" },
     cancelQueued: { cmd: "cancelQueued", messageId: "m7" },
+    rename: { cmd: "rename", title: "Fix the flaky test" },
   };
   for (const [name, cmd] of Object.entries(commands)) write("ts.command." + name, "Command", cmd);
 });

@@ -141,6 +141,7 @@ func TestBadBodiesAreRejectedClearly(t *testing.T) {
 		{"array", "/v1/sessions", `[1]`, "must be a JSON object"},
 		{"two objects", "/v1/sessions", `{"engine":"script"}{}`, "found more"},
 		{"missing engine", "/v1/sessions", `{"cwd":"/"}`, "engine is required"},
+		{"a title of two lines", "/v1/sessions", `{"engine":"script","title":"a\nb"}`, "one line"},
 		{"empty command", "/v1/sessions/" + id + "/commands", `{}`, "cmd is required"},
 		{"command typo", "/v1/sessions/" + id + "/commands", `{"cmd":"send","txt":"hi"}`, `unknown field "txt"`},
 		{"huge body", "/v1/sessions", `{"engine":"` + strings.Repeat("x", maxBody) + `"}`, "larger than"},
