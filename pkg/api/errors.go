@@ -44,47 +44,51 @@ func (e *Error) Wire() *wire.Error {
 	return &wire.Error{Message: e.Message, Code: e.Code, Detail: e.Detail}
 }
 
-// StatusFor maps an error code onto the HTTP status of the answer.
+// statuses is the HTTP status of each code's answer (docs/wire.md,
+// *Errors*): the one table both directions read.
+var statuses = map[wire.Code]int{
+	wire.CodeBadRequest:            http.StatusBadRequest,
+	wire.CodeUnauthorized:          http.StatusUnauthorized,
+	wire.CodeNotFound:              http.StatusNotFound,
+	wire.CodeConflict:              http.StatusConflict,
+	wire.CodeInternal:              http.StatusInternalServerError,
+	wire.CodeRunnerCrashed:         http.StatusBadGateway,
+	wire.CodeEngineError:           http.StatusBadGateway,
+	wire.CodeProtocol:              http.StatusBadGateway,
+	wire.CodePermissionUnavailable: http.StatusServiceUnavailable,
+	wire.CodeUnavailable:           http.StatusServiceUnavailable,
+	wire.CodeTimeout:               http.StatusGatewayTimeout,
+}
+
+// StatusFor maps an error code onto the HTTP status of the answer; a code
+// it does not know is internal.
 func StatusFor(code wire.Code) int {
-	switch code {
-	case wire.CodeNotFound:
-		return http.StatusNotFound
-	case wire.CodeBadRequest:
-		return http.StatusBadRequest
-	case wire.CodeConflict:
-		return http.StatusConflict
-	case wire.CodeTimeout:
-		return http.StatusGatewayTimeout
-	case wire.CodeRunnerCrashed, wire.CodeEngineError, wire.CodeProtocol:
-		return http.StatusBadGateway
-	case wire.CodePermissionUnavailable, wire.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	case wire.CodeUnauthorized:
-		return http.StatusUnauthorized
-	default:
-		return http.StatusInternalServerError
+	if status, ok := statuses[code]; ok {
+		return status
 	}
+	return http.StatusInternalServerError
 }
 
 // CodeFor maps the status of a failed answer whose body says no code (a
-// proxy's, say) onto the closest code.
+// proxy's, say) onto its code when only one code answers with it (503 is
+// unavailable's: permission_unavailable always comes with a body), and
+// onto internal when several do (502) or none.
 func CodeFor(status int) wire.Code {
 	switch status {
-	case http.StatusNotFound:
-		return wire.CodeNotFound
-	case http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge:
+	case http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge:
 		return wire.CodeBadRequest
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return wire.CodeUnauthorized
-	case http.StatusConflict:
-		return wire.CodeConflict
-	case http.StatusBadGateway:
-		return wire.CodeEngineError
 	case http.StatusServiceUnavailable:
 		return wire.CodeUnavailable
-	case http.StatusGatewayTimeout:
-		return wire.CodeTimeout
-	default:
+	}
+	found := wire.CodeInternal
+	n := 0
+	for code, s := range statuses {
+		if s == status {
+			found, n = code, n+1
+		}
+	}
+	if n != 1 {
 		return wire.CodeInternal
 	}
+	return found
 }

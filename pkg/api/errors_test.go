@@ -45,8 +45,14 @@ func TestCodeForInvertsTheUnambiguousStatuses(t *testing.T) {
 			t.Errorf("CodeFor(%d) = %s, want %s", status, got, code)
 		}
 	}
-	if got := CodeFor(http.StatusTeapot); got != wire.CodeInternal {
-		t.Errorf("CodeFor(418) = %s, want internal", got)
+	for status, want := range map[int]wire.Code{
+		http.StatusTeapot:           wire.CodeInternal,
+		http.StatusBadGateway:       wire.CodeInternal, // three codes answer 502
+		http.StatusMethodNotAllowed: wire.CodeBadRequest,
+	} {
+		if got := CodeFor(status); got != want {
+			t.Errorf("CodeFor(%d) = %s, want %s", status, got, want)
+		}
 	}
 }
 
