@@ -109,11 +109,7 @@ func (r *reflector) events(events []Event) {
 		r.defs[name] = s
 		members = append(members, ref(name))
 	}
-	r.defs["SessionEvent"] = &Schema{
-		Description:   "One line of a session's events.jsonl: one of the event types, told apart by type (docs/events.md). A shell ignores a type it does not know.",
-		OneOf:         members,
-		Discriminator: &Discriminator{PropertyName: "type"},
-	}
+	r.union("SessionEvent", "type", "One line of a session's events.jsonl: one of the event types, told apart by type (docs/events.md). A shell ignores a type it does not know.", members)
 }
 
 func (r *reflector) commands(cmds []command.Info) {
@@ -130,11 +126,7 @@ func (r *reflector) commands(cmds []command.Info) {
 		*results.Properties = append(*results.Properties, Property{Name: string(c.Name), Schema: r.of(c.Result)})
 		results.Required = append(results.Required, string(c.Name))
 	}
-	r.defs["Command"] = &Schema{
-		Description:   "A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and the runner's command message.",
-		OneOf:         members,
-		Discriminator: &Discriminator{PropertyName: "cmd"},
-	}
+	r.union("Command", "cmd", "A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and the runner's command message.", members)
 	r.defs["CommandResults"] = results
 }
 
@@ -158,11 +150,13 @@ func (r *reflector) messages(msgs map[wire.Type]wire.Message) {
 		r.defs[name] = s
 		members = append(members, ref(name))
 	}
-	r.defs["Message"] = &Schema{
-		Description:   "One line of the supervisor <-> runner protocol, told apart by t (docs/wire.md).",
-		OneOf:         members,
-		Discriminator: &Discriminator{PropertyName: "t"},
-	}
+	r.union("Message", "t", "One line of the supervisor <-> runner protocol, told apart by t (docs/wire.md).", members)
+}
+
+// union defines name as one of members, told apart by the field
+// discriminator.
+func (r *reflector) union(name, discriminator, description string, members []*Schema) {
+	r.defs[name] = &Schema{Description: description, OneOf: members, Discriminator: &Discriminator{PropertyName: discriminator}}
 }
 
 // built is the default registry reflected, once.
