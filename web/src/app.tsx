@@ -75,8 +75,8 @@ export function App() {
           <SessionList sessions={sessions} current={route.name === 'session' ? route.id : undefined} />
         </nav>
         <main id="main" class="main" tabIndex={-1}>
-          {route.name === 'new' && <NewSession onCreated={(id) => { sessions.refresh(); navigate(`/sessions/${id}`); }} />}
-          {route.name === 'session' && <SessionView key={route.id} id={route.id} onChange={() => sessions.refresh()} />}
+          {route.name === 'new' && <NewSession onCreated={(id) => navigate(`/sessions/${id}`)} />}
+          {route.name === 'session' && <SessionView key={route.id} id={route.id} />}
           {route.name === 'home' && <Home count={sessions.list.length} />}
         </main>
       </div>

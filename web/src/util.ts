@@ -5,9 +5,13 @@ export function money(usd: number | undefined): string {
   return usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
 }
 
+/** millis is an RFC 3339 time (microseconds and all) in milliseconds; NaN when it is none. */
+export function millis(ts: string | undefined): number {
+  return ts ? Date.parse(ts.replace(/(\.\d{3})\d+/, '$1')) : NaN;
+}
+
 export function ago(ts: string | undefined, now = Date.now()): string {
-  if (!ts) return '';
-  const t = Date.parse(ts.replace(/(\.\d{3})\d+/, '$1'));
+  const t = millis(ts);
   if (Number.isNaN(t)) return '';
   const s = Math.max(0, Math.round((now - t) / 1000));
   if (s < 60) return `${s}s ago`;
