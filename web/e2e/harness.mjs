@@ -2,6 +2,7 @@
 // built), `supervisor console` in front of it, and Debian's Chromium
 // driven by playwright-core. Nothing here downloads anything.
 import { spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtempSync, mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -47,6 +48,58 @@ export class Supervisor {
   cli(args) {
     return run(join(bin, 'supervisor'), [...args, '--state', this.state]);
   }
+  /** api sends one request to the HTTP API over the unix socket and returns {status, body}. */
+  api(method, path, body) {
+    return new Promise((resolve, reject) => {
+      const data = body === undefined ? undefined : JSON.stringify(body);
+      const req = request({
+        socketPath: join(this.state, 'supervisor.sock'), path: '/v1' + path, method,
+        headers: data === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) },
+      }, (resp) => {
+        let text = '';
+        resp.setEncoding('utf8');
+        resp.on('data', (d) => (text += d));
+        resp.on('end', () => {
+          try {
+            resolve({ status: resp.statusCode, body: JSON.parse(text) });
+          } catch (e) {
+            reject(new Error(`${method} ${path}: ${resp.statusCode} ${text}`));
+          }
+        });
+      });
+      req.on('error', reject);
+      req.end(data);
+    });
+  }
+}
+
+/**
+ * rig starts what every browser test file needs: a supervisor on a fresh
+ * state folder, `supervisor console` in front of it, Chromium, and a page
+ * signed in through the one-time link. close() stops them all.
+ */
+export async function rig(root, { contextOptions = {} } = {}) {
+  const state = join(root, 'state');
+  const sup = new Supervisor(state);
+  await sup.start();
+  const con = await startConsole(state);
+  const browser = await launch();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 820 }, ...contextOptions });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => console.error('page error:', e));
+  const r = {
+    state, sup, con, browser, context, page,
+    async signIn() {
+      await page.goto(con.link);
+      await page.locator('h1', { hasText: 'Sessions' }).waitFor();
+    },
+    async close() {
+      await browser.close();
+      con.proc.kill('SIGTERM');
+      if (r.sup.proc && r.sup.proc.exitCode === null) await r.sup.kill('SIGTERM');
+    },
+  };
+  return r;
 }
 
 export function run(cmd, args, opts = {}) {

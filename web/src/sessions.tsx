@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { client, followFeed, type FeedItem, type FeedState, type Session, type State } from './api';
 import { eventTypes, type LifecycleType } from '@corral/client';
 import { stateLabel, waitsForHuman } from './model';
-import { ago, errorText, millis, money, useNow } from './util';
+import { ago, coalesce, errorText, millis, money, useNow } from './util';
 
 export interface Row {
   id: string;
@@ -63,8 +63,7 @@ export const listTypes = [...eventTypes.filter((t) => t !== 'assistantDelta'), .
  */
 class Rows {
   private rows = new Map<string, Row>();
-  private reading = new Set<string>();
-  private again = new Set<string>();
+  private readers = new Map<string, () => void>();
   // Each read is numbered when it starts; an answer older than the one a
   // row shows is dropped (a whole-list read and a row's read may cross).
   private counter = 0;
@@ -97,36 +96,27 @@ class Rows {
     if (it.lifecycle?.type === 'sessionDeleted') {
       this.deleted.add(id);
       this.rows.delete(id);
+      this.readers.delete(id);
       this.onChange(this.list());
       return;
     }
     const row = this.rows.get(id);
     if (row && it.event) row.updatedAt = it.event.ts;
-    this.read(id);
+    let read = this.readers.get(id);
+    if (!read) {
+      read = coalesce(() => this.readOne(id));
+      this.readers.set(id, read);
+    }
+    read();
   }
 
-  private async read(id: string): Promise<void> {
-    if (this.reading.has(id)) {
-      this.again.add(id);
-      return;
-    }
-    this.reading.add(id);
-    try {
-      do {
-        this.again.delete(id);
-        const n = ++this.counter;
-        try {
-          this.put(toRow(await client.session(id)), n, true);
-        } catch (e) {
-          // A session deleted meanwhile is gone; anything else shows on the
-          // next item or the next time the stream opens.
-          if (!this.rows.has(id)) break;
-        }
-        this.onChange(this.list());
-      } while (this.again.has(id));
-    } finally {
-      this.reading.delete(id);
-    }
+  private async readOne(id: string): Promise<void> {
+    const n = ++this.counter;
+    // A failed read (the session deleted meanwhile, the supervisor gone)
+    // leaves the row as it was: the next item or the next opening of the
+    // stream reads it again.
+    this.put(toRow(await client.session(id)), n, true);
+    this.onChange(this.list());
   }
 
   private put(row: Row, n: number, live: boolean): void {
