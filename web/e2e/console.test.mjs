@@ -6,15 +6,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Supervisor, startConsole, launch, newWorktree, screenshot, axe, until, here, run } from './harness.mjs';
+import { Supervisor, rig, newWorktree, screenshot, axe, until, here, run } from './harness.mjs';
 
 const root = mkdtempSync(join(tmpdir(), 'corral-console-e2e-'));
-const state = join(root, 'state');
 const scenario = join(here, 'scenario.yaml');
 const notes = Array.from({ length: 20 }, (_, i) => `line ${i + 1}\n`).join('');
 const worktree = newWorktree(root, 'work', { 'notes.txt': notes });
 
-let sup;
+let r;
 let con;
 let browser;
 let context;
@@ -22,19 +21,12 @@ let page;
 let sid;
 
 before(async () => {
-  sup = new Supervisor(state);
-  await sup.start();
-  con = await startConsole(state);
-  browser = await launch();
-  context = await browser.newContext({ viewport: { width: 1280, height: 820 } });
-  page = await context.newPage();
-  page.on('pageerror', (e) => console.error('page error:', e));
+  r = await rig(root);
+  ({ con, browser, context, page } = r);
 });
 
 after(async () => {
-  await browser?.close();
-  con?.proc.kill('SIGTERM');
-  if (sup?.proc && sup.proc.exitCode === null) await sup.kill('SIGTERM');
+  await r?.close();
 });
 
 async function checkA11y(name) {
@@ -174,11 +166,11 @@ test('type in the terminal and see the echo', async () => {
 test('a supervisor killed and started again: the page resumes without a reload', async () => {
   await page.evaluate(() => { window.__sameDocument = true; });
   const before = Number(await page.locator('[data-session-view]').getAttribute('data-last-seq'));
-  await sup.kill('SIGKILL');
+  await r.sup.kill('SIGKILL');
   await page.locator('[data-testid=feed]', { hasText: 'reconnecting' }).waitFor();
   await screenshot(page, 'reconnecting');
-  sup = new Supervisor(state);
-  await sup.start();
+  r.sup = new Supervisor(r.state);
+  await r.sup.start();
   await page.locator('[data-testid=feed]', { hasText: 'live' }).waitFor();
   await send('back after the restart');
   await transcript().locator('[data-testid=user-message]', { hasText: 'back after the restart' }).waitFor();
