@@ -141,12 +141,15 @@ test('Stop mid-turn returns its receipt', async () => {
   await send('a long job please');
   await transcript().locator('[data-testid=assistant]', { hasText: 'This takes a while.' }).waitFor();
   await until('working', async () => (await sessionState()) === 'working');
+  // The list follows the multiplexed stream: its row says so too.
+  await page.locator(`[data-testid=session-list] [data-session="${sid}"][data-state=working]`).waitFor();
   await page.locator('[data-testid=stop]').click();
   const receipt = page.locator('[data-testid=receipt]');
   await receipt.filter({ hasText: 'interrupted the turn' }).waitFor();
   assert.match(await receipt.textContent(), /Stopped: interrupted the turn, denied 0 asks, rejected 0 hunks, cleared 0 queued messages\./);
   await transcript().locator('[data-testid=stopped]').waitFor();
   await until('stopped state', async () => (await sessionState()) === 'stopped');
+  await page.locator(`[data-testid=session-list] [data-session="${sid}"][data-state=stopped]`).waitFor();
   await screenshot(page, 'stopped');
   await checkA11y('stopped');
 });
