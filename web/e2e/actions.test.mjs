@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { rig, newWorktree, screenshot, axe, until, here } from './harness.mjs';
+import { rig, newWorktree, screenshot, until, here, pageHelpers } from './harness.mjs';
 
 const root = mkdtempSync(join(tmpdir(), 'corral-console-actions-'));
 const scenario = join(here, 'actions.yaml');
@@ -36,6 +36,8 @@ function recordNotifications() {
   };
 }
 
+const { transcript, send, sessionState, checkA11y } = pageHelpers(() => page);
+
 before(async () => {
   r = await rig(root);
   page = r.page;
@@ -48,21 +50,6 @@ before(async () => {
 after(async () => {
   await r?.close();
 });
-
-async function checkA11y(name) {
-  assert.deepEqual(await axe(page), [], `${name}: axe-core found serious or critical violations`);
-}
-
-const transcript = (p = page) => p.locator('[data-testid=transcript]');
-
-async function send(text) {
-  await page.locator('[data-testid=composer]').fill(text);
-  await page.locator('[data-testid=composer]').press('Enter');
-}
-
-async function sessionState(p = page) {
-  return p.locator('.session-head [data-testid=state]').textContent();
-}
 
 test('notify me: a session that starts waiting raises a notification, and the list never polls', async () => {
   const listReads = [];

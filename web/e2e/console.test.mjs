@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Supervisor, rig, newWorktree, screenshot, axe, until, here, run } from './harness.mjs';
+import { Supervisor, rig, newWorktree, screenshot, until, here, run, pageHelpers } from './harness.mjs';
 
 const root = mkdtempSync(join(tmpdir(), 'corral-console-e2e-'));
 const scenario = join(here, 'scenario.yaml');
@@ -20,6 +20,8 @@ let context;
 let page;
 let sid;
 
+const { transcript, send, sessionState, checkA11y } = pageHelpers(() => page);
+
 before(async () => {
   r = await rig(root);
   ({ con, browser, context, page } = r);
@@ -28,22 +30,6 @@ before(async () => {
 after(async () => {
   await r?.close();
 });
-
-async function checkA11y(name) {
-  const bad = await axe(page);
-  assert.deepEqual(bad, [], `${name}: axe-core found serious or critical violations`);
-}
-
-const transcript = () => page.locator('[data-testid=transcript]');
-
-async function send(text) {
-  await page.locator('[data-testid=composer]').fill(text);
-  await page.locator('[data-testid=composer]').press('Enter');
-}
-
-async function sessionState(p = page) {
-  return p.locator('.session-head [data-testid=state]').textContent();
-}
 
 test('the one-time link signs the browser in, once', async () => {
   await page.goto(con.link);

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { rig, newWorktree, screenshot, axe, until, here, run } from './harness.mjs';
+import { rig, newWorktree, screenshot, until, here, run, pageHelpers } from './harness.mjs';
 
 const root = mkdtempSync(join(tmpdir(), 'corral-console-graph-'));
 const scenarios = join(here, '..', '..', 'internal', 'graph', 'graphtest', 'testdata', 'scenarios', 'happy');
@@ -22,6 +22,8 @@ const stageFiles = {
 let r;
 let page;
 let repo;
+
+const { checkA11y } = pageHelpers(() => page);
 
 before(async () => {
   r = await rig(root);
@@ -51,10 +53,6 @@ async function runNode(node) {
   const res = await r.sup.api('POST', `/graphs/g1/nodes/${node}/run`);
   assert.equal(res.status, 200, `${node}: ${JSON.stringify(res.body)}`);
   return res.body.verdict;
-}
-
-async function checkA11y(name) {
-  assert.deepEqual(await axe(page), [], `${name}: axe-core found serious or critical violations`);
 }
 
 const flow = () => page.locator('[data-testid=graph-flow]');

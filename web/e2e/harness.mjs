@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
+import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 
 const require = createRequire(import.meta.url);
@@ -168,6 +169,26 @@ export async function axe(page) {
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
   });
   return res.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/**
+ * pageHelpers are the steps every test file takes on a session's page;
+ * page() is the file's current page, used unless another is given.
+ */
+export function pageHelpers(page) {
+  const transcript = (p = page()) => p.locator('[data-testid=transcript]');
+  async function send(text, p = page()) {
+    await p.locator('[data-testid=composer]').fill(text);
+    await p.locator('[data-testid=composer]').press('Enter');
+  }
+  async function sessionState(p = page()) {
+    return p.locator('.session-head [data-testid=state]').textContent();
+  }
+  /** checkA11y fails on any serious or critical violation axe-core finds. */
+  async function checkA11y(name, p = page()) {
+    assert.deepEqual(await axe(p), [], `${name}: axe-core found serious or critical violations`);
+  }
+  return { transcript, send, sessionState, checkA11y };
 }
 
 /** until polls fn until it returns a truthy value, or fails after ms. */
