@@ -339,25 +339,34 @@ function Composer({ id, model, onError }: { id: string; model: SessionModel; onE
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
   const [note, setNote] = useState<string>();
+  // Messages go out one after another, in the order they were typed.
+  const last = useRef<Promise<void>>(Promise.resolve());
   const running = model.turnRunning;
-  const go = async (how: 'send' | 'steer') => {
+  const go = (how: 'send' | 'steer') => {
     const t = text.trim();
     if (!t) return;
-    setBusy(true);
-    try {
-      if (how === 'steer') {
-        const r = await client.command(id, { cmd: 'steer', text: t });
-        setNote(`Steer ${r.delivery === 'queued' ? 'queued as the next message (no turn was running)' : `accepted (${r.delivery})`}`);
-      } else {
-        await client.command(id, { cmd: 'send', text: t });
-        setNote(undefined);
+    // The box empties at once: what is typed while the message goes out
+    // is the next message, never wiped when the answer comes.
+    setText('');
+    const one = async () => {
+      try {
+        if (how === 'steer') {
+          const r = await client.command(id, { cmd: 'steer', text: t });
+          setNote(`Steer ${r.delivery === 'queued' ? 'queued as the next message (no turn was running)' : `accepted (${r.delivery})`}`);
+        } else {
+          await client.command(id, { cmd: 'send', text: t });
+          setNote(undefined);
+        }
+      } catch (e) {
+        // Not sent: the text comes back unless something new was typed.
+        setText((cur) => (cur === '' ? t : cur));
+        onError(errorText(e));
       }
-      setText('');
-    } catch (e) {
-      onError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
+    };
+    const p = last.current.then(one);
+    last.current = p;
+    setBusy(true);
+    p.then(() => { if (last.current === p) setBusy(false); });
   };
   return (
     <form class="composer" onSubmit={(e) => { e.preventDefault(); go('send'); }} aria-label="Message the agent">
