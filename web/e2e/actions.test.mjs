@@ -141,8 +141,27 @@ test('the spend cap holds the queue until it is raised; a queued message can be 
   assert.equal(await side.locator('dt:text-is("Spend cap") + dd').textContent(), '$0.25');
   await send('pricey job');
   await transcript().locator('.failure', { hasText: 'spendCap' }).waitFor();
+  // 'hello one' is held on its way out while 'hello two' is typed and
+  // sent: the page sends them in the order they were typed, and never
+  // wipes what is typed while a message goes out.
+  let release;
+  let sent;
+  const held = new Promise((ok) => { release = ok; });
+  const out = new Promise((ok) => { sent = ok; });
+  const commands = `**/v1/sessions/${sid}/commands`;
+  await page.route(commands, async (route) => {
+    const first = route.request().postData()?.includes('"hello one"');
+    if (first) await held;
+    await route.continue();
+    if (first) sent();
+  });
   await send('hello one');
-  await send('hello two');
+  await page.locator('[data-testid=composer]').fill('hello two');
+  assert.equal(await page.locator('[data-testid=composer]').inputValue(), 'hello two');
+  await page.locator('[data-testid=composer]').press('Enter');
+  release();
+  await out;
+  await page.unroute(commands);
   const queue = page.locator('[data-testid=queue]');
   await queue.locator('li', { hasText: 'hello two' }).waitFor();
   assert.match(await queue.textContent(), /hello one[\s\S]*hello two/);
