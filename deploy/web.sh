@@ -20,8 +20,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$want" > "$stamp"
 fi
-# The build's inputs: sources, config, the lock file.
-sources=$(cd "$web" && find src index.html package-lock.json tsconfig.json vite.config.ts -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+# The build's inputs: sources, config, the lock file, and the TypeScript
+# client (clients/typescript, a local package bundled from its sources).
+sources=$(cd "$root" && find web/src web/index.html web/package-lock.json web/tsconfig.json web/vite.config.ts \
+  clients/typescript/src clients/typescript/package.json -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 built=$out/.corral-build
 if [ -f "$built" ] && [ "$(cat "$built")" = "$sources" ] && [ -f "$out/index.html" ]; then
   exit 0

@@ -1,11 +1,16 @@
 // The console's build: deploy/web.sh runs it and copies dist/ into the Go
 // package that embeds it (internal/console/dist).
-import { defineConfig } from 'vite';
+import { defineConfig, defaultClientConditions } from 'vite';
 
 export default defineConfig({
   base: '/',
   oxc: {
     jsx: { runtime: 'automatic', importSource: 'preact' },
+  },
+  resolve: {
+    // The TypeScript client (clients/typescript, a local package) is
+    // bundled from its sources: its "source" export condition.
+    conditions: ['source', ...defaultClientConditions],
   },
   build: {
     outDir: 'dist',

@@ -256,8 +256,13 @@ func (f *Feed) nextBacklog(ctx context.Context) (FeedEvent, bool, error) {
 }
 
 // Buffered reports whether Next has an item at hand without waiting, so a
-// writer knows when to flush.
+// writer knows when to flush. Ring items the filters drop do not count:
+// a batch whose rest is filtered out would otherwise keep the items
+// already written unflushed until the next wanted one.
 func (f *Feed) Buffered() bool {
+	for f.at < len(f.batch) && !f.wanted(&f.batch[f.at]) {
+		f.at++
+	}
 	if f.mark != nil || f.at < len(f.batch) {
 		return true
 	}

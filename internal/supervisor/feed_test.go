@@ -147,6 +147,31 @@ func TestFeedCarriesEverySessionAndItsLifecycle(t *testing.T) {
 	}
 }
 
+// A writer flushes when Buffered says no item is at hand. Items of the
+// ring that the feed's filter drops are not at hand: were they counted,
+// the wanted item before them would wait unflushed for the next one.
+func TestFeedBufferedIgnoresFilteredItems(t *testing.T) {
+	m := newManager(t, "")
+	f, err := m.Feed(ctxT(t), FeedOptions{Types: []string{"turnStarted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m.bus.publish(busItem{session: "s", seq: 1, typ: []byte("turnStarted"), line: []byte(`{"seq":1,"type":"turnStarted"}`)})
+	m.bus.publish(busItem{session: "s", seq: 2, typ: []byte("assistantDelta"), line: []byte(`{"seq":2,"type":"assistantDelta"}`)})
+	m.bus.publish(busItem{session: "s", seq: 3, typ: []byte("assistantDelta"), line: []byte(`{"seq":3,"type":"assistantDelta"}`)})
+	if it := nextItem(t, f); it.typ != "turnStarted" || it.seq != 1 {
+		t.Fatalf("first item %v, want s:turnStarted#1", it)
+	}
+	if f.Buffered() {
+		t.Fatal("Buffered with only filtered items left in the batch: a writer would not flush the turnStarted it wrote")
+	}
+	m.bus.publish(busItem{session: "s", seq: 4, typ: []byte("turnStarted"), line: []byte(`{"seq":4,"type":"turnStarted"}`)})
+	if it := nextItem(t, f); it.typ != "turnStarted" || it.seq != 4 {
+		t.Fatalf("next item %v, want s:turnStarted#4", it)
+	}
+}
+
 func TestFeedFromStartFiltersAndGoesLive(t *testing.T) {
 	m := newManager(t, "")
 	var ids []string

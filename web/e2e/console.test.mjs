@@ -6,52 +6,30 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Supervisor, startConsole, launch, newWorktree, screenshot, axe, until, here, run } from './harness.mjs';
+import { Supervisor, rig, newWorktree, screenshot, until, here, run, pageHelpers } from './harness.mjs';
 
 const root = mkdtempSync(join(tmpdir(), 'corral-console-e2e-'));
-const state = join(root, 'state');
 const scenario = join(here, 'scenario.yaml');
 const notes = Array.from({ length: 20 }, (_, i) => `line ${i + 1}\n`).join('');
 const worktree = newWorktree(root, 'work', { 'notes.txt': notes });
 
-let sup;
+let r;
 let con;
 let browser;
 let context;
 let page;
 let sid;
 
+const { transcript, send, sessionState, checkA11y } = pageHelpers(() => page);
+
 before(async () => {
-  sup = new Supervisor(state);
-  await sup.start();
-  con = await startConsole(state);
-  browser = await launch();
-  context = await browser.newContext({ viewport: { width: 1280, height: 820 } });
-  page = await context.newPage();
-  page.on('pageerror', (e) => console.error('page error:', e));
+  r = await rig(root);
+  ({ con, browser, context, page } = r);
 });
 
 after(async () => {
-  await browser?.close();
-  con?.proc.kill('SIGTERM');
-  if (sup?.proc && sup.proc.exitCode === null) await sup.kill('SIGTERM');
+  await r?.close();
 });
-
-async function checkA11y(name) {
-  const bad = await axe(page);
-  assert.deepEqual(bad, [], `${name}: axe-core found serious or critical violations`);
-}
-
-const transcript = () => page.locator('[data-testid=transcript]');
-
-async function send(text) {
-  await page.locator('[data-testid=composer]').fill(text);
-  await page.locator('[data-testid=composer]').press('Enter');
-}
-
-async function sessionState(p = page) {
-  return p.locator('.session-head [data-testid=state]').textContent();
-}
 
 test('the one-time link signs the browser in, once', async () => {
   await page.goto(con.link);
@@ -149,12 +127,15 @@ test('Stop mid-turn returns its receipt', async () => {
   await send('a long job please');
   await transcript().locator('[data-testid=assistant]', { hasText: 'This takes a while.' }).waitFor();
   await until('working', async () => (await sessionState()) === 'working');
+  // The list follows the multiplexed stream: its row says so too.
+  await page.locator(`[data-testid=session-list] [data-session="${sid}"][data-state=working]`).waitFor();
   await page.locator('[data-testid=stop]').click();
   const receipt = page.locator('[data-testid=receipt]');
   await receipt.filter({ hasText: 'interrupted the turn' }).waitFor();
   assert.match(await receipt.textContent(), /Stopped: interrupted the turn, denied 0 asks, rejected 0 hunks, cleared 0 queued messages\./);
   await transcript().locator('[data-testid=stopped]').waitFor();
   await until('stopped state', async () => (await sessionState()) === 'stopped');
+  await page.locator(`[data-testid=session-list] [data-session="${sid}"][data-state=stopped]`).waitFor();
   await screenshot(page, 'stopped');
   await checkA11y('stopped');
 });
@@ -174,11 +155,11 @@ test('type in the terminal and see the echo', async () => {
 test('a supervisor killed and started again: the page resumes without a reload', async () => {
   await page.evaluate(() => { window.__sameDocument = true; });
   const before = Number(await page.locator('[data-session-view]').getAttribute('data-last-seq'));
-  await sup.kill('SIGKILL');
+  await r.sup.kill('SIGKILL');
   await page.locator('[data-testid=feed]', { hasText: 'reconnecting' }).waitFor();
   await screenshot(page, 'reconnecting');
-  sup = new Supervisor(state);
-  await sup.start();
+  r.sup = new Supervisor(r.state);
+  await r.sup.start();
   await page.locator('[data-testid=feed]', { hasText: 'live' }).waitFor();
   await send('back after the restart');
   await transcript().locator('[data-testid=user-message]', { hasText: 'back after the restart' }).waitFor();

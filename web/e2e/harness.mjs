@@ -2,11 +2,13 @@
 // built), `supervisor console` in front of it, and Debian's Chromium
 // driven by playwright-core. Nothing here downloads anything.
 import { spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtempSync, mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
+import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 
 const require = createRequire(import.meta.url);
@@ -47,6 +49,58 @@ export class Supervisor {
   cli(args) {
     return run(join(bin, 'supervisor'), [...args, '--state', this.state]);
   }
+  /** api sends one request to the HTTP API over the unix socket and returns {status, body}. */
+  api(method, path, body) {
+    return new Promise((resolve, reject) => {
+      const data = body === undefined ? undefined : JSON.stringify(body);
+      const req = request({
+        socketPath: join(this.state, 'supervisor.sock'), path: '/v1' + path, method,
+        headers: data === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) },
+      }, (resp) => {
+        let text = '';
+        resp.setEncoding('utf8');
+        resp.on('data', (d) => (text += d));
+        resp.on('end', () => {
+          try {
+            resolve({ status: resp.statusCode, body: JSON.parse(text) });
+          } catch (e) {
+            reject(new Error(`${method} ${path}: ${resp.statusCode} ${text}`));
+          }
+        });
+      });
+      req.on('error', reject);
+      req.end(data);
+    });
+  }
+}
+
+/**
+ * rig starts what every browser test file needs: a supervisor on a fresh
+ * state folder, `supervisor console` in front of it, Chromium, and a page
+ * signed in through the one-time link. close() stops them all.
+ */
+export async function rig(root, { contextOptions = {} } = {}) {
+  const state = join(root, 'state');
+  const sup = new Supervisor(state);
+  await sup.start();
+  const con = await startConsole(state);
+  const browser = await launch();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 820 }, ...contextOptions });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => console.error('page error:', e));
+  const r = {
+    state, sup, con, browser, context, page,
+    async signIn() {
+      await page.goto(con.link);
+      await page.locator('h1', { hasText: 'Sessions' }).waitFor();
+    },
+    async close() {
+      await browser.close();
+      con.proc.kill('SIGTERM');
+      if (r.sup.proc && r.sup.proc.exitCode === null) await r.sup.kill('SIGTERM');
+    },
+  };
+  return r;
 }
 
 export function run(cmd, args, opts = {}) {
@@ -115,6 +169,26 @@ export async function axe(page) {
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
   });
   return res.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/**
+ * pageHelpers are the steps every test file takes on a session's page;
+ * page() is the file's current page, used unless another is given.
+ */
+export function pageHelpers(page) {
+  const transcript = (p = page()) => p.locator('[data-testid=transcript]');
+  async function send(text, p = page()) {
+    await p.locator('[data-testid=composer]').fill(text);
+    await p.locator('[data-testid=composer]').press('Enter');
+  }
+  async function sessionState(p = page()) {
+    return p.locator('.session-head [data-testid=state]').textContent();
+  }
+  /** checkA11y fails on any serious or critical violation axe-core finds. */
+  async function checkA11y(name, p = page()) {
+    assert.deepEqual(await axe(p), [], `${name}: axe-core found serious or critical violations`);
+  }
+  return { transcript, send, sessionState, checkA11y };
 }
 
 /** until polls fn until it returns a truthy value, or fails after ms. */

@@ -1,16 +1,22 @@
-// The console's shell: a header, the session list beside the open session,
-// the hash route (#/sessions/ID, #/new) and the theme. Routes live in the
-// fragment, so the supervisor serves one page and a reload keeps its place.
+// The console's shell: a header, the session list beside the open session
+// or graph run, the hash route (#/sessions/ID, #/new, #/graphs,
+// #/graphs/RUN) and the theme. Routes live in the fragment, so the
+// supervisor serves one page and a reload keeps its place.
 import { useEffect, useState } from 'preact/hooks';
 import { SessionList, useSessions } from './sessions';
 import { NewSession } from './newsession';
 import { SessionView } from './session';
+import { GraphList, GraphView } from './graphs';
 
-type Route = { name: 'home' } | { name: 'session'; id: string } | { name: 'new' };
+type Route =
+  | { name: 'home' } | { name: 'session'; id: string } | { name: 'new' } | { name: 'graphs' } | { name: 'graph'; run: string };
 
 function parseRoute(hash: string): Route {
   const m = /^#\/sessions\/([A-Za-z0-9_-]+)/.exec(hash);
   if (m) return { name: 'session', id: m[1] };
+  const g = /^#\/graphs\/([A-Za-z0-9_-]+)/.exec(hash);
+  if (g) return { name: 'graph', run: g[1] };
+  if (hash.startsWith('#/graphs')) return { name: 'graphs' };
   if (hash.startsWith('#/new')) return { name: 'new' };
   return { name: 'home' };
 }
@@ -57,6 +63,10 @@ export function App() {
       <a class="skip" href="#main">Skip to content</a>
       <header class="top">
         <a class="brand" href="#/">Corral</a>
+        <nav aria-label="Views" class="views">
+          <a href="#/" aria-current={route.name === 'home' || route.name === 'session' || route.name === 'new' ? 'page' : undefined}>Sessions</a>
+          <a href="#/graphs" aria-current={route.name === 'graphs' || route.name === 'graph' ? 'page' : undefined} data-testid="nav-graphs">Graph runs</a>
+        </nav>
         {waiting > 0 && (
           <span class="badge waiting" role="status" data-testid="waiting-badge">
             {waiting} waiting for you
@@ -75,9 +85,11 @@ export function App() {
           <SessionList sessions={sessions} current={route.name === 'session' ? route.id : undefined} />
         </nav>
         <main id="main" class="main" tabIndex={-1}>
-          {route.name === 'new' && <NewSession onCreated={(id) => { sessions.refresh(); navigate(`/sessions/${id}`); }} />}
-          {route.name === 'session' && <SessionView key={route.id} id={route.id} onChange={() => sessions.refresh()} />}
+          {route.name === 'new' && <NewSession onCreated={(id) => navigate(`/sessions/${id}`)} />}
+          {route.name === 'session' && <SessionView key={route.id} id={route.id} />}
           {route.name === 'home' && <Home count={sessions.list.length} />}
+          {route.name === 'graphs' && <GraphList />}
+          {route.name === 'graph' && <GraphView key={route.run} run={route.run} sessions={sessions.list} />}
         </main>
       </div>
     </div>

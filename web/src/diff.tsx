@@ -2,7 +2,8 @@
 // (docs/hunks.md). New, deleted and binary files are said as such. With
 // onNote, each line can carry a review note for the agent.
 import { useState } from 'preact/hooks';
-import type { Edit, Hunk, HunkLine } from './api';
+import type { Edit, Line } from './api';
+import type { ReviewHunk } from './model';
 
 export type DiffLayout = 'unified' | 'split';
 
@@ -18,7 +19,7 @@ export function FileHeader({ edit, path }: { edit: Edit; path?: string }) {
   );
 }
 
-function eolMark(l: HunkLine): string {
+function eolMark(l: Line): string {
   if (l.eol === '') return ' ⏎̸';
   if (l.eol === '\r\n') return ' ␍';
   return '';
@@ -27,7 +28,7 @@ function eolMark(l: HunkLine): string {
 export interface NoteTarget { path: string; line: number; text: string }
 
 export function HunkDiff({ hunk, layout, path, onNote }: {
-  hunk: Hunk; layout: DiffLayout; path: string; onNote?: (t: NoteTarget) => void;
+  hunk: ReviewHunk; layout: DiffLayout; path: string; onNote?: (t: NoteTarget) => void;
 }) {
   if (hunk.lines.length === 0) return <p class="hint">{hunk.header}</p>;
   let o = hunk.oldStart;
@@ -38,7 +39,7 @@ export function HunkDiff({ hunk, layout, path, onNote }: {
     if (l.op !== 'delete') n++;
     return row;
   });
-  const note = (r: { l: HunkLine; old: number; new: number }) =>
+  const note = (r: { l: Line; old: number; new: number }) =>
     onNote && (
       <button type="button" class="note-btn" aria-label={`Note on line ${r.new || r.old}`}
         onClick={() => onNote({ path, line: r.new || r.old, text: r.l.text })}>✎</button>

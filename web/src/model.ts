@@ -1,16 +1,23 @@
-// The session model: a session's events (docs/events.md) folded into what
-// the page draws — the transcript, open asks, staged hunks, usage, goal.
-// Folding is incremental and in place (a session may hold tens of
-// thousands of events); `version` grows with every change so views know to
-// draw again. Unknown event types are kept out of the way, as the
-// contract asks.
+// The session model: a session's events (docs/events.md), typed by the
+// contract's generated SessionEvent, folded into what the page draws — the
+// transcript, open asks, staged hunks, the queue, usage, goal. Folding is
+// incremental and in place (a session may hold tens of thousands of
+// events); `version` grows with every change so views know to draw again.
+// Unknown event types are kept out of the way, as the contract asks.
 
-import type { CorralEvent, Edit, State, Usage } from './api';
+import type { Edit, GoalClause, Hunk, Line, Part, Queued, SessionEvent, State, UsageData } from '@corral/client';
+
+export type { GoalClause };
+
+/** A hunk as review draws it: its lines never null. */
+export type ReviewHunk = Omit<Hunk, 'lines'> & { lines: Line[] };
+/** An edit as review draws it: its hunks never null. */
+export type ReviewEdit = Omit<Edit, 'hunks'> & { hunks: ReviewHunk[] };
 
 export interface Answer { decision: string; note?: string; by: string }
 
 export type Item =
-  | { kind: 'user'; seq: number; id: string; text: string; msgKind: string; queued: boolean; started: boolean }
+  | { kind: 'user'; seq: number; id: string; text: string; msgKind: string }
   | { kind: 'assistant'; seq: number; text: string; done: boolean }
   | {
       kind: 'tool'; seq: number; toolId: string; tool: string; toolKind: string; summary: string;
@@ -19,10 +26,10 @@ export type Item =
     }
   | {
       kind: 'ask'; seq: number; askId: string; tool: string; category: string; reason: string;
-      command?: string; path?: string; url?: string; parts?: AskPart[]; answer?: Answer;
+      command?: string; path?: string; url?: string; parts?: Part[]; answer?: Answer;
     }
   | {
-      kind: 'edit'; seq: number; editId: string; path: string; auto: boolean; edit: Edit;
+      kind: 'edit'; seq: number; editId: string; path: string; auto: boolean; edit: ReviewEdit;
       decisions: Record<string, Answer>; applied: Applied[]; turnOpen: boolean;
     }
   | { kind: 'steer'; seq: number; text: string; how: 'delivered' | 'native' | 'requeued' }
@@ -30,17 +37,23 @@ export type Item =
   | { kind: 'stopped'; seq: number; reason: string; interruptedTurn: boolean; deniedAsks: number; rejectedHunks: number; clearedQueue: number }
   | { kind: 'failure'; seq: number; code: string; message: string; action?: string; stderr?: string[] }
   | { kind: 'goal'; seq: number; summary: string; clauses: GoalClause[]; by: string; limitReached?: boolean }
-  | { kind: 'notice'; seq: number; text: string };
+  | { kind: 'notice'; seq: number; text: string; session?: string };
 
-export interface AskPart { command?: string; decision?: string; category?: string; reason?: string }
-export interface GoalClause { clause: string; met: boolean; evidence: string }
 export interface Applied { by: string; hunks: string[]; reverted?: boolean; conflict?: string; added: number; removed: number }
 
-const zeroUsage = (): Usage => ({
+const zeroUsage = (): UsageData => ({
   inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, estimated: false,
 });
 
+/** reviewable is an edit as review draws it: hunks and lines never null. */
+export function reviewable(e: Edit | null): ReviewEdit {
+  const edit = e ?? { path: '', kind: 'modify', binary: false, added: 0, removed: 0, oldSize: 0, newSize: 0, hunks: [] };
+  return { ...edit, hunks: (edit.hunks ?? []).map((h) => ({ ...h, lines: h.lines ?? [] })) };
+}
+
 export class SessionModel {
+  constructor(readonly id = '') {}
+
   version = 0;
   lastSeq = 0;
   items: Item[] = [];
@@ -49,7 +62,7 @@ export class SessionModel {
   cwd = '';
   mode = '';
   spendCapUsd = 0;
-  usage: Usage = zeroUsage();
+  usage: UsageData = zeroUsage();
   context?: { usedTokens: number; windowTokens: number; percent: number };
   goal?: { text: string; clauses: GoalClause[]; summary?: string; done: boolean };
   turn = 0;
@@ -57,16 +70,18 @@ export class SessionModel {
   failed = false;
   stopped = false;
   lastActivity = '';
-  /** Queued messages not started yet, by id. */
-  queue = new Map<string, string>();
+  /**
+   * The messages waiting for a turn, oldest first: the last queueChanged
+   * event's queue, as the runner keeps it.
+   */
+  queue: Queued[] = [];
   private openAsks = new Map<string, Item & { kind: 'ask' }>();
   private edits = new Map<string, Item & { kind: 'edit' }>();
   private tools = new Map<string, Item & { kind: 'tool' }>();
-  private users = new Map<string, Item & { kind: 'user' }>();
   private speaking?: Item & { kind: 'assistant' };
 
   /** apply folds events in; they come in seq order. */
-  apply(events: CorralEvent[]): void {
+  apply(events: SessionEvent[]): void {
     for (const ev of events) this.one(ev);
     this.version++;
   }
@@ -84,6 +99,11 @@ export class SessionModel {
     return [...this.openAsks.values()];
   }
 
+  /** isQueued says whether a message still waits for its turn. */
+  isQueued(messageId: string): boolean {
+    return this.queue.some((q) => q.id === messageId);
+  }
+
   /** pendingHunks counts review-mode hunks nobody has decided yet. */
   pendingHunks(): number {
     let n = 0;
@@ -98,55 +118,52 @@ export class SessionModel {
     this.items.push(item);
   }
 
-  private one(ev: CorralEvent): void {
+  private one(ev: SessionEvent): void {
     if (ev.seq <= this.lastSeq) return;
     this.lastSeq = ev.seq;
     this.lastActivity = ev.ts;
-    const d: any = ev.data ?? {};
     switch (ev.type) {
       case 'sessionStarted':
-      case 'sessionResumed':
-        this.engine = d.engine ?? this.engine;
+      case 'sessionResumed': {
+        const d = ev.data;
+        this.engine = d.engine || this.engine;
         this.model = d.model ?? this.model;
-        this.cwd = d.cwd ?? this.cwd;
-        this.mode = d.mode ?? this.mode;
+        this.cwd = d.cwd || this.cwd;
+        this.mode = d.mode || this.mode;
         if (ev.type === 'sessionResumed') this.push({ kind: 'notice', seq: ev.seq, text: 'Session resumed' });
         break;
-      case 'userMessage': {
-        const it = { kind: 'user' as const, seq: ev.seq, id: d.id, text: d.text, msgKind: d.kind, queued: !!d.queued, started: false };
-        this.users.set(d.id, it);
-        if (d.queued) this.queue.set(d.id, d.text);
-        this.push(it);
-        break;
       }
-      case 'turnStarted': {
-        this.turn = d.turn;
+      case 'userMessage':
+        this.push({ kind: 'user', seq: ev.seq, id: ev.data.id, text: ev.data.text, msgKind: ev.data.kind });
+        break;
+      case 'queueChanged':
+        this.queue = ev.data.queued ?? [];
+        break;
+      case 'turnStarted':
+        this.turn = ev.data.turn;
         this.turnRunning = true;
         this.failed = false;
         this.stopped = false;
-        this.queue.delete(d.messageId);
-        const u = this.users.get(d.messageId);
-        if (u) { u.started = true; u.queued = false; }
         break;
-      }
       case 'assistantDelta':
         if (!this.speaking || this.speaking.done) {
           this.speaking = { kind: 'assistant', seq: ev.seq, text: '', done: false };
           this.push(this.speaking);
         }
-        this.speaking.text += d.text;
+        this.speaking.text += ev.data.text;
         break;
       case 'assistantText':
         if (this.speaking && !this.speaking.done) {
-          this.speaking.text = d.text;
+          this.speaking.text = ev.data.text;
           this.speaking.done = true;
         } else {
-          this.push({ kind: 'assistant', seq: ev.seq, text: d.text, done: true });
+          this.push({ kind: 'assistant', seq: ev.seq, text: ev.data.text, done: true });
         }
         this.speaking = undefined;
         break;
       case 'toolStarted': {
         this.endSpeech();
+        const d = ev.data;
         const it = {
           kind: 'tool' as const, seq: ev.seq, toolId: d.toolId, tool: d.tool, toolKind: d.kind, summary: d.summary,
           command: d.command, path: d.path, url: d.url,
@@ -156,6 +173,7 @@ export class SessionModel {
         break;
       }
       case 'toolFinished': {
+        const d = ev.data;
         const it = this.tools.get(d.toolId);
         if (it) {
           Object.assign(it, { outcome: d.outcome, exitCode: d.exitCode, output: d.output, message: d.message, durationMs: d.durationMs });
@@ -165,6 +183,7 @@ export class SessionModel {
       }
       case 'askOpened': {
         this.endSpeech();
+        const d = ev.data;
         const it = {
           kind: 'ask' as const, seq: ev.seq, askId: d.askId, tool: d.tool, category: d.category, reason: d.reason,
           command: d.command, path: d.path, url: d.url, parts: d.parts,
@@ -174,6 +193,7 @@ export class SessionModel {
         break;
       }
       case 'askAnswered': {
+        const d = ev.data;
         const it = this.openAsks.get(d.askId);
         if (it) {
           it.answer = { decision: d.decision, note: d.note, by: d.by };
@@ -182,15 +202,16 @@ export class SessionModel {
         break;
       }
       case 'steerDelivered':
-        this.push({ kind: 'steer', seq: ev.seq, text: d.text, how: d.native ? 'native' : 'delivered' });
+        this.push({ kind: 'steer', seq: ev.seq, text: ev.data.text, how: ev.data.native ? 'native' : 'delivered' });
         break;
       case 'steerRequeued':
-        this.push({ kind: 'steer', seq: ev.seq, text: d.text, how: 'requeued' });
+        this.push({ kind: 'steer', seq: ev.seq, text: ev.data.text, how: 'requeued' });
         break;
       case 'hunkStaged': {
         this.endSpeech();
+        const d = ev.data;
         const it = {
-          kind: 'edit' as const, seq: ev.seq, editId: d.editId, path: d.path, auto: !!d.auto, edit: d.edit as Edit,
+          kind: 'edit' as const, seq: ev.seq, editId: d.editId, path: d.path, auto: d.auto, edit: reviewable(d.edit),
           decisions: {}, applied: [], turnOpen: true,
         };
         this.edits.set(d.editId, it);
@@ -198,18 +219,21 @@ export class SessionModel {
         break;
       }
       case 'hunkDecided': {
+        const d = ev.data;
         const it = this.edits.get(d.editId);
         if (it) it.decisions = { ...it.decisions, [d.hunkId]: { decision: d.decision, note: d.note, by: d.by } };
         break;
       }
       case 'editApplied': {
+        const d = ev.data;
         const it = this.edits.get(d.editId);
         if (it) {
           it.applied = [...it.applied, { by: d.by, hunks: d.hunks ?? [], reverted: d.reverted, conflict: d.conflict, added: d.added, removed: d.removed }];
         }
         break;
       }
-      case 'turnEnded':
+      case 'turnEnded': {
+        const d = ev.data;
         this.endSpeech();
         this.turnRunning = false;
         for (const e of this.edits.values()) e.turnOpen = false;
@@ -224,66 +248,81 @@ export class SessionModel {
         });
         if (d.outcome === 'failed') this.failed = true;
         break;
-      case 'stopped':
+      }
+      case 'stopped': {
+        const d = ev.data;
         this.stopped = true;
-        this.queue.clear();
         this.push({
-          kind: 'stopped', seq: ev.seq, reason: d.reason, interruptedTurn: !!d.interruptedTurn,
-          deniedAsks: d.deniedAsks ?? 0, rejectedHunks: d.rejectedHunks ?? 0, clearedQueue: d.clearedQueue ?? 0,
+          kind: 'stopped', seq: ev.seq, reason: d.reason, interruptedTurn: d.interruptedTurn,
+          deniedAsks: d.deniedAsks, rejectedHunks: d.rejectedHunks, clearedQueue: d.clearedQueue,
         });
         break;
-      case 'failure':
+      }
+      case 'failure': {
+        const d = ev.data;
         this.failed = true;
         this.push({ kind: 'failure', seq: ev.seq, code: d.code, message: d.message, action: d.action, stderr: d.stderr });
         break;
-      case 'usage':
+      }
+      case 'usage': {
+        const d = ev.data;
+        const u = this.usage;
         this.usage = {
-          inputTokens: this.usage.inputTokens + (d.inputTokens ?? 0),
-          outputTokens: this.usage.outputTokens + (d.outputTokens ?? 0),
-          cacheReadTokens: this.usage.cacheReadTokens + (d.cacheReadTokens ?? 0),
-          cacheWriteTokens: this.usage.cacheWriteTokens + (d.cacheWriteTokens ?? 0),
-          costUsd: this.usage.costUsd + (d.costUsd ?? 0),
-          estimated: this.usage.estimated || !!d.estimated,
-          model: d.model ?? this.usage.model,
+          inputTokens: u.inputTokens + d.inputTokens,
+          outputTokens: u.outputTokens + d.outputTokens,
+          cacheReadTokens: u.cacheReadTokens + d.cacheReadTokens,
+          cacheWriteTokens: u.cacheWriteTokens + d.cacheWriteTokens,
+          costUsd: u.costUsd + d.costUsd,
+          estimated: u.estimated || d.estimated,
+          model: d.model ?? u.model,
         };
         if (d.model) this.model = d.model;
         break;
+      }
       case 'context':
-        this.context = { usedTokens: d.usedTokens, windowTokens: d.windowTokens, percent: d.percent };
+        this.context = { ...ev.data };
         break;
       case 'modeChanged':
-        this.mode = d.mode;
-        this.push({ kind: 'notice', seq: ev.seq, text: `Mode set to ${d.mode}` });
+        this.mode = ev.data.mode;
+        this.push({ kind: 'notice', seq: ev.seq, text: `Mode set to ${ev.data.mode}` });
         break;
-      case 'spendCapSet':
-        this.spendCapUsd = d.spendCapUsd;
-        this.push({ kind: 'notice', seq: ev.seq, text: d.spendCapUsd ? `Spend cap set to $${d.spendCapUsd}` : 'Spend cap removed' });
+      case 'spendCapSet': {
+        const cap = ev.data.spendCapUsd;
+        this.spendCapUsd = cap;
+        this.push({ kind: 'notice', seq: ev.seq, text: cap ? `Spend cap set to $${cap}` : 'Spend cap removed' });
         break;
+      }
       case 'goalSet':
-        this.goal = { text: d.goal, clauses: (d.clauses ?? []).map((c: string) => ({ clause: c, met: false, evidence: '' })), done: false };
-        this.push({ kind: 'notice', seq: ev.seq, text: `Goal set: ${d.goal}` });
+        this.goal = { text: ev.data.goal, clauses: (ev.data.clauses ?? []).map((c) => ({ clause: c, met: false, evidence: '' })), done: false };
+        this.push({ kind: 'notice', seq: ev.seq, text: `Goal set: ${ev.data.goal}` });
         break;
       case 'goalCleared':
         this.goal = undefined;
         this.push({ kind: 'notice', seq: ev.seq, text: 'Goal cleared' });
         break;
-      case 'goalCheck':
-        this.goal = { text: d.goal, clauses: d.clauses ?? [], summary: d.summary, done: !!d.holds || d.by === 'user' };
+      case 'goalCheck': {
+        const d = ev.data;
+        this.goal = { text: d.goal, clauses: d.clauses ?? [], summary: d.summary, done: d.holds || d.by === 'user' };
         this.push({ kind: 'goal', seq: ev.seq, summary: d.summary, clauses: d.clauses ?? [], by: d.by, limitReached: d.limitReached });
         break;
+      }
       case 'retry':
-        this.push({ kind: 'notice', seq: ev.seq, text: `Retrying the model call (attempt ${d.attempt}): ${d.error}` });
+        this.push({ kind: 'notice', seq: ev.seq, text: `Retrying the model call (attempt ${ev.data.attempt}): ${ev.data.error}` });
         break;
-      case 'rotated':
-        this.push({ kind: 'notice', seq: ev.seq, text: `Continues as session ${d.to} (${d.reason})` });
+      case 'rotated': {
+        // Both logs carry it: the one left behind, and the one that goes on.
+        const { from, to, reason } = ev.data;
+        const how = reason === 'fork' ? 'forked' : 'cleared';
+        this.push(to === this.id
+          ? { kind: 'notice', seq: ev.seq, text: `Goes on from session ${from} (${how})`, session: from }
+          : { kind: 'notice', seq: ev.seq, text: `Continues as session ${to} (${how})`, session: to });
         break;
+      }
       case 'compacted':
         this.push({ kind: 'notice', seq: ev.seq, text: 'Context compacted' });
         break;
-      case 'queueChanged':
-        if (Array.isArray(d.queued)) {
-          this.queue = new Map(d.queued.map((q: { id: string; text: string }) => [q.id, q.text]));
-        }
+      case 'logRepaired':
+        this.push({ kind: 'notice', seq: ev.seq, text: `Damaged lines of the event log were moved aside to ${ev.data.file}` });
         break;
       default:
         // A type this console does not know: ignored, as docs/events.md asks.
@@ -294,14 +333,6 @@ export class SessionModel {
   private endSpeech(): void {
     if (this.speaking) this.speaking.done = true;
     this.speaking = undefined;
-  }
-
-  /** forget drops a queued message the user cancelled (until queueChanged exists). */
-  forget(messageId: string): void {
-    this.queue.delete(messageId);
-    const u = this.users.get(messageId);
-    if (u) u.queued = false;
-    this.version++;
   }
 }
 

@@ -4,41 +4,27 @@
 // supervisor serves it; otherwise the built-in engines are offered as they
 // are and a failed start says why.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, type Spec } from './api';
+import { client, engineChoices, type EngineChoice, type Spec } from './api';
 import { errorText } from './util';
 
-interface EngineInfo { name: string; ready?: boolean; reason?: string; models?: string[] }
+type Mode = NonNullable<Spec['mode']>;
 
-const builtIn: EngineInfo[] = [
-  { name: 'script' }, { name: 'claude' }, { name: 'codex' }, { name: 'copilot' },
+const builtIn: EngineChoice[] = [
+  { name: 'script', models: [] }, { name: 'claude', models: [] }, { name: 'codex', models: [] }, { name: 'copilot', models: [] },
 ];
 
-async function loadEngines(): Promise<{ list: EngineInfo[]; known: boolean }> {
-  try {
-    const resp = await fetch('/v1/engines', { credentials: 'same-origin' });
-    if (resp.ok) {
-      const body = await resp.json();
-      if (Array.isArray(body.engines)) {
-        return {
-          known: true,
-          list: body.engines.map((e: any) => ({
-            name: e.name, ready: e.ready ?? e.readiness?.ready, reason: e.reason ?? e.readiness?.reason,
-            models: (e.models ?? []).map((m: any) => (typeof m === 'string' ? m : m.id ?? m.name)),
-          })),
-        };
-      }
-    }
-  } catch { /* not served: fall back */ }
-  return { list: builtIn, known: false };
+async function loadEngines(): Promise<{ list: EngineChoice[]; known: boolean }> {
+  const list = await engineChoices().catch(() => undefined);
+  return list ? { list, known: true } : { list: builtIn, known: false };
 }
 
 export function NewSession({ onCreated }: { onCreated: (id: string) => void }) {
-  const [engines, setEngines] = useState<{ list: EngineInfo[]; known: boolean }>({ list: builtIn, known: false });
+  const [engines, setEngines] = useState<{ list: EngineChoice[]; known: boolean }>({ list: builtIn, known: false });
   const [engine, setEngine] = useState('script');
   const [model, setModel] = useState('');
   const [cwd, setCwd] = useState('');
   const [scenario, setScenario] = useState('');
-  const [mode, setMode] = useState('review');
+  const [mode, setMode] = useState<Mode>('review');
   const [goal, setGoal] = useState('');
   const [cap, setCap] = useState('');
   const [useWorkspace, setUseWorkspace] = useState(false);
@@ -73,7 +59,7 @@ export function NewSession({ onCreated }: { onCreated: (id: string) => void }) {
     if (useWorkspace) spec.workspace = { base: base.trim() || 'HEAD', keep };
     setBusy(true);
     try {
-      const s = await api.create(spec);
+      const s = await client.createSession(spec);
       onCreated(s.id);
     } catch (e) {
       setError(errorText(e));
@@ -102,6 +88,7 @@ export function NewSession({ onCreated }: { onCreated: (id: string) => void }) {
           Model <span class="hint">(optional)</span>
           <input name="model" list="models" value={model} onInput={(e) => setModel((e.target as HTMLInputElement).value)} />
           <datalist id="models">{(chosen?.models ?? []).map((m) => <option key={m} value={m} />)}</datalist>
+          {chosen?.summary && <span class="hint">{chosen.name}: {chosen.summary}</span>}
         </label>
         <label>
           Worktree <span class="hint">(absolute path of a folder; empty: the supervisor's folder)</span>
@@ -115,7 +102,7 @@ export function NewSession({ onCreated }: { onCreated: (id: string) => void }) {
         )}
         <fieldset class="inline">
           <legend>Mode</legend>
-          {['review', 'auto', 'readonly'].map((m) => (
+          {(['review', 'auto', 'readonly'] as const).map((m) => (
             <label key={m} class="radio">
               <input type="radio" name="mode" value={m} checked={mode === m} onChange={() => setMode(m)} /> {m}
             </label>

@@ -3,7 +3,7 @@
 // answered allow or deny with a note; each staged edit as a diff with a
 // decision per hunk, accept all / reject all, and what landed on disk.
 import { useState } from 'preact/hooks';
-import { api } from './api';
+import { client } from './api';
 import type { Item } from './model';
 import { FileHeader, HunkDiff, LayoutSwitch, NoteBox, useLayout, type NoteTarget } from './diff';
 import { errorText } from './util';
@@ -19,7 +19,7 @@ export function AskCard({ sid, ask }: { sid: string; ask: Ask }) {
     setBusy(true);
     setError(undefined);
     try {
-      await api.command(sid, { cmd: 'answer', askId: ask.askId, decision, note: note.trim() || undefined });
+      await client.command(sid, { cmd: 'answer', askId: ask.askId, decision, note: note.trim() || undefined });
     } catch (e) {
       setError(errorText(e));
     } finally {
@@ -88,7 +88,7 @@ export function EditCard({ sid, item, onNote }: { sid: string; item: EditItem; o
   const reviewable = item.auto ? item.turnOpen : true;
 
   const decide = async (hunkId: string, decision: 'accept' | 'reject') => {
-    await api.command(sid, { cmd: 'decideHunk', editId: item.editId, hunkId, decision, note: notes[hunkId]?.trim() || undefined });
+    await client.command(sid, { cmd: 'decideHunk', editId: item.editId, hunkId, decision, note: notes[hunkId]?.trim() || undefined });
   };
   const run = async (fn: () => Promise<void>) => {
     setBusy(true);

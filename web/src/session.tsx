@@ -4,37 +4,38 @@
 // workspace. Events stream in from the last seq seen, across lost
 // connections and supervisor restarts, without a reload.
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { api, follow, type CorralEvent, type FeedState, type Session } from './api';
+import { client, followSession, type FeedState, type Session, type SessionEvent } from './api';
+import type { StoppedData } from '@corral/client';
 import { SessionModel, type Item } from './model';
 import { StateBadge } from './sessions';
 import { AskCard, EditCard } from './review';
 import { renderMarkdown } from './markdown';
 import { WorkspacePanel } from './workspace';
-import { errorText, money } from './util';
+import { errorText, millis, money } from './util';
 import { navigate } from './app';
 
 /** How many transcript items are drawn at first; older ones on demand. */
 const window0 = 150;
 
 type Tab = 'transcript' | 'terminal' | 'workspace';
+type Mode = 'review' | 'auto' | 'readonly';
 
-export function SessionView({ id, onChange }: { id: string; onChange: () => void }) {
-  const model = useRef(new SessionModel()).current;
+export function SessionView({ id }: { id: string }) {
+  const model = useRef(new SessionModel(id)).current;
   const [, setVersion] = useState(0);
   const [session, setSession] = useState<Session>();
   const [feed, setFeed] = useState<{ state: FeedState; detail?: string }>({ state: 'loading' });
   const [tab, setTab] = useState<Tab>('transcript');
   const [error, setError] = useState<string>();
   const [receipt, setReceipt] = useState<string>();
-  const pending = useRef<CorralEvent[]>([]);
+  const pending = useRef<SessionEvent[]>([]);
   const frame = useRef(0);
   const backlogDrawn = useRef(false);
-  const drawn = useRef<CorralEvent[]>([]);
+  const drawn = useRef<SessionEvent[]>([]);
 
   useEffect(() => {
-    api.session(id).then(setSession, (e) => setError(errorText(e)));
-    const stop = follow(id, {
-      from: 1,
+    client.session(id).then(setSession, (e) => setError(errorText(e)));
+    const stop = followSession(id, {
       onEvents: (evs, backlog) => {
         if (backlog) {
           model.apply(evs);
@@ -55,7 +56,6 @@ export function SessionView({ id, onChange }: { id: string; onChange: () => void
       onState: (state, detail) => {
         setFeed({ state, detail });
         if (state === 'live') setVersion(model.version);
-        if (state === 'gone') onChange();
       },
     });
     return () => { stop(); cancelAnimationFrame(frame.current); };
@@ -71,7 +71,7 @@ export function SessionView({ id, onChange }: { id: string; onChange: () => void
     if (drawn.current.length) {
       const now = performance.timeOrigin + performance.now();
       for (const ev of drawn.current) {
-        const t = Date.parse(ev.ts.replace(/(\.\d{3})\d+/, '$1'));
+        const t = millis(ev.ts);
         performance.mark('corral-event-drawn', { detail: { seq: ev.seq, type: ev.type, lagMs: now - t } });
       }
       drawn.current = [];
@@ -91,7 +91,7 @@ export function SessionView({ id, onChange }: { id: string; onChange: () => void
         const ask = model.asks()[0];
         if (ask) {
           e.preventDefault();
-          api.command(id, { cmd: 'answer', askId: ask.askId, decision: e.key === 'a' ? 'allow' : 'deny' }).catch((x) => setError(errorText(x)));
+          client.command(id, { cmd: 'answer', askId: ask.askId, decision: e.key === 'a' ? 'allow' : 'deny' }).catch((x) => setError(errorText(x)));
         }
       }
     };
@@ -105,16 +105,13 @@ export function SessionView({ id, onChange }: { id: string; onChange: () => void
   };
   const doStop = () => run(async () => {
     setReceipt('Stopping…');
-    const r = await api.command<{ interruptedTurn: boolean; deniedAsks: number; rejectedHunks: number; clearedQueue: number }>(id, { cmd: 'stop' });
-    setReceipt(receiptText(r));
+    setReceipt(receiptText(await client.command(id, { cmd: 'stop' })));
   });
   const sendText = async (text: string, how: 'send' | 'steer') => {
-    await api.command(id, { cmd: how, text });
+    await client.command(id, { cmd: how, text });
   };
 
   const state = model.state;
-  // The list polls; a change seen here refreshes it at once.
-  useEffect(() => { if (feed.state === 'live') onChange(); }, [state]);
   const ws = session?.spec.workspace;
   return (
     <section class="session" aria-labelledby="session-title" data-session-view={id} data-last-seq={model.lastSeq}>
@@ -170,7 +167,7 @@ function LazyTerminal({ id }: { id: string }) {
   return <mod.TerminalPane id={id} />;
 }
 
-function receiptText(r: { interruptedTurn: boolean; deniedAsks: number; rejectedHunks: number; clearedQueue: number }): string {
+function receiptText(r: StoppedData): string {
   const parts = [
     r.interruptedTurn ? 'interrupted the turn' : 'no turn was running',
     `denied ${r.deniedAsks} ask${r.deniedAsks === 1 ? '' : 's'}`,
@@ -190,7 +187,7 @@ function TabButton({ tab, cur, set, children }: { tab: Tab; cur: Tab; set: (t: T
 function FeedBanner({ feed }: { feed: { state: FeedState; detail?: string } }) {
   if (feed.state === 'live') return <span class="conn ok" data-testid="feed">live</span>;
   if (feed.state === 'loading') return <span class="conn" data-testid="feed">loading…</span>;
-  if (feed.state === 'gone') return <span class="conn bad" role="status" data-testid="feed">session deleted</span>;
+  if (feed.state === 'gone' || feed.state === 'ended') return <span class="conn bad" role="status" data-testid="feed">session deleted</span>;
   return <span class="conn bad" role="status" data-testid="feed" title={feed.detail}>reconnecting…</span>;
 }
 
@@ -199,8 +196,8 @@ function ModeSwitch({ id, mode, onError }: { id: string; mode: string; onError: 
     <label class="inline-label">
       Mode
       <select value={mode} onChange={(e) => {
-        const m = (e.target as HTMLSelectElement).value;
-        api.command(id, { cmd: 'setMode', mode: m }).catch((x) => onError(errorText(x)));
+        const m = (e.target as HTMLSelectElement).value as Mode;
+        client.command(id, { cmd: 'setMode', mode: m }).catch((x) => onError(errorText(x)));
       }}>
         <option value="review">review</option>
         <option value="auto">auto</option>
@@ -213,13 +210,13 @@ function ModeSwitch({ id, mode, onError }: { id: string; mode: string; onError: 
 function SessionMenu({ id, onError }: { id: string; onError: (s: string) => void }) {
   const fork = async () => {
     try {
-      const r = await api.command<{ from: string; to: string }>(id, { cmd: 'forkSession' });
+      const r = await client.command(id, { cmd: 'forkSession' });
       navigate(`/sessions/${r.to}`);
     } catch (e) { onError(errorText(e)); }
   };
   const remove = async () => {
     if (!confirm(`Delete session ${id}? Its folder is removed.`)) return;
-    try { await api.remove(id); navigate('/'); } catch (e) { onError(errorText(e)); }
+    try { await client.deleteSession(id); navigate('/'); } catch (e) { onError(errorText(e)); }
   };
   return (
     <>
@@ -250,22 +247,26 @@ function Transcript({ id, model, onNote }: { id: string; model: SessionModel; on
           Show earlier ({start} more)
         </button>
       )}
-      {items.slice(start).map((it) => <ItemView key={it.seq} sid={id} item={it} onNote={onNote} />)}
+      {items.slice(start).map((it) => <ItemView key={it.seq} sid={id} item={it} queue={model.queue} onNote={onNote} />)}
       {items.length === 0 && <p class="hint">Nothing has happened in this session yet.</p>}
     </div>
   );
 }
 
-function ItemView({ sid, item, onNote }: { sid: string; item: Item; onNote: (t: string, how: 'send' | 'steer') => Promise<void> }) {
+function ItemView({ sid, item, queue, onNote }: {
+  sid: string; item: Item; queue: SessionModel['queue']; onNote: (t: string, how: 'send' | 'steer') => Promise<void>;
+}) {
   switch (item.kind) {
-    case 'user':
+    case 'user': {
+      const queued = queue.some((q) => q.id === item.id);
       return (
-        <div class={`msg user ${item.queued ? 'queued' : ''}`} data-seq={item.seq} data-testid="user-message">
+        <div class={`msg user ${queued ? 'queued' : ''}`} data-seq={item.seq} data-testid="user-message">
           <span class="who">{item.msgKind === 'send' ? 'You' : item.msgKind}</span>
-          {item.queued && <span class="tag">queued</span>}
+          {queued && <span class="tag">queued</span>}
           <p class="text">{item.text}</p>
         </div>
       );
+    }
     case 'assistant':
       return (
         <div class="msg assistant" data-seq={item.seq} data-testid="assistant">
@@ -326,7 +327,11 @@ function ItemView({ sid, item, onNote }: { sid: string; item: Item; onNote: (t: 
         </div>
       );
     case 'notice':
-      return <div class="notice" data-seq={item.seq}>{item.text}</div>;
+      return (
+        <div class="notice" data-seq={item.seq}>
+          {item.text}{item.session && <> · <a href={`#/sessions/${item.session}`}>open {item.session}</a></>}
+        </div>
+      );
   }
 }
 
@@ -334,31 +339,45 @@ function Composer({ id, model, onError }: { id: string; model: SessionModel; onE
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
   const [note, setNote] = useState<string>();
+  // Messages go out one after another, in the order they were typed.
+  const last = useRef<Promise<void>>(Promise.resolve());
   const running = model.turnRunning;
-  const go = async (how: 'send' | 'steer') => {
+  const go = (how: 'send' | 'steer') => {
     const t = text.trim();
     if (!t) return;
+    // The box empties at once: what is typed while the message goes out
+    // is the next message, never wiped when the answer comes.
+    setText('');
+    const one = async () => {
+      try {
+        if (how === 'steer') {
+          const r = await client.command(id, { cmd: 'steer', text: t });
+          setNote(`Steer ${r.delivery === 'queued' ? 'queued as the next message (no turn was running)' : `accepted (${r.delivery})`}`);
+        } else {
+          await client.command(id, { cmd: 'send', text: t });
+          setNote(undefined);
+        }
+      } catch (e) {
+        // Not sent: the text comes back unless something new was typed.
+        setText((cur) => (cur === '' ? t : cur));
+        onError(errorText(e));
+      }
+    };
+    const p = last.current.then(one);
+    last.current = p;
     setBusy(true);
-    try {
-      const r = await api.command<{ delivery?: string }>(id, { cmd: how, text: t });
-      setText('');
-      setNote(how === 'steer' ? `Steer ${r?.delivery === 'queued' ? 'queued as the next message (no turn was running)' : `accepted (${r?.delivery})`}` : undefined);
-    } catch (e) {
-      onError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
+    p.then(() => { if (last.current === p) setBusy(false); });
   };
   return (
     <form class="composer" onSubmit={(e) => { e.preventDefault(); go('send'); }} aria-label="Message the agent">
-      {model.queue.size > 0 && (
-        <ul class="queue" aria-label="Queued messages">
-          {[...model.queue].map(([mid, t]) => (
-            <li key={mid}>
-              <span class="tag">queued</span> {t}
+      {model.queue.length > 0 && (
+        <ul class="queue" aria-label="Queued messages" data-testid="queue">
+          {model.queue.map((q) => (
+            <li key={q.id}>
+              <span class="tag">queued</span> {q.text}
               <button type="button" class="ghost small" onClick={() =>
-                api.command(id, { cmd: 'cancelQueued', messageId: mid }).then(() => model.forget(mid), (x) => onError(errorText(x)))}
-              aria-label={`Cancel queued message ${mid}`}>Cancel</button>
+                client.command(id, { cmd: 'cancelQueued', messageId: q.id }).catch((x) => onError(errorText(x)))}
+              aria-label={`Cancel queued message ${q.id}`}>Cancel</button>
             </li>
           ))}
         </ul>
@@ -388,7 +407,7 @@ function SidePanel({ id, model, onError }: { id: string; model: SessionModel; on
     e.preventDefault();
     const n = Number(cap);
     if (!cap.trim() || !Number.isFinite(n) || n < 0) { onError('The spend cap is a number of dollars, 0 or more.'); return; }
-    api.command(id, { cmd: 'setSpendCap', spendCapUsd: n }).then(() => setCap(''), (x) => onError(errorText(x)));
+    client.command(id, { cmd: 'setSpendCap', spendCapUsd: n }).then(() => setCap(''), (x) => onError(errorText(x)));
   };
   return (
     <aside class="side-panel" aria-label="Session details">

@@ -1,11 +1,13 @@
 // The session list: every session with its live state, engine and model,
 // cost, goal progress and last activity, with filters and a badge for the
-// ones waiting for a person. It polls the list (GET /v1/sessions); when the
-// multiplexed stream (GET /v1/events) is served, it is the place to use it.
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, type Session, type State } from './api';
+// ones waiting for a person. It follows the multiplexed stream (GET
+// /v1/events): each time the stream opens the list is read whole, and
+// then each item refreshes the row of its session (docs/console.md).
+import { useEffect, useState } from 'preact/hooks';
+import { client, followFeed, type FeedItem, type FeedState, type Session, type State } from './api';
+import { eventTypes, type LifecycleType } from '@corral/client';
 import { stateLabel, waitsForHuman } from './model';
-import { ago, errorText, money, useInterval, useNow } from './util';
+import { ago, coalesce, errorText, millis, money, useNow } from './util';
 
 export interface Row {
   id: string;
@@ -23,7 +25,6 @@ export interface Row {
 export interface SessionsState {
   list: Row[];
   error?: string;
-  refresh: () => void;
 }
 
 function toRow(s: Session): Row {
@@ -42,45 +43,125 @@ function toRow(s: Session): Row {
   };
 }
 
-const pollMs = 2000;
+// Every lifecycle change (a record, so a new one in the contract fails the
+// build until it is listed here).
+const lifecycleTypes: Record<LifecycleType, true> = {
+  sessionCreated: true, sessionLive: true, sessionReaped: true, sessionFailed: true, sessionDeleted: true,
+};
+
+/**
+ * The items the list follows: every lifecycle change and every event but
+ * streamed text, which changes no row (the turn's other events do).
+ */
+export const listTypes = [...eventTypes.filter((t) => t !== 'assistantDelta'), ...Object.keys(lifecycleTypes)];
+
+/**
+ * Rows is the list's state outside Preact: rows by id, and per session at
+ * most one read of it under way (an item that comes meanwhile asks for
+ * one more after it), so a busy session costs one request at a time and
+ * its row never lags its last item.
+ */
+class Rows {
+  private rows = new Map<string, Row>();
+  private readers = new Map<string, () => void>();
+  // Each read is numbered when it starts; an answer older than the one a
+  // row shows is dropped (a whole-list read and a row's read may cross).
+  private counter = 0;
+  private shown = new Map<string, number>();
+  private deleted = new Set<string>();
+
+  constructor(private onChange: (rows: Row[]) => void, private onWait: (r: Row) => void) {}
+
+  list(): Row[] {
+    // Most recently updated first, as GET /v1/sessions gives them.
+    return [...this.rows.values()].sort((a, b) => millis(b.updatedAt) - millis(a.updatedAt) || (a.id < b.id ? -1 : 1));
+  }
+
+  /** readAll replaces every row with the supervisor's list. */
+  async readAll(): Promise<void> {
+    const n = ++this.counter;
+    const sessions = await client.sessions();
+    const ids = new Set(sessions.map((s) => s.id));
+    for (const id of [...this.rows.keys()]) {
+      if (!ids.has(id) && (this.shown.get(id) ?? 0) < n) this.rows.delete(id);
+    }
+    for (const s of sessions) this.put(toRow(s), n, false);
+    this.onChange(this.list());
+  }
+
+  /** take applies one item of the multiplexed stream. */
+  take(it: FeedItem): void {
+    const id = it.session;
+    if (!id) return;
+    if (it.lifecycle?.type === 'sessionDeleted') {
+      this.deleted.add(id);
+      this.rows.delete(id);
+      this.readers.delete(id);
+      this.onChange(this.list());
+      return;
+    }
+    const row = this.rows.get(id);
+    if (row && it.event) row.updatedAt = it.event.ts;
+    let read = this.readers.get(id);
+    if (!read) {
+      read = coalesce(() => this.readOne(id));
+      this.readers.set(id, read);
+    }
+    read();
+  }
+
+  private async readOne(id: string): Promise<void> {
+    const n = ++this.counter;
+    // A failed read (the session deleted meanwhile, the supervisor gone)
+    // leaves the row as it was: the next item or the next opening of the
+    // stream reads it again.
+    this.put(toRow(await client.session(id)), n, true);
+    this.onChange(this.list());
+  }
+
+  private put(row: Row, n: number, live: boolean): void {
+    if ((this.shown.get(row.id) ?? 0) > n || this.deleted.has(row.id)) return;
+    const before = this.rows.get(row.id);
+    this.shown.set(row.id, n);
+    this.rows.set(row.id, row);
+    if (live && row.waiting && !before?.waiting) this.onWait(row);
+  }
+}
 
 export function useSessions(): SessionsState {
   const [list, setList] = useState<Row[]>([]);
-  const [error, setError] = useState<string>();
-  const seenWaiting = useRef(new Set<string>());
-  const load = async () => {
-    try {
-      const rows = (await api.sessions()).map(toRow);
-      setList(rows);
-      setError(undefined);
-      notifyNewWaits(rows, seenWaiting.current);
-    } catch (e) {
-      setError(`Supervisor unreachable: ${errorText(e)}`);
-    }
-  };
-  useEffect(() => { load(); }, []);
-  useInterval(load, pollMs);
-  return { list, error, refresh: load };
+  const [feed, setFeed] = useState<{ state: FeedState; detail?: string }>({ state: 'loading' });
+  const [readError, setReadError] = useState<string>();
+  useEffect(() => {
+    const r = new Rows(setList, notifyWait);
+    const readAll = () => r.readAll().then(() => setReadError(undefined), (e) => setReadError(errorText(e)));
+    return followFeed({
+      types: listTypes,
+      onOpen: readAll,
+      onItem: (it) => {
+        if (it.stream?.type === 'streamReset') readAll();
+        else r.take(it);
+      },
+      onState: (state, detail) => setFeed({ state, detail }),
+    });
+  }, []);
+  const error = feed.state === 'reconnecting' ? `Supervisor unreachable: ${feed.detail ?? 'reconnecting'}` : readError;
+  return { list, error };
 }
 
-/** notifyNewWaits shows a browser notification for each session that has
- * just started waiting for a person (when the user opted in). */
-function notifyNewWaits(rows: Row[], seen: Set<string>): void {
-  const now = new Set(rows.filter((r) => r.waiting).map((r) => r.id));
+/**
+ * notifyWait shows a browser notification for a session that has just
+ * started waiting for a person, when the user opted in.
+ */
+function notifyWait(r: Row): void {
   const on = typeof Notification !== 'undefined' && Notification.permission === 'granted' &&
     localStorage.getItem('corral.notify') === 'on';
-  for (const id of now) {
-    if (!seen.has(id) && on) {
-      const r = rows.find((x) => x.id === id)!;
-      const n = new Notification(`Corral: session ${id} ${stateLabel[r.state as State]}`, {
-        body: r.activity || 'It waits for your decision.',
-        tag: `corral-${id}`,
-      });
-      n.onclick = () => { focus(); location.hash = `/sessions/${id}`; };
-    }
-  }
-  seen.clear();
-  for (const id of now) seen.add(id);
+  if (!on) return;
+  const n = new Notification(`Corral: session ${r.id} ${stateLabel[r.state as State]}`, {
+    body: r.activity || 'It waits for your decision.',
+    tag: `corral-${r.id}`,
+  });
+  n.onclick = () => { focus(); location.hash = `/sessions/${r.id}`; };
 }
 
 type Filter = 'all' | 'waiting' | 'working' | 'idle' | 'ended';

@@ -1,11 +1,13 @@
 // The session's terminal in xterm.js over the terminal WebSocket
-// (docs/api.md, Terminals): as its owner or a read-only viewer, resized
-// with the pane, and attached again after a lost connection (the
-// scrollback replay redraws the screen).
+// (docs/api.md, Terminals), attached through the client: as its owner or a
+// read-only viewer, resized with the pane, and attached again after a lost
+// connection (the scrollback replay redraws the screen).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import '@xterm/xterm/css/xterm.css';
+import { client, type TerminalAttachment as Attachment } from './api';
+import { errorText } from './util';
 
 type Conn = 'connecting' | 'open' | 'closed' | 'exited';
 
@@ -32,56 +34,62 @@ export function TerminalPane({ id }: { id: string }) {
     term.loadAddon(fit);
     term.open(host.current!);
     fit.fit();
-    let ws: WebSocket | undefined;
+    let attached: Attachment | undefined;
     let stopped = false;
     let retry = 0;
     let timer = 0;
-    const enc = new TextEncoder();
 
-    const connect = () => {
+    const again = () => {
+      setConn('closed');
+      retry++;
+      timer = window.setTimeout(connect, Math.min(4000, 250 * 2 ** retry));
+    };
+    const connect = async () => {
       setConn('connecting');
-      const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-      const q = new URLSearchParams({ role, cols: String(term.cols), rows: String(term.rows) });
-      ws = new WebSocket(`${proto}//${location.host}/v1/sessions/${id}/terminals/main?${q}`);
-      ws.binaryType = 'arraybuffer';
+      let t: Attachment;
+      try {
+        t = await client.attachTerminal(id, { readOnly: role === 'read-only', cols: term.cols, rows: term.rows });
+      } catch (e) {
+        if (stopped) return;
+        setNote(errorText(e));
+        again();
+        return;
+      }
+      if (stopped) {
+        t.close();
+        return;
+      }
+      // The replay that follows redraws the screen from scratch.
+      attached = t;
+      term.reset();
+      retry = 0;
+      setGranted(t.role);
+      setConn('open');
+      setNote(t.role !== role ? 'Another client owns this terminal: you watch it read-only.' : undefined);
       let exited = false;
-      ws.onmessage = (m) => {
-        if (typeof m.data === 'string') {
-          const f = JSON.parse(m.data);
-          if (f.type === 'opened') {
-            // The replay that follows redraws the screen from scratch.
-            term.reset();
-            retry = 0;
-            setGranted(f.role);
-            setConn('open');
-            setNote(f.role !== role ? 'Another client owns this terminal: you watch it read-only.' : undefined);
-          } else if (f.type === 'exit') {
+      try {
+        for await (const ev of t) {
+          if (ev.output) term.write(ev.output);
+          else if (ev.notice) setNote(`${ev.notice.code}: ${ev.notice.message}`);
+          else if (ev.exit) {
             exited = true;
             setConn('exited');
-            setNote(`The program exited${f.signal ? ` (${f.signal})` : ` with status ${f.exitCode}`}. Reconnect to start a new one.`);
-          } else if (f.type === 'error') {
-            setNote(`${f.code}: ${f.message}`);
+            setNote(`The program exited${ev.exit.signal ? ` (${ev.exit.signal})` : ` with status ${ev.exit.code}`}. Reconnect to start a new one.`);
           }
-          return;
         }
-        term.write(new Uint8Array(m.data as ArrayBuffer));
-      };
-      ws.onclose = () => {
-        if (stopped || exited) return;
-        setConn('closed');
-        retry++;
-        timer = window.setTimeout(connect, Math.min(4000, 250 * 2 ** retry));
-      };
+      } catch (e) {
+        if (!stopped) setNote(errorText(e));
+      }
+      attached = undefined;
+      if (!stopped && !exited) again();
     };
-    const input = term.onData((d) => {
-      if (ws?.readyState === WebSocket.OPEN) ws.send(enc.encode(d));
-    });
+    const input = term.onData((d) => attached?.input(d));
     const ro = new ResizeObserver(() => {
       fit.fit();
     });
     ro.observe(host.current!);
     const resize = term.onResize(({ cols, rows }) => {
-      if (ws?.readyState === WebSocket.OPEN && role === 'owner') ws.send(JSON.stringify({ type: 'resize', cols, rows }));
+      if (attached?.role === 'owner') attached.resize(cols, rows);
     });
     connect();
     term.focus();
@@ -91,7 +99,7 @@ export function TerminalPane({ id }: { id: string }) {
       ro.disconnect();
       input.dispose();
       resize.dispose();
-      ws?.close();
+      attached?.close();
       term.dispose();
     };
   }, [id, role, attempt]);

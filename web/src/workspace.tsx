@@ -3,12 +3,13 @@
 // branch, done locally and never forced: conflicts are reported and
 // nothing changes. Review notes on a line go to the agent.
 import { useEffect, useState } from 'preact/hooks';
-import { api, type MergeResult, type Workspace } from './api';
+import { client, type MergeResult, type WorkspaceStatus } from './api';
+import { reviewable } from './model';
 import { FileHeader, HunkDiff, LayoutSwitch, NoteBox, useLayout, type NoteTarget } from './diff';
 import { errorText } from './util';
 
 export function WorkspacePanel({ id, onNote }: { id: string; onNote: (text: string, how: 'steer' | 'send') => Promise<void> }) {
-  const [ws, setWs] = useState<Workspace>();
+  const [ws, setWs] = useState<WorkspaceStatus>();
   const [error, setError] = useState<string>();
   const [message, setMessage] = useState('');
   const [busy, setBusy] = useState(false);
@@ -17,7 +18,7 @@ export function WorkspacePanel({ id, onNote }: { id: string; onNote: (text: stri
   const [layout, setLayout] = useLayout();
   const [noteAt, setNoteAt] = useState<NoteTarget>();
 
-  const load = () => api.workspace(id).then((w) => { setWs(w); setError(undefined); }, (e) => setError(errorText(e)));
+  const load = () => client.workspace(id).then((w) => { setWs(w); setError(undefined); }, (e) => setError(errorText(e)));
   useEffect(() => { load(); }, [id]);
 
   const act = async (fn: () => Promise<void>) => {
@@ -29,13 +30,13 @@ export function WorkspacePanel({ id, onNote }: { id: string; onNote: (text: stri
     e.preventDefault();
     if (!message.trim()) return;
     act(async () => {
-      const c = await api.commitWorkspace(id, message.trim());
+      const c = await client.commitWorkspace(id, message.trim());
       setDone(`Committed ${c.slice(0, 12)}.`);
       setMessage('');
     });
   };
   const doMerge = () => act(async () => {
-    const r = await api.mergeWorkspace(id);
+    const r = await client.mergeWorkspace(id);
     setMerge(r);
     setDone(undefined);
   });
@@ -71,8 +72,9 @@ export function WorkspacePanel({ id, onNote }: { id: string; onNote: (text: stri
           )}
           <div class="ws-files">
             <header class="card-head"><h2>Changes against {ws.base}</h2><span class="spacer" /><LayoutSwitch layout={layout} onChange={setLayout} /></header>
-            {ws.files.length === 0 && <p class="hint">No change against the base.</p>}
-            {ws.files.map((f) => (
+            {!ws.files?.length && <p class="hint">No change against the base.</p>}
+            {ws.truncated && <p class="hint">More files changed than are shown here.</p>}
+            {(ws.files ?? []).map(reviewable).map((f) => (
               <article class="card edit" key={f.path}>
                 <header class="card-head"><FileHeader edit={f} /></header>
                 {f.binary ? <p class="hint">Binary file</p> : f.hunks.map((h) => (

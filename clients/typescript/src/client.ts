@@ -73,6 +73,12 @@ export interface EventsOptions {
    * when it has resumed (lost is undefined).
    */
   onReconnect?: (lost: unknown) => void;
+  /**
+   * Told each time the supervisor's answer has come, the first time and
+   * after each reconnection, before any item it carries: from then on
+   * nothing is missed, so a shell reads its snapshot here.
+   */
+  onOpen?: () => void;
 }
 
 /** What the multiplexed stream carries (GET /v1/events). */
@@ -85,6 +91,8 @@ export interface FeedOptions {
   from?: string;
   signal?: AbortSignal;
   onReconnect?: (lost: unknown) => void;
+  /** As for EventsOptions: told each time the stream has (re)opened. */
+  onOpen?: () => void;
 }
 
 /** What wait waits for. */
@@ -403,7 +411,7 @@ export class CorralClient {
   private async *lines(
     path: () => string,
     follow: boolean,
-    opts: { signal?: AbortSignal; onReconnect?: (lost: unknown) => void },
+    opts: { signal?: AbortSignal; onReconnect?: (lost: unknown) => void; onOpen?: () => void },
     end: (line: string) => CorralError | undefined,
   ): AsyncGenerator<string> {
     let wait = reconnectFirstMs;
@@ -420,6 +428,7 @@ export class CorralClient {
       if (resp?.body) {
         if (lost !== undefined) opts.onReconnect?.(undefined);
         lost = undefined;
+        opts.onOpen?.();
         wait = reconnectFirstMs;
         try {
           for await (const line of ndjsonLines(resp.body)) {

@@ -158,15 +158,19 @@ test("a followed stream resumes after a cut connection, without repeating or los
     const direct = client();
     const s = await direct.createSession({ engine: "script", cwd: work, scenario: work + "/scenario.yaml" });
     const notes: string[] = [];
-    const events = client(`http://127.0.0.1:${port}`).events(s.id, { onReconnect: (lost) => notes.push(lost === undefined ? "resumed" : "lost") });
+    const events = client(`http://127.0.0.1:${port}`).events(s.id, {
+      onReconnect: (lost) => notes.push(lost === undefined ? "resumed" : "lost"),
+      onOpen: () => notes.push("open"),
+    });
     await direct.command(s.id, { cmd: "send", text: "hello" });
     const first = await until(events, (e) => e.type === "turnEnded");
+    assert.deepEqual(notes, ["open"], "the stream said once that it was open");
     for (const c of conns) c.destroy();
     await direct.command(s.id, { cmd: "send", text: "again" });
     const second = await until(events, (e) => e.type === "turnEnded");
     const seqs = first.concat(second).map((e) => e.seq);
     seqs.forEach((seq, i) => assert.equal(seq, i + 1));
-    assert.deepEqual(notes, ["lost", "resumed"]);
+    assert.deepEqual(notes, ["open", "lost", "resumed", "open"]);
     await events.return(undefined);
     await direct.deleteSession(s.id);
   } finally {

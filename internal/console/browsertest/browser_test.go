@@ -17,7 +17,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// TestConsoleInChromium runs web/e2e/console.test.mjs.
+// TestConsoleInChromium runs every web/e2e/*.test.mjs.
 func TestConsoleInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser tests are long; not with -short")
@@ -51,17 +51,22 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	files, err := filepath.Glob(filepath.Join(web, "e2e", "*.test.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no browser test files in web/e2e: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "--test-reporter=spec",
-		filepath.Join("e2e", "console.test.mjs"))
+	// One file at a time: each starts its own supervisor and Chromium.
+	args := append([]string{"--test", "--test-concurrency=1", "--test-reporter=spec"}, files...)
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = web
 	cmd.Env = append(os.Environ(), "CORRAL_BIN="+bin, "CORRAL_CHROMIUM="+chromium)
 	if os.Getenv("CORRAL_SCREENSHOTS") == "" {
 		cmd.Env = append(cmd.Env, "CORRAL_SCREENSHOTS="+t.TempDir())
 	}
 	out, err := cmd.CombinedOutput()
-	t.Logf("node --test e2e/console.test.mjs:\n%s", out)
+	t.Logf("node --test web/e2e/*.test.mjs:\n%s", out)
 	if err != nil {
 		t.Fatalf("browser tests failed: %v", err)
 	}
