@@ -30,9 +30,10 @@ type Config struct {
 	// Env is added to each runner's environment (after the inherited one,
 	// cleaned of credentials).
 	Env []string
-	// Credentials go to each runner inside live.ensure, never into a file
-	// or a log.
-	Credentials map[string]string
+	// Credentials, when set, are read at each runner's start for the
+	// items its session's engine uses (internal/engines/catalog), and go
+	// to the runner inside live.ensure, never into a file or a log.
+	Credentials Credentials
 
 	// IdleTTL is how long a runner may sit idle before it is stopped
 	// (default 5 minutes).
@@ -74,6 +75,14 @@ type Config struct {
 	Observer Observer
 	// Now is the reaper's clock (default time.Now).
 	Now func() time.Time
+}
+
+// Credentials are where the secrets the supervisor hands its runners are
+// kept (creds.Secrets: the OS keyring or a credentials file).
+type Credentials interface {
+	// Pick returns the secrets of those items that are set. When the
+	// store cannot be read it returns what it could read and why.
+	Pick(items []string) (map[string]string, error)
 }
 
 func (c *Config) setDefaults() error {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/internal/engines/catalog"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
@@ -295,7 +296,7 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 }
 
 func (m *Manager) ensureLive(ctx context.Context, c *child, spec wire.Spec, dir string) error {
-	r, err := call(ctx, c, &wire.LiveEnsure{Spec: spec, Dir: dir, Credentials: m.cfg.Credentials})
+	r, err := call(ctx, c, &wire.LiveEnsure{Spec: spec, Dir: dir, Credentials: m.credentials(spec)})
 	if err != nil {
 		return err
 	}
@@ -303,6 +304,25 @@ func (m *Manager) ensureLive(ctx context.Context, c *child, spec wire.Spec, dir 
 		return r.Error
 	}
 	return nil
+}
+
+// credentials reads the secrets spec's engine uses, and only those. A store
+// that cannot be read is logged (never a secret: the error names the item
+// and the store) and the runner starts without them: a session that needs
+// none (an endpoint without a key, a CLI's own login) still starts, and one
+// that does fails with signInExpired, saying which item is missing.
+func (m *Manager) credentials(spec wire.Spec) map[string]string {
+	if m.cfg.Credentials == nil {
+		return nil
+	}
+	secrets, err := m.cfg.Credentials.Pick(catalog.CredentialsFor(spec.Engine))
+	if err != nil {
+		m.log.Warn("credentials not read", zap.String("session", spec.ID), zap.String("engine", spec.Engine), zap.Error(err))
+	}
+	if len(secrets) == 0 {
+		return nil
+	}
+	return secrets
 }
 
 func (m *Manager) onExit(c *child) {

@@ -55,7 +55,8 @@ type Config struct {
 	// TokenFile holds the bearer token for TCP; empty means <state>/token,
 	// generated when missing.
 	TokenFile string
-	// CredentialsFile is a 0600 credentials file handed to runners.
+	// CredentialsFile is a 0600 credentials file whose items runners get;
+	// empty means the OS keyring.
 	CredentialsFile string
 	// EnginesDir is passed to runners as CORRAL_ENGINES_DIR.
 	EnginesDir string
@@ -189,13 +190,16 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		mcfg.Env = append(mcfg.Env, "CORRAL_ENGINES_DIR="+dir)
 	}
+	// Runners get their engine's credentials from the credentials file
+	// when one is given, else from the OS keyring, as a standalone runner
+	// does.
+	secrets := creds.NewKeyring(creds.OSKeyring{})
 	if cfg.CredentialsFile != "" {
-		store, err := creds.LoadFile(cfg.CredentialsFile)
-		if err != nil {
+		if secrets, err = creds.OpenFile(cfg.CredentialsFile); err != nil {
 			return err
 		}
-		mcfg.Credentials = store.File
 	}
+	mcfg.Credentials = secrets
 	m, err = supervisor.New(mcfg)
 	if err != nil {
 		return err

@@ -1,0 +1,138 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zalando/go-keyring"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/wire"
+)
+
+// A runner the supervisor starts gets, from the OS keyring (go-keyring's
+// mock provider here), the credentials its session's engine uses and no
+// others; no secret reaches a file or a log.
+func TestRunnersGetTheirEnginesCredentialsFromTheKeyring(t *testing.T) {
+	keyring.MockInit()
+	secrets := map[string]string{
+		creds.AnthropicAPIKey: "sk-ant-test-very-secret-value",
+		creds.OpenAIAPIKey:    "sk-openai-test-very-secret-value",
+		creds.GitHubToken:     "ghp_test_very_secret_value",
+	}
+	store := creds.NewKeyring(creds.OSKeyring{})
+	for item, secret := range secrets {
+		if err := store.Set(item, secret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	core, logs := observer.New(zap.DebugLevel)
+	m := newManager(t, "", func(c *Config) {
+		c.Credentials = store
+		c.Logger = zap.New(core)
+	})
+	received := func(id string) string {
+		t.Helper()
+		var got []string
+		for _, e := range logs.FilterMessage("runner stderr").FilterField(zap.String("session", id)).All() {
+			line, _ := e.ContextMap()["line"].(string)
+			if _, names, ok := strings.Cut(line, "credentials received: "); ok {
+				got = append(got, strings.TrimSpace(names))
+			}
+		}
+		return strings.Join(got, ";")
+	}
+	cases := []struct {
+		engine string
+		want   []string // items, in any order
+	}{
+		{"claude", []string{creds.AnthropicAPIKey}},
+		{"codex", []string{creds.OpenAIAPIKey}},
+		{"copilot", []string{creds.GitHubToken, creds.OpenAIAPIKey, creds.AnthropicAPIKey}},
+		{"script", nil},
+		{"my-plugin", creds.Items}, // a plugin's needs are unknown: every item, as before
+	}
+	ids := make([]string, len(cases))
+	for i, tc := range cases {
+		s, err := m.Create(ctxT(t), wire.Spec{Engine: tc.engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCommand(t, m, s.ID, command.Send{Text: "x"})
+		readUntil(t, m, s.ID, 1, "turnEnded")
+		ids[i] = s.ID
+	}
+	// Every runner's stderr has been read once they are all gone.
+	if err := m.Shutdown(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range cases {
+		got := received(ids[i])
+		var names []string
+		if got != "" {
+			names = strings.Split(got, ",")
+		}
+		slices.Sort(names)
+		want := slices.Sorted(slices.Values(tc.want))
+		if !slices.Equal(names, want) {
+			t.Errorf("the runner of a %s session received %v, want exactly %v", tc.engine, names, want)
+		}
+	}
+	for _, e := range logs.All() {
+		for _, secret := range secrets {
+			if strings.Contains(e.Message+toString(e.ContextMap()), secret) {
+				t.Fatalf("secret in log entry %q", e.Message)
+			}
+		}
+	}
+	filepath.Walk(m.cfg.StateDir, func(path string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			raw, _ := os.ReadFile(path)
+			for _, secret := range secrets {
+				if strings.Contains(string(raw), secret) {
+					t.Errorf("secret written to %s", path)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// A keyring that cannot be read (no Secret Service on this host) does not
+// stop a session from starting: the supervisor says why in its log, and the
+// runner starts without credentials, so the engine reports what it misses.
+func TestUnreadableKeyringStillStartsTheSession(t *testing.T) {
+	keyring.MockInitWithError(errNoSecretService)
+	core, logs := observer.New(zap.DebugLevel)
+	m := newManager(t, "", func(c *Config) {
+		c.Credentials = creds.NewKeyring(creds.OSKeyring{})
+		c.Logger = zap.New(core)
+	})
+	s, err := m.Create(ctxT(t), wire.Spec{Engine: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommand(t, m, s.ID, command.Send{Text: "x"})
+	readUntil(t, m, s.ID, 1, "turnEnded")
+	warned := logs.FilterMessage("credentials not read").All()
+	if len(warned) == 0 {
+		t.Fatal("no log line says the keyring could not be read")
+	}
+	if msg, _ := warned[0].ContextMap()["error"].(string); !strings.Contains(msg, "anthropic-api-key") || !strings.Contains(msg, "--credentials FILE") {
+		t.Fatalf("the warning %q should name the item and the way out", msg)
+	}
+}
+
+var errNoSecretService = &noBusError{}
+
+type noBusError struct{}
+
+func (*noBusError) Error() string {
+	return "failed to unlock correct collection '/org/freedesktop/secrets/aliases/default': The name org.freedesktop.secrets was not provided by any .service files"
+}
