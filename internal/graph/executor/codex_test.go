@@ -2,10 +2,13 @@ package executor_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/internal/graph/drivers"
@@ -38,9 +41,17 @@ func TestANodeRoutedToTheRealCodexCLICompletes(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Close() })
 
+	credsFile := filepath.Join(t.TempDir(), "credentials.json")
+	if err := os.WriteFile(credsFile, []byte(`{"openai-api-key": "test-key"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := creds.OpenFile(credsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, state := graphtest.Manager(t, func(c *supervisor.Config) {
 		c.Env = []string{"CORRAL_ENGINES_DIR=" + engines}
-		c.Credentials = map[string]string{"openai-api-key": "test-key"}
+		c.Credentials = secrets
 	})
 	st, err := store.ForState(state, store.Options{})
 	if err != nil {
