@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // External is a subcommand another package provides (gate, hunks, ...).
@@ -29,9 +31,13 @@ type subcommand struct {
 	run     func(ctx context.Context, e *env, args []string) error
 }
 
-// env is what a subcommand writes to.
+// env is what a subcommand reads from and writes to.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
+	// json is --json, which every command takes: its result, or its
+	// error, is printed as one JSON envelope (output.go).
+	json bool
 }
 
 func commands() []subcommand {
@@ -62,6 +68,7 @@ func commands() []subcommand {
 		{"health", "", "print the running supervisor's health; exit 1 when it is not ready", runHealth},
 		{"graph", "open|next|run|submit|retry|status", "graph runs over sessions: plan, spec, critique, implement, test, gate, report", runGraph},
 		{"mcp", "", "serve Corral's MCP tools (graph runs, sessions) on stdio", runMCP},
+		{"creds", "ls|set ITEM|rm ITEM", "manage the credentials sessions get (keyring or credentials file)", runCreds},
 		{"attach", "ID [-- COMMAND...]", "attach this terminal to a session's terminal (detach: " + detachHelp + ")", runAttach},
 	}
 }
@@ -69,6 +76,10 @@ func commands() []subcommand {
 // Main runs the command line args (without the program name) and returns
 // the exit status: 0 on success, 1 when the work failed, 2 on bad usage.
 func Main(args []string, stdout, stderr io.Writer, ext ...External) int {
+	return mainWith(os.Stdin, args, stdout, stderr, ext...)
+}
+
+func mainWith(stdin io.Reader, args []string, stdout, stderr io.Writer, ext ...External) int {
 	cmds := commands()
 	if len(args) == 0 {
 		usage(stderr, cmds, ext)
@@ -76,7 +87,7 @@ func Main(args []string, stdout, stderr io.Writer, ext ...External) int {
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
-			return Main([]string{args[1], "--help"}, stdout, stderr, ext...)
+			return mainWith(stdin, []string{args[1], "--help"}, stdout, stderr, ext...)
 		}
 		usage(stdout, cmds, ext)
 		return 0
@@ -98,7 +109,8 @@ func Main(args []string, stdout, stderr io.Writer, ext ...External) int {
 			stop()
 			ctx = context.Background()
 		}
-		err := c.run(ctx, &env{stdout: stdout, stderr: stderr}, rest)
+		e := &env{stdin: stdin, stdout: stdout, stderr: stderr, json: wantsJSON(rest)}
+		err := c.run(ctx, e, rest)
 		var ue usageError
 		var status exitStatus
 		switch {
@@ -107,9 +119,17 @@ func Main(args []string, stdout, stderr io.Writer, ext ...External) int {
 		case errors.As(err, &status):
 			return int(status)
 		case errors.As(err, &ue):
+			if e.json {
+				e.emitError(wire.Errorf(wire.CodeBadRequest, "%v", ue.err))
+				return 2
+			}
 			fmt.Fprintf(stderr, "supervisor %s: %v\nRun 'supervisor %s --help' for usage.\n", name, ue.err, name)
 			return 2
 		default:
+			if e.json {
+				e.emitError(err)
+				return 1
+			}
 			fmt.Fprintf(stderr, "supervisor %s: %s\n", name, oneLine(err.Error()))
 			return 1
 		}
@@ -170,6 +190,7 @@ func oneLine(s string) string {
 func newFlags(e *env, name, args, summary string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	fs.BoolVar(&e.json, "json", e.json, jsonHelp)
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: supervisor %s [flags] %s\n\n%s\n\nFlags:\n", name, args, summary)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
@@ -68,6 +70,18 @@ func run(args ...string) (int, string, string) {
 	return code, out.String(), errw.String()
 }
 
+// jsonResult decodes the result of a --json command's envelope into v.
+func jsonResult(out string, v any) error {
+	var env wire.Reply
+	if err := json.Unmarshal([]byte(out), &env); err != nil {
+		return fmt.Errorf("not one JSON envelope: %w: %q", err, out)
+	}
+	if !env.OK {
+		return fmt.Errorf("envelope says it failed: %q", out)
+	}
+	return json.Unmarshal(env.Result, v)
+}
+
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
 	code, out, errOut := run(args...)
@@ -111,7 +125,7 @@ func TestSessionFromTheCommandLine(t *testing.T) {
 		t.Fatalf("ls:\n%s", table)
 	}
 	var list []api.Session
-	if err := json.Unmarshal([]byte(mustRun(t, "ls", "--json")), &list); err != nil || len(list) != 1 || list[0].ID != id {
+	if err := jsonResult(mustRun(t, "ls", "--json"), &list); err != nil || len(list) != 1 || list[0].ID != id {
 		t.Fatalf("ls --json: %v %v", list, err)
 	}
 
@@ -262,7 +276,7 @@ func TestWaitAndCancel(t *testing.T) {
 		t.Fatalf("wait printed %q, want the turnEnded line", out)
 	}
 	var r api.WaitReply
-	if err := json.Unmarshal([]byte(mustRun(t, "wait", id, "--json")), &r); err != nil || !r.Met || r.For != api.WaitIdle {
+	if err := jsonResult(mustRun(t, "wait", id, "--json"), &r); err != nil || !r.Met || r.For != api.WaitIdle {
 		t.Fatalf("wait --json: %+v %v", r, err)
 	}
 	if code, _, errOut := run("wait", id, "--for", "lunch"); code != 2 || !strings.Contains(errOut, "turnEnd, human or idle") {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -158,7 +159,6 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func runList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "ls", "", "List sessions, most recently updated first.")
-	asJSON := fs.Bool("json", false, "print the sessions as a JSON array")
 	c, _, err := simple(e, fs, args, 0, 0)
 	if err != nil {
 		return err
@@ -167,10 +167,12 @@ func runList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return printJSON(e.stdout, list)
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	return e.emit(list, func(w io.Writer) error { return sessionTable(w, list) })
+}
+
+// sessionTable prints sessions as ls does.
+func sessionTable(w io.Writer, list []api.Session) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tENGINE\tSTATE\tLIVE\tUPDATED\tCWD")
 	for _, s := range list {
 		state := "-"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/corral-dev/corral/pkg/api"
@@ -25,7 +26,6 @@ func runWait(ctx context.Context, e *env, args []string) error {
 	waitFor := fs.String("for", string(api.WaitIdle), "what to wait for: turnEnd, human or idle")
 	after := fs.Int64("after", -1, "turnEnd: the first turn that ends past this seq (default: the turn under way, or none)")
 	timeout := fs.Duration("timeout", 0, "give up after this long (default: never)")
-	asJSON := fs.Bool("json", false, "print the whole reply as JSON (also when the timeout passes)")
 	c, pos, err := simple(e, fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -52,17 +52,19 @@ func runWait(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		if err := printJSON(e.stdout, r); err != nil {
-			return err
-		}
-	} else {
+	err = e.emit(r, func(w io.Writer) error {
 		for _, ev := range r.Events {
-			fmt.Fprintf(e.stdout, "%s\n", ev)
+			if _, err := fmt.Fprintf(w, "%s\n", ev); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if !r.Met {
-		if !*asJSON {
+		if !e.json {
 			fmt.Fprintf(e.stderr, "supervisor wait: %s did not happen within %s\n", opts.For, *timeout)
 		}
 		return exitStatus(1)

@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/corral-dev/corral/pkg/api"
@@ -42,7 +42,6 @@ changes and the conflicting files are listed (exit status 1).`
 
 func runWorkspace(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "workspace", "ID [diff|commit MESSAGE...|merge]", workspaceSummary)
-	asJSON := fs.Bool("json", false, "print the reply as JSON")
 	c, pos, err := simple(e, fs, args, 1, -1)
 	if err != nil {
 		return err
@@ -52,16 +51,7 @@ func runWorkspace(ctx context.Context, e *env, args []string) error {
 		verb = pos[1]
 	}
 	out := func(v any, text string) error {
-		if *asJSON {
-			raw, err := json.MarshalIndent(v, "", "  ")
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(e.stdout, string(raw))
-			return nil
-		}
-		fmt.Fprint(e.stdout, text)
-		return nil
+		return e.emit(v, func(w io.Writer) error { _, err := io.WriteString(w, text); return err })
 	}
 	switch verb {
 	case "diff":

@@ -220,7 +220,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	api := httpapi.New(m, httpapi.Options{Logger: log, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs})
+	api := httpapi.New(m, httpapi.Options{Logger: log, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs, Credentials: secrets})
 	socket := filepath.Join(state, SocketName)
 	unixLn, err := listenUnix(socket)
 	if err != nil {

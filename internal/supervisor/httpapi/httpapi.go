@@ -45,6 +45,8 @@ type Options struct {
 	NotReady func() []string
 	// Graphs serves /v1/graphs; nil answers them unavailable.
 	Graphs *service.Service
+	// Credentials, when set, is the store /v1/credentials manages.
+	Credentials CredentialStore
 }
 
 type server struct {
@@ -52,11 +54,12 @@ type server struct {
 	log       *zap.Logger
 	keepAlive time.Duration
 	notReady  func() []string
+	creds     CredentialStore
 }
 
 // New returns the API handler for m.
 func New(m *supervisor.Manager, opts Options) http.Handler {
-	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady}
+	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady, creds: opts.Credentials}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -82,6 +85,9 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
 	}
+	mux.HandleFunc("GET "+v+"/credentials", s.credentialsList)
+	mux.HandleFunc("PUT "+v+"/credentials/{item}", s.credentialSet)
+	mux.HandleFunc("DELETE "+v+"/credentials/{item}", s.credentialDelete)
 	if opts.Console != nil {
 		mux.Handle("GET /{$}", opts.Console)
 		mux.Handle("GET /assets/", opts.Console)
@@ -114,6 +120,8 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		v + "/graphs/{run}/nodes/{node}/submit": "POST",
 		v + "/graphs/{run}/retry":               "POST",
 		v + "/graphs/{run}/events":              "GET",
+		v + "/credentials":                      "GET",
+		v + "/credentials/{item}":               "PUT, DELETE",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)

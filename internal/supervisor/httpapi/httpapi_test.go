@@ -37,8 +37,9 @@ type fixture struct {
 	srv *httptest.Server
 }
 
-// newFixture serves the API of a manager with fake runners in modes.
-func newFixture(t *testing.T, modes string) *fixture {
+// newFixture serves the API of a manager with fake runners in modes; tweak
+// changes the API's options.
+func newFixture(t *testing.T, modes string, tweak ...func(*Options)) *fixture {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	if modes == "" {
@@ -54,7 +55,11 @@ func newFixture(t *testing.T, modes string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(m, Options{Logger: zaptest.NewLogger(t), KeepAlive: 50 * time.Millisecond}))
+	opts := Options{Logger: zaptest.NewLogger(t), KeepAlive: 50 * time.Millisecond}
+	for _, f := range tweak {
+		f(&opts)
+	}
+	srv := httptest.NewServer(New(m, opts))
 	t.Cleanup(func() {
 		if err := m.Shutdown(context.Background()); err != nil {
 			t.Error(err)
