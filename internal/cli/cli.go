@@ -68,6 +68,7 @@ func commands() []subcommand {
 		{"health", "", "print the running supervisor's health; exit 1 when it is not ready", runHealth},
 		{"graph", "open|next|run|submit|retry|status", "graph runs over sessions: plan, spec, critique, implement, test, gate, report", runGraph},
 		{"mcp", "", "serve Corral's MCP tools (graph runs, sessions) on stdio", runMCP},
+		{"engines", "", "show the engines, their models and settings, and whether a session on each could start", runEngines},
 		{"creds", "ls|set ITEM|rm ITEM", "manage the credentials sessions get (keyring or credentials file)", runCreds},
 		{"attach", "ID [-- COMMAND...]", "attach this terminal to a session's terminal (detach: " + detachHelp + ")", runAttach},
 	}

@@ -213,6 +213,29 @@ func Samples() []Sample {
 	add("route.terminal.exit", "TermFrame", api.TermFrame{Type: api.FrameExit, ExitCode: ptr(-1), Signal: "SIGKILL"})
 	add("route.terminal.resize", "TermFrame", api.TermFrame{Type: api.FrameResize, Cols: 100, Rows: 30})
 	graphSamples(add)
+	add("route.engines.reply", "EnginesReply", api.EnginesReply{OK: true, CheckedAt: ts, Engines: []api.Engine{
+		{Name: "script", Summary: "built in, deterministic, no API key: plays a scenario file", Ready: true,
+			Checks:      []api.EngineCheck{{Name: "cli", Status: api.CheckOK, Detail: "built into the runner; no CLI and no credential needed"}},
+			Credentials: []api.EngineCredential{}, Models: []api.EngineModel{{ID: "script-1"}}, Settings: []api.EngineSetting{}},
+		{Name: "codex", Summary: "the Codex CLI's app-server over JSON-RPC", Reason: "no openai-api-key: store it with `supervisor creds set openai-api-key`",
+			CLI: &api.EngineCLI{Program: "codex", Path: "/opt/corral/engines/node_modules/.bin/codex", Source: "pinned", Version: "0.169.0"},
+			Checks: []api.EngineCheck{{Name: "cli", Status: api.CheckOK, Detail: "codex-cli 0.169.0"}, {Name: "credentials", Status: api.CheckFailed, Detail: "no openai-api-key"},
+				{Name: "accepted", Status: api.CheckSkipped, Detail: "not asked for"}},
+			Credentials: []api.EngineCredential{{Item: "openai-api-key"}},
+			Models:      []api.EngineModel{{ID: "gpt-5.5", Doc: "bundled with Codex 0.169"}},
+			Settings: []api.EngineSetting{{Key: "auth", Type: api.SettingString, Values: []string{"apiKey", "login"}, Default: "apiKey", Doc: "which credential"},
+				{Key: "requestMaxRetries", Type: api.SettingInteger, Min: ptr(0.0), Default: "2", Doc: "retries of a failed model request"}},
+			Defaults: map[string]any{"requestMaxRetries": 4}},
+	}})
+	creds := api.CredentialsReply{OK: true, Store: api.StoreKeyring, Location: "OS keyring, service dev.corral", Items: []api.CredentialItem{
+		{Item: "anthropic-api-key", Set: true, Engines: []string{"claude", "copilot"}},
+		{Item: "openai-api-key", Engines: []string{"codex", "copilot"}, Error: "keyring dev.corral/openai-api-key: cannot read it"},
+		{Item: "github-token", Engines: []string{"copilot"}},
+	}}
+	add("route.credentials.reply", "CredentialsReply", creds)
+	add("route.setCredential.request", "SetCredentialRequest", api.SetCredentialRequest{Secret: "sk-ant-api03-example"})
+	add("route.setCredential.reply", "CredentialsReply", api.CredentialsReply{OK: true, Store: api.StoreFile, Location: "/etc/corral/credentials.json",
+		Items: []api.CredentialItem{{Item: "github-token", Set: true, Engines: []string{"copilot"}}}})
 	// A few runner messages, as the codec writes them.
 	msg := func(name, reqID string, m wire.Message) {
 		line, err := wire.AppendMessage(nil, reqID, m)

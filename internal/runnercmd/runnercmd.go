@@ -27,6 +27,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/pkg/command"
@@ -41,6 +42,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	dir := fs.String("session-dir", "", "the session folder (required)")
 	stdio := fs.Bool("stdio", false, "speak the wire protocol on stdin/stdout (how the supervisor starts runners)")
+	probe := fs.Bool("probe", false, "check whether sessions on the engines a JSON request on stdin names could start, and answer in JSON on stdout (how the supervisor answers GET /v1/engines)")
 	termFDs := fs.Int("term-fds", -1, "with --stdio: descriptor of a Unix socket on which to hand terminals over to the supervisor (term.open with export)")
 	spec := wire.Spec{}
 	fs.StringVar(&spec.Engine, "engine", "", "engine: "+engineNames(engines))
@@ -65,6 +67,9 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 			return 0
 		}
 		return 2
+	}
+	if *probe {
+		return probeMain(engines)
 	}
 	if *dir == "" && *prompt != "" {
 		tmp, err := os.MkdirTemp("", "corral-print-")
@@ -145,6 +150,17 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	cfg.OutputPaths = []string{"stderr"}
 	cfg.Sampling = nil
 	return cfg.Build()
+}
+
+// probeMain answers one engine probe request (internal/engineprobe).
+func probeMain(engines map[string]engine.Factory) int {
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := engineprobe.Serve(ctx, engines, proc.BaseEnv(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "runner:", err)
+		return 1
+	}
+	return 0
 }
 
 // printMode runs one prompt and prints the final answer.

@@ -4,9 +4,11 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/graph"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/gate"
 	"github.com/corral-dev/corral/pkg/hunks"
@@ -150,22 +152,25 @@ func Default() *Registry {
 
 		Routes: routes(),
 		Enums: map[reflect.Type][]string{
-			typeOf[wire.Code]():          {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeUnauthorized), string(wire.CodeProtocol), string(wire.CodeInternal)},
-			typeOf[wire.State]():         {string(wire.StateStarting), string(wire.StateIdle), string(wire.StateWorking), string(wire.StateWaitingForApproval), string(wire.StateWaitingForReview), string(wire.StateFailed), string(wire.StateStopped)},
-			typeOf[event.FailureCode]():  {string(event.FailEngineError), string(event.FailPermissionUnavailable), string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap), string(event.FailStalled)},
-			typeOf[event.QueueChange]():  {string(event.QueueAdded), string(event.QueueStarted), string(event.QueueCancelled), string(event.QueueCleared)},
-			typeOf[wire.Type]():          messageTypes(),
-			typeOf[wire.Outcome]():       {string(wire.OutcomeRan), string(wire.OutcomeNotLive), string(wire.OutcomeNotReady)},
-			typeOf[api.LifecycleType]():  {string(api.LifeCreated), string(api.LifeLive), string(api.LifeReaped), string(api.LifeFailed), string(api.LifeDeleted)},
-			typeOf[api.StreamMarkType](): {string(api.MarkLive), string(api.MarkReset), string(api.MarkEnded)},
-			typeOf[api.WaitFor]():        {string(api.WaitTurnEnd), string(api.WaitHuman), string(api.WaitIdle)},
-			typeOf[gate.Decision]():      {string(gate.Allow), string(gate.Ask), string(gate.Deny)},
-			typeOf[gate.Category]():      {string(gate.CategoryShell), string(gate.CategoryEdit), string(gate.CategoryRead), string(gate.CategoryNetwork), string(gate.CategoryWeb), string(gate.CategoryMCP)},
-			typeOf[hunks.Kind]():         {string(hunks.KindModify), string(hunks.KindCreate), string(hunks.KindDelete)},
-			typeOf[hunks.Op]():           {"context", "delete", "add"},
-			typeOf[graph.Stage]():        stages(),
-			typeOf[graph.NodeState]():    {string(graph.StatePending), string(graph.StateRunning), string(graph.StatePassed), string(graph.StateRejected), string(graph.StateFailed), string(graph.StateSkipped), string(graph.StateUnreachable)},
-			typeOf[graph.RunState]():     {string(graph.RunOpen), string(graph.RunComplete), string(graph.RunBlocked)},
+			typeOf[wire.Code]():               {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeUnauthorized), string(wire.CodeProtocol), string(wire.CodeInternal)},
+			typeOf[wire.State]():              {string(wire.StateStarting), string(wire.StateIdle), string(wire.StateWorking), string(wire.StateWaitingForApproval), string(wire.StateWaitingForReview), string(wire.StateFailed), string(wire.StateStopped)},
+			typeOf[event.FailureCode]():       {string(event.FailEngineError), string(event.FailPermissionUnavailable), string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap), string(event.FailStalled)},
+			typeOf[event.QueueChange]():       {string(event.QueueAdded), string(event.QueueStarted), string(event.QueueCancelled), string(event.QueueCleared)},
+			typeOf[wire.Type]():               messageTypes(),
+			typeOf[wire.Outcome]():            {string(wire.OutcomeRan), string(wire.OutcomeNotLive), string(wire.OutcomeNotReady)},
+			typeOf[api.LifecycleType]():       {string(api.LifeCreated), string(api.LifeLive), string(api.LifeReaped), string(api.LifeFailed), string(api.LifeDeleted)},
+			typeOf[api.StreamMarkType]():      {string(api.MarkLive), string(api.MarkReset), string(api.MarkEnded)},
+			typeOf[api.WaitFor]():             {string(api.WaitTurnEnd), string(api.WaitHuman), string(api.WaitIdle)},
+			typeOf[gate.Decision]():           {string(gate.Allow), string(gate.Ask), string(gate.Deny)},
+			typeOf[gate.Category]():           {string(gate.CategoryShell), string(gate.CategoryEdit), string(gate.CategoryRead), string(gate.CategoryNetwork), string(gate.CategoryWeb), string(gate.CategoryMCP)},
+			typeOf[hunks.Kind]():              {string(hunks.KindModify), string(hunks.KindCreate), string(hunks.KindDelete)},
+			typeOf[hunks.Op]():                {"context", "delete", "add"},
+			typeOf[graph.Stage]():             stages(),
+			typeOf[graph.NodeState]():         {string(graph.StatePending), string(graph.StateRunning), string(graph.StatePassed), string(graph.StateRejected), string(graph.StateFailed), string(graph.StateSkipped), string(graph.StateUnreachable)},
+			typeOf[graph.RunState]():          {string(graph.RunOpen), string(graph.RunComplete), string(graph.RunBlocked)},
+			typeOf[api.SettingType]():         {string(api.SettingString), string(api.SettingBoolean), string(api.SettingInteger), string(api.SettingNumber)},
+			typeOf[api.CheckStatus]():         {string(api.CheckOK), string(api.CheckFailed), string(api.CheckSkipped)},
+			typeOf[api.CredentialStoreKind](): {string(api.StoreKeyring), string(api.StoreFile)},
 		},
 		FieldEnums: map[string][]string{
 			"Spec.mode":                  modes,
@@ -185,6 +190,10 @@ func Default() *Registry {
 			"TermOpenMessage.role":       {api.RoleOwner, api.RoleReadOnly},
 			"TermOpenedMessage.role":     {api.RoleOwner, api.RoleReadOnly},
 			"Lifecycle.reason":           {"idle", "room"},
+			"EngineCheck.name":           {engine.CheckCLI, engine.CheckCredentials, engine.CheckAccepted},
+			"EngineCLI.source":           {"config", "pinned", "PATH"},
+			"CredentialItem.item":        creds.Items,
+			"EngineCredential.item":      creds.Items,
 		},
 		RawTypes: map[string]reflect.Type{
 			"AskOpenedData.parts": typeOf[[]gate.Part](),
@@ -233,6 +242,13 @@ func Default() *Registry {
 			"ErrorReply.error":          true, // pkg/api.NewError, never nil
 			// A command's pointer fields are how it tells a zero from none.
 			"SetSpendCapCommand.spendCapUsd": true,
+			"EnginesReply.engines":           true, // supervisor.Manager.Engines
+			"Engine.checks":                  true,
+			"Engine.credentials":             true,
+			"Engine.models":                  true,
+			"Engine.settings":                true,
+			"CredentialsReply.items":         true, // httpapi.credentialsReply
+			"CredentialItem.engines":         true,
 		},
 	}
 }

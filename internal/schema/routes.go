@@ -49,6 +49,14 @@ func routes() []Route {
 			{Name: "follow", In: "query", Schema: boo, Doc: "false ends the stream at the end of the log (default true)"},
 			{Name: "Last-Event-ID", In: "header", Schema: intg, Doc: "the last seq received: the stream resumes after it (wins over from)"},
 		}, streamParams...)},
+		{Method: "GET", Path: "/v1/engines", Summary: "The engines a session may run on: models, settings (engineConfig), and whether a session on each could start.", Reply: api.EnginesReply{}, Params: []Param{
+			{Name: "refresh", In: "query", Schema: boo, Doc: "check again now rather than answer what was found less than a minute ago"},
+			{Name: "check", In: "query", Schema: enum("accepted"), Doc: "accepted: also try each credential against the model endpoint (network traffic)"},
+			{Name: "modelEndpoint", In: "query", Schema: str, Doc: "the endpoint check=accepted tries (default: each engine's own)"},
+		}},
+		{Method: "GET", Path: "/v1/credentials", Summary: "Where the supervisor keeps credentials, and which items are set (never a secret).", Reply: api.CredentialsReply{}},
+		{Method: "PUT", Path: "/v1/credentials/{item}", Summary: "Store a credential item's secret; sessions started from then on get it.", Body: api.SetCredentialRequest{}, Reply: api.CredentialsReply{}},
+		{Method: "DELETE", Path: "/v1/credentials/{item}", Summary: "Remove a credential item (not_found when it is not set).", Reply: api.CredentialsReply{}},
 		{Method: "GET", Path: id + "/terminals/{termId}", Summary: "Attach to a terminal of the session (WebSocket).", Frames: "TermFrame", Params: []Param{
 			{Name: "role", In: "query", Schema: enum(api.RoleOwner, api.RoleReadOnly), Doc: "the role asked for (default read-only)"},
 			{Name: "cols", In: "query", Schema: intg, Doc: "the window's width, 1 to 65535"},

@@ -36,6 +36,7 @@ type Manager struct {
 	spare    spare
 	termBufs termBuffers // terminal output from every runner
 	bus      *bus        // every session's events and lifecycle, for Feed
+	checks   *engineChecks
 }
 
 // entry is one runner, from its spawn to its exit.
@@ -77,6 +78,7 @@ func New(cfg Config) (*Manager, error) {
 		crashes:  map[string]*wire.Error{},
 		deleting: map[string]bool{},
 		bus:      newBus(cfg.FeedItems, cfg.FeedBytes),
+		checks:   newEngineChecks(cfg),
 	}
 	if err := os.MkdirAll(m.sessions, 0o700); err != nil {
 		return nil, fmt.Errorf("sessions folder: %w", err)

@@ -51,6 +51,15 @@ test('create a session in the new-session dialog', async () => {
   await page.locator('[data-testid=new-session]').click();
   const form = page.locator('[data-testid=new-session-form]');
   await form.waitFor();
+  // The engines and whether each could start come from GET /v1/engines
+  // (the first answer runs every CLI's --version: give it time).
+  const option = (name) => form.locator(`select[name=engine] option[value=${name}]`);
+  await until('engines from the supervisor', async () => ((await option('script').textContent()) ?? '').includes('(ready)'), 120000);
+  assert.equal(await form.locator('.hint', { hasText: 'does not report engine readiness' }).count(), 0);
+  // Copilot has no github-token here: the dialog says it is not ready, and why.
+  assert.match(await option('copilot').textContent(), /not ready/);
+  await form.locator('select[name=engine]').selectOption('copilot');
+  assert.match(await form.locator('[role=note]').textContent(), /copilot is not ready: .+/);
   await form.locator('select[name=engine]').selectOption('script');
   await form.locator('input[name=cwd]').fill(worktree);
   await form.locator('input[name=scenario]').fill(scenario);

@@ -6,6 +6,9 @@ import type {
   CommandResults,
   CommitReply,
   CommitRequest,
+  CredentialsReply,
+  EnginesReply,
+  SetCredentialRequest,
   MergeReply,
   MergeResult,
   NextResponse,
@@ -103,6 +106,16 @@ export interface WaitOptions {
   after?: number;
   /** Give up after this many milliseconds: the reply then has met false. */
   timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** What engines asks the supervisor for beyond its kept answer. */
+export interface EnginesOptions {
+  /** Check again now. */
+  refresh?: boolean;
+  /** Also try each credential against modelEndpoint (or each engine's own): network traffic. */
+  accepted?: boolean;
+  modelEndpoint?: string;
   signal?: AbortSignal;
 }
 
@@ -289,6 +302,35 @@ export class CorralClient {
       yield ev;
       if (ev.type === "runComplete" || ev.type === "runBlocked") return;
     }
+  }
+
+  /**
+   * The engines a session may run on: their models and settings, and
+   * whether a session on each could start (GET /v1/engines).
+   */
+  engines(opts: EnginesOptions = {}): Promise<EnginesReply> {
+    const q = new URLSearchParams();
+    if (opts.refresh) q.set("refresh", "true");
+    if (opts.accepted) q.set("check", "accepted");
+    if (opts.modelEndpoint) q.set("modelEndpoint", opts.modelEndpoint);
+    const query = q.size > 0 ? "?" + q.toString() : "";
+    return this.call<EnginesReply>("GET", "/engines" + query, undefined, opts.signal);
+  }
+
+  /** Where the supervisor keeps credentials, and which items are set (never a secret). */
+  listCredentials(signal?: AbortSignal): Promise<CredentialsReply> {
+    return this.call<CredentialsReply>("GET", "/credentials", undefined, signal);
+  }
+
+  /** Stores a credential item's secret; the reply says it is set, never what it is. */
+  setCredential(item: string, secret: string, signal?: AbortSignal): Promise<CredentialsReply> {
+    const body: SetCredentialRequest = { secret };
+    return this.call<CredentialsReply>("PUT", "/credentials/" + encodeURIComponent(item), body, signal);
+  }
+
+  /** Removes a credential item (not_found when it is not set). */
+  deleteCredential(item: string, signal?: AbortSignal): Promise<CredentialsReply> {
+    return this.call<CredentialsReply>("DELETE", "/credentials/" + encodeURIComponent(item), undefined, signal);
   }
 
   /**

@@ -4,7 +4,7 @@
  * (types.gen.ts); README.md shows the API.
  */
 export { CorralClient } from "./client.js";
-export type { ClientOptions, EventsOptions, FeedOptions, WaitOptions, EventSourceConstructor } from "./client.js";
+export type { ClientOptions, EnginesOptions, EventsOptions, FeedOptions, WaitOptions, EventSourceConstructor } from "./client.js";
 export { CorralError, codeForStatus } from "./errors.js";
 export { Terminal } from "./terminal.js";
 export type { TermOptions, TermEvent, WebSocketConstructor, WebSocketLike } from "./terminal.js";

@@ -113,6 +113,9 @@ export interface Check {
   detail?: string;
 }
 
+/** CheckStatus is how one readiness check came out. */
+export type CheckStatus = "ok" | "failed" | "skipped";
+
 export interface ClearGoalCommand {
   cmd: "clearGoal";
 }
@@ -209,6 +212,28 @@ export interface Crash {
   stderr?: string[];
 }
 
+/** CredentialItem is one credential item the supervisor knows: whether it is set, never its secret. */
+export interface CredentialItem {
+  item: "anthropic-api-key" | "openai-api-key" | "github-token";
+  set: boolean;
+  /** Engines are the engines that may use it. */
+  engines: string[];
+  /** Error is why the store could not be read for this item. */
+  error?: string;
+}
+
+/** CredentialStoreKind says where the supervisor keeps credentials. */
+export type CredentialStoreKind = "keyring" | "file";
+
+/** CredentialsReply is the body of GET /v1/credentials, and of a PUT or DELETE of an item (then Items holds that item alone). */
+export interface CredentialsReply {
+  ok: boolean;
+  /** Store is where the items are kept, and Location its file or the keyring's service. */
+  store: CredentialStoreKind;
+  location: string;
+  items: CredentialItem[];
+}
+
 /** DamagedRange is one run of damaged bytes moved out of an event log. */
 export interface DamagedRange {
   offset: number;
@@ -266,6 +291,81 @@ export interface EditAppliedEvent {
   ts: string;
   type: "editApplied";
   data: EditAppliedData;
+}
+
+/** Engine is one engine as GET /v1/engines describes it. */
+export interface Engine {
+  name: string;
+  summary: string;
+  /** Ready says a session on the engine, with the supervisor's default settings, would find what it needs to start: no check failed. */
+  ready: boolean;
+  /** Reason is the first failed check's detail when not Ready. */
+  reason?: string;
+  /** CLI is the agent CLI the engine runs; nil for an engine built into the runner. */
+  cli?: EngineCLI;
+  checks: EngineCheck[];
+  /** Credentials are the items the engine may use; the supervisor hands its sessions these and no others. */
+  credentials: EngineCredential[];
+  /** Models are the models the engine declares, the default first. A session may name another that the engine's CLI accepts. */
+  models: EngineModel[];
+  /** Settings are the keys of engineConfig the engine reads. */
+  settings: EngineSetting[];
+  /** Defaults are the supervisor's settings for sessions on this engine (serve --engine-config), under what a session's own engineConfig sets. */
+  defaults?: Record<string, unknown>;
+}
+
+/** EngineCLI is the agent CLI an engine runs, as the supervisor found it. */
+export interface EngineCLI {
+  /** Program is the CLI's name ("claude"). */
+  program: string;
+  /** Path is where it was found, and Source how: "config" (the path setting), "pinned" (the project's npm install) or "PATH". Both are empty when it was not found. */
+  path?: string;
+  source?: "config" | "pinned" | "PATH";
+  /** Version is what the CLI reports, when it answered. */
+  version?: string;
+}
+
+/** EngineCheck is one readiness check of an engine. */
+export interface EngineCheck {
+  /** Name is cli (the CLI is found and its version supported), credentials (what the default sign-in needs is present) or accepted (the credential was tried against the model endpoint, asked for with check=accepted). */
+  name: "cli" | "credentials" | "accepted";
+  status: CheckStatus;
+  detail?: string;
+}
+
+/** EngineCredential is a credential item an engine may use, and whether the supervisor's store has it (never its secret). */
+export interface EngineCredential {
+  item: "anthropic-api-key" | "openai-api-key" | "github-token";
+  set: boolean;
+}
+
+/** EngineModel is a model an engine declares. */
+export interface EngineModel {
+  id: string;
+  doc?: string;
+}
+
+/** EngineSetting is one key of a session's engineConfig that an engine reads: its type and what it means. docs/engines*.md list them. */
+export interface EngineSetting {
+  key: string;
+  type: SettingType;
+  /** Values, when set, are the only strings allowed. */
+  values?: string[];
+  /** Path says the string is an absolute path. */
+  path?: boolean;
+  /** Min is the smallest number allowed. */
+  min?: number;
+  /** Default says what applies when the key is not set, in words or as the value. */
+  default?: string;
+  doc: string;
+}
+
+/** EnginesReply is the body of GET /v1/engines. */
+export interface EnginesReply {
+  ok: boolean;
+  engines: Engine[];
+  /** CheckedAt is when the checks were made: the supervisor keeps their results for a while (refresh=true checks again). */
+  checkedAt: string;
 }
 
 /** Error is an error as it crosses a process boundary. Detail carries code-specific facts (for runner_crashed: exitCode, signal, stderr). */
@@ -984,6 +1084,11 @@ export interface SessionsReply {
   sessions: Session[];
 }
 
+/** SetCredentialRequest is the body of PUT /v1/credentials/{item}. The secret is stored and never returned, printed or logged. */
+export interface SetCredentialRequest {
+  secret: string;
+}
+
 export interface SetGoalCommand {
   cmd: "setGoal";
   goal: string;
@@ -998,6 +1103,9 @@ export interface SetSpendCapCommand {
   cmd: "setSpendCap";
   spendCapUsd: number;
 }
+
+/** SettingType is the JSON type of an engine setting's value. */
+export type SettingType = "string" | "boolean" | "integer" | "number";
 
 export interface ShutdownMessage {
   t: "shutdown";

@@ -131,6 +131,29 @@ test("every route's reply decodes", async () => {
     const merged = await reply(name).mergeWorkspace("3f2a9c0d1e4b");
     write(name, "MergeReply", { ok: true, result: merged });
   }
+  let asked = "";
+  const engines = await serving((url) => {
+    asked = url;
+    return json(read("route.engines.reply"));
+  }).engines({ refresh: true, accepted: true, modelEndpoint: "http://127.0.0.1:4000" });
+  assert.equal(asked, "http://supervisor.test/v1/engines?refresh=true&check=accepted&modelEndpoint=http%3A%2F%2F127.0.0.1%3A4000");
+  assert.deepEqual(engines, read("route.engines.reply"));
+  write("route.engines.reply", "EnginesReply", engines);
+  const stored = await reply("route.credentials.reply").listCredentials();
+  write("route.credentials.reply", "CredentialsReply", stored);
+  let setBody: unknown;
+  let setURL = "";
+  const set = await serving((url, init) => {
+    setURL = `${init?.method} ${url}`;
+    setBody = JSON.parse(String(init?.body));
+    return json(read("route.setCredential.reply"));
+  }).setCredential("github-token", (read("route.setCredential.request") as { secret: string }).secret);
+  assert.equal(setURL, "PUT http://supervisor.test/v1/credentials/github-token");
+  assert.deepEqual(setBody, read("route.setCredential.request"));
+  write("route.setCredential.request", "SetCredentialRequest", setBody);
+  write("route.setCredential.reply", "CredentialsReply", set);
+  const removed = await reply("route.setCredential.reply").deleteCredential("github-token");
+  assert.equal(removed.items.length, 1);
   for (const name of ["route.wait.reply", "route.wait.timedOut"]) {
     const w = await reply(name).wait("3f2a9c0d1e4b", { for: "turnEnd", timeoutMs: 50 });
     assert.deepEqual(w, read(name));

@@ -85,6 +85,7 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
 	}
+	mux.HandleFunc("GET "+v+"/engines", s.engines)
 	mux.HandleFunc("GET "+v+"/credentials", s.credentialsList)
 	mux.HandleFunc("PUT "+v+"/credentials/{item}", s.credentialSet)
 	mux.HandleFunc("DELETE "+v+"/credentials/{item}", s.credentialDelete)
@@ -120,6 +121,7 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		v + "/graphs/{run}/nodes/{node}/submit": "POST",
 		v + "/graphs/{run}/retry":               "POST",
 		v + "/graphs/{run}/events":              "GET",
+		v + "/engines":                          "GET",
 		v + "/credentials":                      "GET",
 		v + "/credentials/{item}":               "PUT, DELETE",
 	} {
