@@ -87,6 +87,8 @@ func runNew(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&spec.AllowNetwork, "allow-network", false, "allow network access")
 	fs.StringVar(&spec.Parent, "parent", "", "id of the session this one continues")
 	fs.StringVar(&spec.PluginPath, "plugin", "", "engine plugin executable")
+	var settings multi
+	fs.Var(&settings, "engine-config", "KEY=VALUE: one of the engine's settings (repeatable; supervisor engines -v lists them)")
 	goal := fs.String("goal", "", "a goal checked, clause by clause, after every turn")
 	fs.IntVar(&spec.GoalLimit, "goal-limit", 0, "goal-check turns in a row before giving up (default 20)")
 	every := fs.Duration("every", 0, "timed loop: run --prompt on this schedule (needs --unattended and --spend-cap)")
@@ -115,6 +117,9 @@ func runNew(ctx context.Context, e *env, args []string) error {
 	}
 	spec.Allow = allow
 	spec.SpendCapUSD = spendCap
+	if spec.EngineConfig, err = sessionSettings(spec.Engine, settings); err != nil {
+		return err
+	}
 	spec.Workspace = ws.spec()
 	// Paths are the caller's: make them absolute before they travel.
 	if spec.Cwd == "" {

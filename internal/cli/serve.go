@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -39,6 +40,8 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs.IntVar(&cfg.MaxLive, "max-live", 64, "most sessions live at once: past it the least recently used idle one is stopped, and with none idle a start fails with 503")
 	fs.StringVar(&cfg.CredentialsFile, "credentials", "", "credentials file (mode 0600) handed to runners instead of the keyring")
 	fs.StringVar(&cfg.EnginesDir, "engines-dir", os.Getenv("CORRAL_ENGINES_DIR"), "folder of the installed agent CLIs (CORRAL_ENGINES_DIR for runners)")
+	cfg.EngineDefaults = map[string]wire.EngineConfig{}
+	fs.Var(engineDefaults(cfg.EngineDefaults), "engine-config", "ENGINE.KEY=VALUE: a setting every new session on ENGINE gets unless its own engineConfig sets KEY (repeatable; supervisor engines -v lists the keys)")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.check, "check", false, "check the settings (command line and --config) and exit: 0 when they are valid, 2 when not")
 	fs.StringVar(&o.format, "log-format", "console", "log format: console (for a person) or json (one object a line, for a log collector); runners' lines are logged again in it")
@@ -125,6 +128,7 @@ func reloadServe(e *env, args []string, running *serveOptions, log *zap.Logger) 
 		{"metrics-listen", running.cfg.MetricsListen, o.cfg.MetricsListen},
 		{"idle-ttl", running.cfg.IdleTTL, o.cfg.IdleTTL}, {"credentials", running.cfg.CredentialsFile, o.cfg.CredentialsFile},
 		{"engines-dir", running.cfg.EnginesDir, o.cfg.EnginesDir}, {"log-format", running.format, o.format},
+		{"engine-config", engineDefaults(running.cfg.EngineDefaults).String(), engineDefaults(o.cfg.EngineDefaults).String()},
 	} {
 		if c.was != c.now {
 			log.Warn("a changed setting takes effect only at a restart", zap.String("setting", c.flag), zap.Any("running", c.was), zap.Any("file", c.now))

@@ -178,7 +178,8 @@ func Samples() []Sample {
 		Version: "v0.4.0", Go: "go1.26.8", NotReady: []string{"the supervisor is shutting down"}})
 	add("route.createSession.request", "Spec", created)
 	add("route.createSession.reply", "SessionReply", api.SessionReply{OK: true, Session: &session})
-	add("route.listSessions.reply", "SessionsReply", api.SessionsReply{OK: true, Sessions: []api.Session{session, {ID: "9b0d4f11a2c3", Spec: wire.Spec{ID: "9b0d4f11a2c3", Engine: "codex"}, UpdatedAt: ts}}})
+	add("route.listSessions.reply", "SessionsReply", api.SessionsReply{OK: true, Sessions: []api.Session{session, {ID: "9b0d4f11a2c3",
+		Spec: wire.Spec{ID: "9b0d4f11a2c3", Engine: "codex", EngineConfig: wire.EngineConfig{"auth": "login", "requestMaxRetries": 4.0, "inputPricePerMTok": 1.5}}, UpdatedAt: ts}}})
 	add("route.getSession.reply", "SessionReply", api.SessionReply{OK: true, Session: &api.Session{ID: "9b0d4f11a2c3", Spec: wire.Spec{ID: "9b0d4f11a2c3", Engine: "codex"}, UpdatedAt: ts}})
 	add("route.deleteSession.reply", "Reply", wire.Reply{OK: true})
 	add("route.command.reply", "Reply", wire.OKReply(queued))

@@ -19,13 +19,14 @@ type fakeEngine struct {
 
 	mu     sync.Mutex
 	host   engine.Host
-	turns  []string // the messages this instance ran a turn on
+	config map[string]string // StartOptions.Config
+	turns  []string          // the messages this instance ran a turn on
 	closed bool
 }
 
 func (e *fakeEngine) Start(_ context.Context, opts engine.StartOptions) (string, error) {
 	e.mu.Lock()
-	e.host = opts.Host
+	e.host, e.config = opts.Host, opts.Config
 	e.mu.Unlock()
 	if opts.Resume != "" {
 		return opts.Resume, nil

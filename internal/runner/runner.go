@@ -146,6 +146,9 @@ func New(opts Options) (*Runner, error) {
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
+	if err := spec.EngineConfig.Check(); err != nil {
+		return nil, err
+	}
 	if _, ok := opts.Engines[spec.Engine]; !ok && opts.Engines["plugin"] == nil {
 		return nil, wire.Errorf(wire.CodeBadRequest,
 			"unknown engine %q: it is not built in, and this runner build has no plugin engines (plugin-runner has)", spec.Engine)
@@ -294,10 +297,13 @@ func (r *Runner) Start(ctx context.Context) error {
 
 // startEngine starts or resumes the engine conversation spec names.
 func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine, string, error) {
+	// The runner's own settings (the shared cache folder), the session's
+	// over them, and what the spec says of a plugin over both.
 	config := maps.Clone(r.opts.EngineConfig)
 	if config == nil {
 		config = map[string]string{}
 	}
+	maps.Copy(config, spec.EngineConfig.Strings())
 	if spec.PluginPath != "" {
 		config["pluginPath"] = spec.PluginPath
 	}

@@ -35,6 +35,7 @@ func build(reg *Registry) *reflector {
 	r.composite[typeOf[CommandBody]()] = "Command"
 	r.name(typeOf[CommandBody](), "Command")
 
+	r.engineConfigs()
 	r.events(reg.Events)
 	r.commands(reg.Commands)
 	r.messages(reg.Messages)

@@ -2,8 +2,10 @@ package supervisor
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/corral-dev/corral/internal/engines/catalog"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -34,6 +36,10 @@ type Config struct {
 	// items its session's engine uses (internal/engines/catalog), and go
 	// to the runner inside live.ensure, never into a file or a log.
 	Credentials Credentials
+	// EngineDefaults are, by engine, the settings every new session on it
+	// gets under its own engineConfig (serve --engine-config). They must
+	// pass catalog.Check.
+	EngineDefaults map[string]wire.EngineConfig
 
 	// IdleTTL is how long a runner may sit idle before it is stopped
 	// (default 5 minutes).
@@ -91,6 +97,11 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RunnerPath == "" {
 		return errors.New("supervisor: runner path is required")
+	}
+	for engine, defaults := range c.EngineDefaults {
+		if err := catalog.Check(engine, defaults); err != nil {
+			return fmt.Errorf("supervisor: engine defaults: %w", err)
+		}
 	}
 	if c.PluginRunnerPath == "" {
 		c.PluginRunnerPath = c.RunnerPath

@@ -56,6 +56,7 @@ func TestRunnersGetTheirEnginesCredentialsFromTheKeyring(t *testing.T) {
 		{"codex", []string{creds.OpenAIAPIKey}},
 		{"copilot", []string{creds.GitHubToken, creds.OpenAIAPIKey, creds.AnthropicAPIKey}},
 		{"script", nil},
+		{"acp", creds.Items},       // credentialEnv may name any item
 		{"my-plugin", creds.Items}, // a plugin's needs are unknown: every item, as before
 	}
 	ids := make([]string, len(cases))

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -94,7 +95,7 @@ func (m *Manager) Engines(ctx context.Context, opts EnginesOptions) (api.Engines
 		}
 		info := api.Engine{
 			Name: e.Name, Summary: e.Summary, CLI: res.CLI, Checks: res.Checks,
-			Models: e.Models, Settings: e.Settings, Ready: res.Ready(),
+			Models: e.Models, Settings: e.Settings, Ready: res.Ready(), Defaults: m.cfg.EngineDefaults[e.Name],
 			Credentials: make([]api.EngineCredential, 0, len(e.Credentials)),
 		}
 		if info.Models == nil {
@@ -115,9 +116,12 @@ func (m *Manager) Engines(ctx context.Context, opts EnginesOptions) (api.Engines
 }
 
 // engineConfig is the configuration a session on engine gets from the
-// supervisor, as a probe should see it.
+// supervisor and its runner (the shared cache folder), as a probe should
+// see it.
 func (m *Manager) engineConfig(name string) map[string]string {
-	return map[string]string{catalog.KeyCacheDir: filepath.Join(m.cfg.StateDir, "cache")}
+	config := map[string]string{catalog.KeyCacheDir: filepath.Join(m.cfg.StateDir, "cache")}
+	maps.Copy(config, m.cfg.EngineDefaults[name].Strings())
+	return config
 }
 
 // newEngineChecks probes through the runner at runner, with the

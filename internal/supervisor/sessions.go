@@ -21,6 +21,10 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 	if err := validateSpec(spec); err != nil {
 		return api.Session{}, err
 	}
+	// The supervisor's defaults for the engine go into the spec, under
+	// the session's own settings: the session keeps what it was created
+	// with.
+	spec.EngineConfig = spec.EngineConfig.Merged(m.cfg.EngineDefaults[spec.Engine])
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/corral-dev/corral/internal/engines/catalog"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -91,5 +92,5 @@ func validateSpec(spec wire.Spec) error {
 	if spec.PluginPath != "" && !filepath.IsAbs(spec.PluginPath) {
 		return wire.Errorf(wire.CodeBadRequest, "pluginPath %q must be an absolute path", spec.PluginPath)
 	}
-	return nil
+	return catalog.Check(spec.Engine, spec.EngineConfig)
 }

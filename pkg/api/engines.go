@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+)
 
 // SettingType is the JSON type of an engine setting's value.
 type SettingType string
@@ -105,7 +109,7 @@ type Engine struct {
 	// Defaults are the supervisor's settings for sessions on this engine
 	// (serve --engine-config), under what a session's own engineConfig
 	// sets.
-	Defaults map[string]any `json:"defaults,omitempty"`
+	Defaults wire.EngineConfig `json:"defaults,omitempty"`
 }
 
 // EnginesReply is the body of GET /v1/engines.

@@ -36,6 +36,10 @@ type Spec struct {
 	SpendCapUSD   float64  `json:"spendCapUsd,omitempty"`
 	Parent        string   `json:"parent,omitempty"`
 	PluginPath    string   `json:"pluginPath,omitempty"`
+	// EngineConfig is the engine's settings (GET /v1/engines lists each
+	// engine's keys and types), with the supervisor's defaults for the
+	// engine under them, written in when the session is created.
+	EngineConfig EngineConfig `json:"engineConfig,omitempty"`
 	// EngineSession is the engine's own conversation id, used to resume.
 	EngineSession string `json:"engineSession,omitempty"`
 	// Goal is the session's goal, checked at every turn end.

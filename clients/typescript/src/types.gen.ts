@@ -12,6 +12,24 @@ export interface Account {
   reason?: string;
 }
 
+/** The settings of the acp engine (docs/engines-acp.md): a spec's engineConfig when its engine is acp. */
+export interface AcpConfig {
+  /** An absolute path: the claude-code preset's agent (claude-code-acp) to run (an absolute path) Default: the pinned install, else PATH. */
+  path?: string;
+  /** An absolute path: the folder of the pinned npm install (its node_modules/.bin holds the CLI) Default: $CORRAL_ENGINES_DIR. */
+  enginesDir?: string;
+  /** the agent's command: a JSON array (["node", "agent.js", "--acp"]) or words separated by spaces (no shell quoting); the first word is looked up on PATH unless it holds a slash Default: the preset's. */
+  command?: string;
+  /** the preset used when no command is given Default: claude-code. */
+  agent?: "claude-code";
+  /** credentials handed to the agent as environment variables: VAR=item pairs, comma-separated (OPENAI_API_KEY=openai-api-key) Default: ANTHROPIC_API_KEY=anthropic-api-key (the preset). */
+  credentialEnv?: string;
+  /** the variable that receives the session's model endpoint Default: ANTHROPIC_BASE_URL (the preset). */
+  endpointEnv?: string;
+  /** the variable that receives the session's model Default: ANTHROPIC_MODEL (the preset). */
+  modelEnv?: string;
+}
+
 export interface AnswerCommand {
   cmd: "answer";
   askId: string;
@@ -116,6 +134,14 @@ export interface Check {
 /** CheckStatus is how one readiness check came out. */
 export type CheckStatus = "ok" | "failed" | "skipped";
 
+/** The settings of the claude engine (docs/engines-claude.md): a spec's engineConfig when its engine is claude. */
+export interface ClaudeConfig {
+  /** An absolute path: the CLI binary to run (an absolute path) Default: the pinned install, else PATH. */
+  path?: string;
+  /** An absolute path: the folder of the pinned npm install (its node_modules/.bin holds the CLI) Default: $CORRAL_ENGINES_DIR. */
+  enginesDir?: string;
+}
+
 export interface ClearGoalCommand {
   cmd: "clearGoal";
 }
@@ -130,6 +156,30 @@ export type Cmd = "send" | "steer" | "stop" | "answer" | "decideHunk" | "status"
 
 /** Code is a stable, machine-readable error class. Codes travel across every process boundary (wire, control.sock, HTTP) so callers can branch on them. A code says nothing of any transport's status: the supervisor's HTTP API maps codes onto HTTP statuses at its edge (pkg/api). */
 export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "unauthorized" | "protocol_mismatch" | "internal";
+
+/** The settings of the codex engine (docs/engines-codex.md): a spec's engineConfig when its engine is codex. */
+export interface CodexConfig {
+  /** An absolute path: the CLI binary to run (an absolute path) Default: the pinned install, else PATH. */
+  path?: string;
+  /** An absolute path: the folder of the pinned npm install (its node_modules/.bin holds the CLI) Default: $CORRAL_ENGINES_DIR. */
+  enginesDir?: string;
+  /** apiKey: the openai-api-key credential. login: the Codex CLI's own login (auth.json under loginHome, copied into the session), only when chosen Default: apiKey. */
+  auth?: "apiKey" | "login";
+  /** An absolute path: where the CLI's own login (auth.json) is, for auth=login Default: $HOME/.codex. */
+  loginHome?: string;
+  /** Codex's retries of a failed model request Default: 2. */
+  requestMaxRetries?: number;
+  /** Codex's reconnects of a broken response stream Default: 2. */
+  streamMaxRetries?: number;
+  /** how long a silent response stream is waited for, in milliseconds Default: 180000. */
+  streamIdleTimeoutMs?: number;
+  /** USD per million input tokens, for cost estimates Default: the price table. */
+  inputPricePerMTok?: number;
+  /** USD per million cached input tokens, for cost estimates Default: the price table. */
+  cachedInputPricePerMTok?: number;
+  /** USD per million output tokens, for cost estimates Default: the price table. */
+  outputPricePerMTok?: number;
+}
 
 /** A control command, told apart by cmd (docs/commands.md). The same JSON goes to control.sock, the HTTP API and the runner's command message. */
 export type Command = SendCommand | SteerCommand | StopCommand | AnswerCommand | DecideHunkCommand | StatusCommand | SetModeCommand | SetGoalCommand | GetGoalCommand | ClearGoalCommand | MarkGoalDoneCommand | SetSpendCapCommand | CancelQueuedCommand | ForkSessionCommand | RenameCommand;
@@ -203,6 +253,26 @@ export interface ContextEvent {
   ts: string;
   type: "context";
   data: ContextData;
+}
+
+/** The settings of the copilot engine (docs/engines-copilot.md): a spec's engineConfig when its engine is copilot. */
+export interface CopilotConfig {
+  /** An absolute path: the CLI binary to run (an absolute path) Default: the pinned install, else PATH. */
+  path?: string;
+  /** An absolute path: the folder of the pinned npm install (its node_modules/.bin holds the CLI) Default: $CORRAL_ENGINES_DIR. */
+  enginesDir?: string;
+  /** token: the github-token credential. login: the CLI's own sign-in (copilot login), only when chosen Default: token. */
+  auth?: "token" | "login";
+  /** the model endpoint's wire format: completions (OpenAI Chat Completions, POST {endpoint}/chat/completions) or responses (OpenAI Responses, POST {endpoint}/responses) Default: completions. */
+  wireApi?: "completions" | "responses";
+  /** the model endpoint's provider type; its key is openai-api-key, or anthropic-api-key for anthropic Default: openai. */
+  providerType?: "openai" | "azure" | "anthropic";
+  /** with a model endpoint: false lets the CLI reach the network beyond the endpoint (web tools, telemetry) Default: true with a model endpoint. */
+  offline?: boolean;
+  /** An absolute path: the folder the CLI unpacks itself into (about 235 MB), shared between sessions Default: <state>/cache. */
+  cacheDir?: string;
+  /** the CLI's --log-level; it logs under its home folder Default: the CLI's default. */
+  logLevel?: "none" | "error" | "warning" | "info" | "debug" | "all";
 }
 
 /** Crash describes how a runner child ended; it rides on runner_crashed errors. */
@@ -311,7 +381,7 @@ export interface Engine {
   /** Settings are the keys of engineConfig the engine reads. */
   settings: EngineSetting[];
   /** Defaults are the supervisor's settings for sessions on this engine (serve --engine-config), under what a session's own engineConfig sets. */
-  defaults?: Record<string, unknown>;
+  defaults?: EngineConfig;
 }
 
 /** EngineCLI is the agent CLI an engine runs, as the supervisor found it. */
@@ -332,6 +402,9 @@ export interface EngineCheck {
   status: CheckStatus;
   detail?: string;
 }
+
+/** EngineConfig is a session's engine settings (Spec.EngineConfig): each key one of the engine's settings, each value a string, a number or a boolean as the setting's type says. GET /v1/engines lists every built-in engine's keys and types; the supervisor checks a spec against them, and Check holds what any engine's settings must be. */
+export type EngineConfig = Record<string, string | number | boolean>;
 
 /** EngineCredential is a credential item an engine may use, and whether the supervisor's store has it (never its secret). */
 export interface EngineCredential {
@@ -1129,6 +1202,8 @@ export interface Spec {
   spendCapUsd?: number;
   parent?: string;
   pluginPath?: string;
+  /** EngineConfig is the engine's settings (GET /v1/engines lists each engine's keys and types), with the supervisor's defaults for the engine under them, written in when the session is created. */
+  engineConfig?: EngineConfig;
   /** EngineSession is the engine's own conversation id, used to resume. */
   engineSession?: string;
   /** Goal is the session's goal, checked at every turn end. */

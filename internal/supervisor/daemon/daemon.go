@@ -24,6 +24,7 @@ import (
 	"github.com/corral-dev/corral/internal/sdnotify"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
+	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/oklog/run"
 	"go.uber.org/zap"
 )
@@ -58,6 +59,9 @@ type Config struct {
 	// CredentialsFile is a 0600 credentials file whose items runners get;
 	// empty means the OS keyring.
 	CredentialsFile string
+	// EngineDefaults are, by engine, settings every new session gets under
+	// its own engineConfig (supervisor.Config).
+	EngineDefaults map[string]wire.EngineConfig
 	// EnginesDir is passed to runners as CORRAL_ENGINES_DIR.
 	EnginesDir string
 	// IdleTTL is how long an idle runner lives (default 5 minutes).
@@ -177,6 +181,7 @@ func Run(ctx context.Context, cfg Config) error {
 		PluginRunnerPath: pluginRunner,
 		SpareRunner:      cfg.SpareRunner,
 		MaxLive:          cfg.MaxLive,
+		EngineDefaults:   cfg.EngineDefaults,
 		IdleTTL:          cfg.IdleTTL,
 		ShutdownGrace:    cfg.ShutdownGrace,
 		KillGrace:        cfg.KillGrace,
