@@ -7,6 +7,9 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v ps >/dev/null 2>&1 || need+=(procps)
+# The shell completion scripts are tested in the shells they are for.
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
+command -v fish >/dev/null 2>&1 || need+=(fish)
 # The web console's browser tests drive Debian's Chromium (playwright-core).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then

@@ -38,6 +38,11 @@ type env struct {
 	// json is --json, which every command takes: its result, or its
 	// error, is printed as one JSON envelope (output.go).
 	json bool
+	// flags is the command's flag set once it has made it (completion
+	// reads every command's flags from there).
+	flags *flag.FlagSet
+	// ext are the commands other packages provide.
+	ext []External
 }
 
 func commands() []subcommand {
@@ -69,6 +74,8 @@ func commands() []subcommand {
 		{"graph", "open|next|run|submit|retry|status", "graph runs over sessions: plan, spec, critique, implement, test, gate, report", runGraph},
 		{"mcp", "", "serve Corral's MCP tools (graph runs, sessions) on stdio", runMCP},
 		{"engines", "", "show the engines, their models and settings, and whether a session on each could start", runEngines},
+		{"version", "", "print this program's version and build", runVersion},
+		{"completion", "bash|zsh|fish", "print the shell completion script for bash, zsh or fish", runCompletion},
 		{"creds", "ls|set ITEM|rm ITEM", "manage the credentials sessions get (keyring or credentials file)", runCreds},
 		{"attach", "ID [-- COMMAND...]", "attach this terminal to a session's terminal (detach: " + detachHelp + ")", runAttach},
 	}
@@ -85,6 +92,9 @@ func mainWith(stdin io.Reader, args []string, stdout, stderr io.Writer, ext ...E
 	if len(args) == 0 {
 		usage(stderr, cmds, ext)
 		return 2
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
@@ -110,7 +120,7 @@ func mainWith(stdin io.Reader, args []string, stdout, stderr io.Writer, ext ...E
 			stop()
 			ctx = context.Background()
 		}
-		e := &env{stdin: stdin, stdout: stdout, stderr: stderr, json: wantsJSON(rest)}
+		e := &env{stdin: stdin, stdout: stdout, stderr: stderr, json: wantsJSON(rest), ext: ext}
 		err := c.run(ctx, e, rest)
 		var ue usageError
 		var status exitStatus
@@ -191,8 +201,16 @@ func oneLine(s string) string {
 func newFlags(e *env, name, args, summary string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.BoolVar(&e.json, "json", e.json, jsonHelp)
+	// --json may already be known (wantsJSON): defining the flag must
+	// not forget it.
+	asJSON := e.json
+	fs.BoolVar(&e.json, "json", false, jsonHelp)
+	e.json = asJSON
+	e.flags = fs
 	fs.Usage = func() {
+		if e.json {
+			return // the envelope says what was wrong
+		}
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: supervisor %s [flags] %s\n\n%s\n\nFlags:\n", name, args, summary)
 		fs.PrintDefaults()

@@ -144,8 +144,7 @@ func runNew(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(e.stdout, s.ID)
-	return nil
+	return e.emit(s, func(w io.Writer) error { _, err := fmt.Fprintln(w, s.ID); return err })
 }
 
 // looksLikePath tells a scenario file from a built-in scenario's name.
@@ -164,6 +163,7 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func runList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "ls", "", "List sessions, most recently updated first.")
+	quiet := fs.Bool("q", false, "print the ids alone, one a line")
 	c, _, err := simple(e, fs, args, 0, 0)
 	if err != nil {
 		return err
@@ -172,7 +172,17 @@ func runList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.emit(list, func(w io.Writer) error { return sessionTable(w, list) })
+	return e.emit(list, func(w io.Writer) error {
+		if *quiet {
+			for _, s := range list {
+				if _, err := fmt.Fprintln(w, s.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return sessionTable(w, list)
+	})
 }
 
 // sessionTable prints sessions as ls does.
@@ -212,10 +222,17 @@ func runCommand(ctx context.Context, e *env, c *client.Client, id string, cmd co
 	if err != nil {
 		return err
 	}
+	var result any
 	if len(r.Result) > 0 && string(r.Result) != "null" {
-		fmt.Fprintf(e.stdout, "%s\n", r.Result)
+		result = r.Result
 	}
-	return nil
+	return e.emit(result, func(w io.Writer) error {
+		if result == nil {
+			return nil
+		}
+		_, err := fmt.Fprintf(w, "%s\n", r.Result)
+		return err
+	})
 }
 
 func textCommand(name string, build func(text string) command.Request, summary string) func(context.Context, *env, []string) error {
@@ -296,11 +313,11 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(e.stdout, s)
+	return e.emit(s, func(w io.Writer) error { return printJSON(w, s) })
 }
 
 func runEvents(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "events", "ID", "Print a session's events as NDJSON, the same lines as its events.jsonl.")
+	fs := newFlags(e, "events", "ID", "Print a session's events as NDJSON, the same lines as its events.jsonl. With --json a failure ends the stream with one envelope line {\"ok\":false,\"error\":...}, as the API's NDJSON streams do.")
 	from := fs.Int64("from", 1, "first seq to print")
 	follow := fs.Bool("follow", false, "keep printing live events until interrupted")
 	c, pos, err := simple(e, fs, args, 1, 1)
@@ -335,5 +352,8 @@ func runRemove(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.DeleteSession(ctx, pos[0])
+	if err := c.DeleteSession(ctx, pos[0]); err != nil {
+		return err
+	}
+	return e.emit(nil, nil)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,7 +58,10 @@ func runConsole(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	link := g.URL(id)
-	fmt.Fprintln(e.stdout, link)
+	if err := e.emit(map[string]string{"url": link}, func(w io.Writer) error { _, err := fmt.Fprintln(w, link); return err }); err != nil {
+		g.Close()
+		return err
+	}
 	fmt.Fprintln(e.stderr, "Corral console: open the link above (it signs one browser in, once). Ctrl-C stops the console.")
 	if *open {
 		openBrowser(e, link)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/doctor"
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/wire"
 )
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
@@ -21,7 +21,6 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 		"exits 1 when a check fails.")
 	var configFile, state, runner, enginesDir, credentials, engines string
 	var natsURLs multi
-	var asJSON bool
 	fs.StringVar(&configFile, "config", "", "serve's settings file: its state, runner, engines-dir and credentials are checked (flags here win)")
 	fs.StringVar(&state, "state", "", "state folder (default as serve's)")
 	fs.StringVar(&runner, "runner", "", "runner executable (default: as serve finds it)")
@@ -29,7 +28,6 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&credentials, "credentials", "", "credentials file serve is given (default: the OS keyring)")
 	fs.StringVar(&engines, "engines", strings.Join(doctor.KnownEngines(), ","), "comma-separated engines this host runs: each one's CLI and credential must be there (empty: none)")
 	fs.Var(&natsURLs, "nats", "a NATS server URL of the fleet to reach (repeatable, or comma-separated)")
-	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long a CLI's --version or a NATS connection may take")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -78,19 +76,37 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	}
 
 	results := doctor.Run(ctx, cfg)
-	if asJSON {
-		raw, _ := json.MarshalIndent(struct {
-			OK     bool            `json:"ok"`
-			Checks []doctor.Result `json:"checks"`
-		}{!doctor.Failed(results), results}, "", "  ")
-		fmt.Fprintln(e.stdout, string(raw))
-	} else {
-		printResults(e.stdout, results)
+	report := doctorReport{OK: !doctor.Failed(results), Checks: results}
+	if !report.OK && e.json {
+		// Still the whole report, in an envelope that says it failed.
+		reply := wire.OKReply(report)
+		reply.OK, reply.Error = false, wire.Errorf(wire.CodeUnavailable, "%d of %d checks failed", failures(results), len(results))
+		writeEnvelope(e.stdout, reply)
+		return exitStatus(1)
 	}
-	if doctor.Failed(results) {
+	if err := e.emit(report, func(w io.Writer) error { printResults(w, results); return nil }); err != nil {
+		return err
+	}
+	if !report.OK {
 		return exitStatus(1)
 	}
 	return nil
+}
+
+// doctorReport is doctor's result under --json.
+type doctorReport struct {
+	OK     bool            `json:"ok"`
+	Checks []doctor.Result `json:"checks"`
+}
+
+func failures(results []doctor.Result) int {
+	n := 0
+	for _, r := range results {
+		if r.Status == doctor.Fail {
+			n++
+		}
+	}
+	return n
 }
 
 func printResults(w io.Writer, results []doctor.Result) {

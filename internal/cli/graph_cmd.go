@@ -63,7 +63,6 @@ func runGraph(ctx context.Context, e *env, args []string) error {
 // graphFlags are the flags every graph command takes.
 type graphFlags struct {
 	conn
-	json bool
 	// open
 	id, cwd, policy, engine string
 	// submit
@@ -74,7 +73,6 @@ func graphCommand(ctx context.Context, e *env, name, argsHelp, summary string, a
 	fs := newFlags(e, "graph "+name, argsHelp, summary+".")
 	var f graphFlags
 	f.register(fs)
-	fs.BoolVar(&f.json, "json", false, "print the reply as JSON")
 	minPos, maxPos := 1, 1
 	switch name {
 	case "open":
@@ -166,11 +164,7 @@ func graphCommand(ctx context.Context, e *env, name, argsHelp, summary string, a
 		}
 		out, text = rep, statusText(rep)
 	}
-	if f.json {
-		return printJSON(e.stdout, out)
-	}
-	_, err = io.WriteString(e.stdout, text)
-	return err
+	return e.emit(out, func(w io.Writer) error { _, err := io.WriteString(w, text); return err })
 }
 
 // service builds the graph service: the state folder's store, sessions

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/corral-dev/corral/internal/buildinfo"
 )
@@ -19,17 +20,27 @@ func runHealth(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	oneLine := func(v any) func(io.Writer) error {
+		return func(w io.Writer) error {
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(w, string(raw))
+			return err
+		}
+	}
 	if *version {
-		raw, _ := json.Marshal(buildinfo.Read())
-		fmt.Fprintln(e.stdout, string(raw))
-		return nil
+		info := buildinfo.Read()
+		return e.emit(info, oneLine(info))
 	}
 	h, err := c.Health(ctx)
 	if err != nil {
 		return err
 	}
-	raw, _ := json.Marshal(h)
-	fmt.Fprintln(e.stdout, string(raw))
+	if err := e.emit(h, oneLine(h)); err != nil {
+		return err
+	}
 	if !h.Ready {
 		return exitStatus(1)
 	}

@@ -31,7 +31,7 @@ func TestDoctorExitsOneOnAFailureAndSaysWhatToDo(t *testing.T) {
 		OK     bool `json:"ok"`
 		Checks []struct{ Check, Status, Detail, Fix string }
 	}
-	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 0 || !report.OK {
+	if err := jsonResult(out, &report); err != nil || code != 0 || !report.OK {
 		t.Fatalf("healthy: exit %d, %v, report %s %s", code, err, out, errs)
 	}
 	os.Chmod(state, 0o777)

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/corral-dev/corral/internal/graph"
+	"github.com/corral-dev/corral/internal/graph/graphapi"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -38,8 +41,16 @@ func (e *env) emit(v any, human func(w io.Writer) error) error {
 	return human(e.stdout)
 }
 
-// emitError prints a failed command's envelope (--json).
+// emitError prints a failed command's envelope (--json). A graph run's
+// error keeps its graph code and node, as the API reports it.
 func (e *env) emitError(err error) {
+	var ge *graph.Error
+	if errors.As(err, &ge) {
+		if raw, jerr := json.Marshal(graphapi.ErrorReply{Error: graphapi.ToError(err)}); jerr == nil {
+			fmt.Fprintf(e.stdout, "%s\n", raw)
+			return
+		}
+	}
 	writeEnvelope(e.stdout, wire.ErrReply(err))
 }
 

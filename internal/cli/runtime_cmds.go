@@ -125,12 +125,16 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if *stream {
 		argv = append(argv, "--stream")
 	}
+	if e.json {
+		// The runner prints the envelope itself.
+		argv = append(argv, "--json")
+	}
 	cmd := exec.CommandContext(ctx, bin, argv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		// The runner already said why on stderr.
+		// The runner already said why, on stderr or in its envelope.
 		return exitStatus(ee.ExitCode())
 	}
 	return err

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"slices"
 
 	"github.com/corral-dev/corral/internal/schema"
@@ -25,6 +27,11 @@ func runSchema(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.stdout.Write(b)
-	return err
+	// In an envelope, a JSON document is the result as it is; the
+	// TypeScript declarations are a string.
+	var result any = string(b)
+	if schema.Format(*format) != schema.FormatTypeScript {
+		result = json.RawMessage(b)
+	}
+	return e.emit(result, func(w io.Writer) error { _, err := w.Write(b); return err })
 }

@@ -12,6 +12,7 @@ package runnercmd
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -55,6 +57,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	fs.Float64Var(&spec.SpendCapUSD, "spend-cap", 0, "stop when the session has spent this many USD (0: no cap)")
 	prompt := fs.String("p", "", "print mode: run this prompt to its end, print the final answer, exit non-zero on failure")
 	stream := fs.Bool("stream", false, "print mode: also stream every event to stderr as NDJSON")
+	asJSON := fs.Bool("json", false, `print mode: print one JSON envelope on stdout, {"ok":true,"result":{answer,outcome,failure?}} or {"ok":false,"error":…}`)
 	credFile := fs.String("credentials", "", "credentials file (JSON, mode 0600) instead of the OS keyring")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "json", "json (one object a line; what a supervisor reads) or console (for a person)")
@@ -123,7 +126,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	}
 	opts.Credentials = secrets
 	if *prompt != "" {
-		return printMode(opts, *prompt, *stream)
+		return printMode(opts, *prompt, *stream, *asJSON)
 	}
 	return standalone(log, opts)
 }
@@ -163,8 +166,9 @@ func probeMain(engines map[string]engine.Factory) int {
 	return 0
 }
 
-// printMode runs one prompt and prints the final answer.
-func printMode(opts runner.Options, prompt string, stream bool) int {
+// printMode runs one prompt and prints the final answer, or with asJSON
+// the whole result in an envelope.
+func printMode(opts runner.Options, prompt string, stream, asJSON bool) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	var events io.Writer
@@ -172,6 +176,9 @@ func printMode(opts runner.Options, prompt string, stream bool) int {
 		events = os.Stderr
 	}
 	res, err := runner.RunPrint(ctx, opts, prompt, events)
+	if asJSON {
+		return printEnvelope(res, err)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
 		return 1
@@ -185,6 +192,29 @@ func printMode(opts runner.Options, prompt string, stream bool) int {
 		} else {
 			fmt.Fprintf(os.Stderr, "runner: the turn ended %s\n", res.Outcome)
 		}
+		return 1
+	}
+	return 0
+}
+
+// printEnvelope prints print mode's end as the CLI's envelope. A run that
+// failed is ok:false with the error, and still has its result: the answer
+// so far and the failure.
+func printEnvelope(res runner.PrintResult, err error) int {
+	reply := wire.OKReply(api.RunResult{Answer: res.Answer, Outcome: res.Outcome, Failure: res.Failure})
+	switch {
+	case err != nil:
+		reply = wire.ErrReply(err)
+	case !res.OK():
+		why := "the turn ended " + res.Outcome
+		if res.Failure != nil {
+			why = fmt.Sprintf("%s: %s", res.Failure.Code, res.Failure.Message)
+		}
+		reply.OK, reply.Error = false, wire.Errorf(wire.CodeEngineError, "%s", why)
+	}
+	raw, _ := json.Marshal(reply)
+	fmt.Printf("%s\n", raw)
+	if !reply.OK {
 		return 1
 	}
 	return 0

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -67,3 +68,15 @@ const (
 	MediaSSE    = "text/event-stream"
 	MediaNDJSON = "application/x-ndjson"
 )
+
+// RunResult is what print mode (supervisor run -p, runner -p) ends with,
+// printed with --json as the result of the CLI's envelope.
+type RunResult struct {
+	// Answer is the final assistant text of the last turn.
+	Answer string `json:"answer"`
+	// Outcome is how the last turn ended: done, stopped, failed or
+	// interrupted.
+	Outcome string `json:"outcome"`
+	// Failure is the last failure event's data, if any.
+	Failure *event.FailureData `json:"failure,omitempty"`
+}
