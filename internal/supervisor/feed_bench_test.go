@@ -114,7 +114,7 @@ func BenchmarkFeed(b *testing.B) {
 		outputs := make([]*io.PipeWriter, feedSessions)
 		var readers sync.WaitGroup
 		for i := range outputs {
-			c := &child{log: zap.NewNop(), hooks: childHooks{hub: m.hub}, session: "s" + strconv.Itoa(i), now: time.Now}
+			c := &child{log: zap.NewNop(), hooks: childHooks{hub: m.hub, observer: m.cfg.Observer}, session: "s" + strconv.Itoa(i), now: time.Now}
 			pr, pw := io.Pipe()
 			outputs[i] = pw
 			readers.Add(1)
