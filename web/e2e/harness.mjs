@@ -25,7 +25,12 @@ export class Supervisor {
     this.log = [];
   }
   async start() {
-    const p = spawn(join(bin, 'supervisor'), ['serve', '--state', this.state, '--idle-ttl', '10m', '--log-level', 'warn'], {
+    // Sessions get their credentials from an empty credentials file, not
+    // from this user's keyring: what the console shows of the engines'
+    // readiness is the same on every machine.
+    const creds = join(mkdtempSync(join(tmpdir(), 'corral-creds-')), 'credentials.json');
+    writeFileSync(creds, '{}', { mode: 0o600 });
+    const p = spawn(join(bin, 'supervisor'), ['serve', '--state', this.state, '--idle-ttl', '10m', '--log-level', 'warn', '--credentials', creds], {
       env: { ...process.env, SHELL: '/bin/sh', CORRAL_STATE: this.state },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
