@@ -68,9 +68,13 @@ func check(e api.Engine, name string) api.EngineCheck {
 // found with its version, the credentials each engine needs present or
 // missing (and the reason names the item), the models and settings the
 // catalog declares, and the answer kept until a credential changes.
+//
+// The probes run the CLIs, which on a loaded machine take tens of seconds
+// to answer --version: the calls are bounded by the probe's own limits
+// (engineprobe.PerEngine), not by a shorter one of the test's.
 func TestEnginesReportsReadiness(t *testing.T) {
 	m, _ := realEngineManager(t, map[string]string{creds.AnthropicAPIKey: "sk-ant-probe"})
-	r, err := m.Engines(ctxT(t), EnginesOptions{})
+	r, err := m.Engines(t.Context(), EnginesOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +106,14 @@ func TestEnginesReportsReadiness(t *testing.T) {
 
 	// Kept: the same answer, until asked to refresh or a credential
 	// changes.
-	again, err := m.Engines(ctxT(t), EnginesOptions{})
+	again, err := m.Engines(t.Context(), EnginesOptions{})
 	if err != nil || !again.CheckedAt.Equal(r.CheckedAt) {
 		t.Fatalf("a second call probed again (%v, %v): %v", r.CheckedAt, again.CheckedAt, err)
 	}
 	if err := m.cfg.Credentials.(*creds.Secrets).Set(creds.OpenAIAPIKey, "sk-openai-probe"); err != nil {
 		t.Fatal(err)
 	}
-	after, err := m.Engines(ctxT(t), EnginesOptions{})
+	after, err := m.Engines(t.Context(), EnginesOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +132,7 @@ func TestEnginesAcceptedCheck(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Close() })
 	m, tmp := realEngineManager(t, map[string]string{creds.AnthropicAPIKey: "sk-good", creds.OpenAIAPIKey: "sk-bad"})
-	r, err := m.Engines(ctxT(t), EnginesOptions{Accept: true, ModelEndpoint: url})
+	r, err := m.Engines(t.Context(), EnginesOptions{Accept: true, ModelEndpoint: url})
 	if err != nil {
 		t.Fatal(err)
 	}
