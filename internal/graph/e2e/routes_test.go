@@ -124,8 +124,14 @@ func TestTheGraphCLI(t *testing.T) {
 		t.Fatalf("graph open: %q exit %d", id, code)
 	}
 	out, code := cli("", "graph", "run", "--state", state, "--json", id, "plan")
-	var v graph.Verdict
-	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Engine != graph.Self || v.Claim == "" {
+	// --json prints the CLI's envelope (docs/api.md, "The CLI").
+	var reply struct {
+		OK     bool          `json:"ok"`
+		Result graph.Verdict `json:"result"`
+	}
+	err := json.Unmarshal([]byte(out), &reply)
+	v := reply.Result
+	if code != 0 || err != nil || !reply.OK || v.Engine != graph.Self || v.Claim == "" {
 		t.Fatalf("graph run plan: %q exit %d", out, code)
 	}
 	out, code = cli(`{"plan": "by hand"}`, "graph", "submit", "--state", state, "--claim", v.Claim, id, "plan")
@@ -158,7 +164,7 @@ func TestTheGraphCLI(t *testing.T) {
 		t.Fatalf("graph retry: %q exit %d", out, code)
 	}
 	out, code = cli("", "graph", "status", "--state", state, "--json")
-	if code != 0 || !strings.Contains(out, `"runId": "`+id+`"`) {
+	if code != 0 || !strings.Contains(out, `"runId":"`+id+`"`) {
 		t.Fatalf("graph status --json: %q", out)
 	}
 	if _, code := cli("", "graph", "frobnicate"); code != 2 {
