@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/locate"
+	"github.com/corral-dev/corral/internal/pricing"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
@@ -44,7 +45,7 @@ type Engine struct {
 	log      *zap.Logger
 	settings settings
 	spec     spawnSpec
-	price    price
+	price    pricing.Price
 	priced   bool
 
 	// turnMu serialises Turn, Fork, Judge and Compact: one thread runs

@@ -261,7 +261,7 @@ func TestUsageFigures(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("%v %v", ok, err)
 	}
-	if got, want := p.cost(u), (900*1.25+100*0.125+20*10.0)/1e6; got != want {
+	if got, want := p.Cost(u), (900*1.25+100*0.125+20*10.0)/1e6; got != want {
 		t.Errorf("cost %v, want %v", got, want)
 	}
 	p, ok, err = priceFor("local-llama", map[string]string{KeyInputPrice: "1", KeyOutputPrice: "2"})
