@@ -95,6 +95,9 @@ type Runner struct {
 	closed   bool
 	eng      engine.Engine
 	timed    *timedLoop // nil without a timed loop
+	// rotating is open while the turn loop moves the session to a new id
+	// after a clear (clear.go); Close waits for it.
+	rotating chan struct{}
 
 	// loopDone is closed when the turn loop returns; turnDone is
 	// signalled (without blocking) whenever a turn has settled.
@@ -360,9 +363,12 @@ func (r *Runner) Close() error {
 		return nil
 	}
 	r.closed = true
-	live := r.live
+	live, rotating := r.live, r.rotating
 	r.mu.Unlock()
 	if live {
+		if rotating != nil {
+			<-rotating
+		}
 		r.stop(context.Background(), "shutdown")
 		// Let a command under way (a fork starting an engine) finish;
 		// none starts from now on.

@@ -132,6 +132,12 @@ type TurnResult struct {
 	Usage event.UsageData
 	// HasUsage says Usage is set.
 	HasUsage bool
+	// Conversation, when set, is the engine's new conversation id: the
+	// turn cleared the conversation through the engine's own command
+	// (Claude Code's /clear) and the engine goes on in a new one. The
+	// runner continues the session under a new session id (a rotated
+	// event with reason "clear") whose engine resumes this conversation.
+	Conversation string
 }
 
 // Host is what a runner offers an engine. Its methods are safe for
