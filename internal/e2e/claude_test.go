@@ -186,3 +186,86 @@ func TestClaudeClearRotatesTheSession(t *testing.T) {
 		t.Fatalf("the model was never asked the message after the clear")
 	}
 }
+
+// TestClaudeInheritForksTheParentConversation: a session that names a
+// parent on Claude Code starts on a fork of the parent's conversation (the
+// model sees it whole), with no handoff brief, and the parent's
+// conversation stays as it was.
+func TestClaudeInheritForksTheParentConversation(t *testing.T) {
+	c := claudeCase(t)
+	cwd, sessions := t.TempDir(), t.TempDir()
+	srv, url := startScenario(t, `{"name": "chat", "steps": [], "fallback": {"text": "noted"}}`, cwd)
+	ctx := context.Background()
+
+	parentRec := eventlogtest.New(waitLimit)
+	popts := options(t, c, filepath.Join(sessions, "parent"), cwd, url, parentRec)
+	popts.Spec.ID = "parent"
+	parent, err := runner.New(popts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if reply := parent.Do(ctx, command.Send{Text: "remember the word pelican"}); !reply.OK {
+		t.Fatal(reply.Error)
+	}
+	parentRec.WaitType(t, 0, event.TurnEnded)
+	parentConv := parent.Spec().EngineSession
+	if err := parent.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := eventlogtest.New(waitLimit)
+	opts := options(t, c, filepath.Join(sessions, "child"), cwd, url, rec)
+	opts.Spec.ID, opts.Spec.Parent = "child", "parent"
+	child, err := runner.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	if err := child.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	started := waitFor(rec, t, "sessionStarted", ofType(event.SessionStarted))
+	var sd event.SessionStartedData
+	json.Unmarshal(started.Data, &sd)
+	if sd.ForkedFrom != parentConv || sd.EngineSession == "" || sd.EngineSession == parentConv {
+		t.Fatalf("sessionStarted %s: want a new conversation forked from the parent's %s", started.Data, parentConv)
+	}
+	if reply := child.Do(ctx, command.Send{Text: "what was the word?"}); !reply.OK {
+		t.Fatal(reply.Error)
+	}
+	ended := waitFor(rec, t, "turnEnded", ofType(event.TurnEnded))
+	if !strings.Contains(string(ended.Data), `"outcome":"done"`) {
+		t.Fatalf("the child's turn: %s\n%s", ended.Data, rec.Dump())
+	}
+	for _, ev := range rec.All(event.UserMessage) {
+		if strings.Contains(string(ev.Data), `"kind":"inherit"`) {
+			t.Fatalf("a handoff brief was queued although the conversation was forked: %s", ev.Data)
+		}
+	}
+	childReq := 0
+	for _, req := range srv.Requests() {
+		switch {
+		case req.ContainsText("what was the word?"):
+			childReq++
+			if !req.ContainsText("remember the word pelican") {
+				t.Fatalf("the child's model request lacks the parent's conversation: %s", req.Body)
+			}
+		}
+	}
+	if childReq == 0 {
+		t.Fatal("the model was never asked the child's message")
+	}
+	// The parent's stored conversation has not grown: the child's turn is
+	// in the fork only.
+	matches, _ := filepath.Glob(filepath.Join(sessions, "parent", "engine", "claude", "projects", "*", parentConv+".jsonl"))
+	if len(matches) != 1 {
+		t.Fatalf("the parent's conversation file: %v", matches)
+	}
+	stored, err := os.ReadFile(matches[0])
+	if err != nil || strings.Contains(string(stored), "what was the word?") {
+		t.Fatalf("the parent's conversation holds the child's message (%v)", err)
+	}
+}

@@ -253,7 +253,14 @@ func (r *Runner) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	eng, convID, err := r.startEngine(ctx, spec)
+	var eng engine.Engine
+	var convID, forkedFrom string
+	var err error
+	if spec.Parent != "" && spec.EngineSession == "" {
+		eng, convID, forkedFrom, err = r.startInherited(ctx, spec)
+	} else {
+		eng, convID, err = r.startEngine(ctx, spec)
+	}
 	if err != nil {
 		r.fail(err)
 		r.setState(wire.StateFailed, "engine did not start")
@@ -281,12 +288,14 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	r.emit(typ, event.SessionStartedData{
 		Engine: spec.Engine, Cwd: spec.Cwd, Mode: spec.Mode, Model: spec.Model,
-		EngineSession: convID, Parent: spec.Parent, Unattended: spec.Unattended,
+		EngineSession: convID, Parent: spec.Parent, ForkedFrom: forkedFrom, Unattended: spec.Unattended,
 	})
 	r.presence.touch()
 	go r.runTurns()
-	if err := r.inherit(); err != nil {
-		r.log.Warn("inherit from parent session", zap.Error(err))
+	if forkedFrom == "" {
+		if err := r.inherit(); err != nil {
+			r.log.Warn("inherit from parent session", zap.Error(err))
+		}
 	}
 	if spec.Loop != nil {
 		prompt := spec.Loop.Prompt
@@ -300,6 +309,12 @@ func (r *Runner) Start(ctx context.Context) error {
 
 // startEngine starts or resumes the engine conversation spec names.
 func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine, string, error) {
+	return r.startEngineWith(ctx, spec, nil)
+}
+
+// startEngineWith starts the engine spec names through start, or through
+// its Start when start is nil or declines (returns ok false).
+func (r *Runner) startEngineWith(ctx context.Context, spec wire.Spec, start func(engine.Engine, engine.StartOptions) (conv string, ok bool, err error)) (engine.Engine, string, error) {
 	// The runner's own settings (the shared cache folder), the session's
 	// over them, and what the spec says of a plugin over both.
 	config := maps.Clone(r.opts.EngineConfig)
@@ -318,7 +333,7 @@ func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine
 		config["plugin"] = spec.Engine
 	}
 	eng := factory()
-	convID, err := eng.Start(ctx, engine.StartOptions{
+	opts := engine.StartOptions{
 		SessionID:     spec.ID,
 		Dir:           r.Dir(),
 		Cwd:           spec.Cwd,
@@ -331,7 +346,16 @@ func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine
 		Config:        config,
 		Host:          (*host)(r),
 		Logger:        r.log.Named("engine"),
-	})
+	}
+	var convID string
+	var err error
+	started := false
+	if start != nil {
+		convID, started, err = start(eng, opts)
+	}
+	if !started && err == nil {
+		convID, err = eng.Start(ctx, opts)
+	}
 	if err != nil {
 		eng.Close()
 		return nil, "", err

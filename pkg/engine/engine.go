@@ -64,6 +64,17 @@ type Forker interface {
 	Fork(ctx context.Context) (conversationID string, err error)
 }
 
+// Inheritor is implemented by engines that can start a conversation as a
+// branch of another session's, so that a session naming a parent continues
+// the parent's conversation itself instead of a handoff brief of it.
+type Inheritor interface {
+	// StartFork starts like Start, the new conversation a branch of the
+	// conversation from, whose state the runner has copied from the
+	// parent's folder into opts.Dir/engine beforehand. The parent's
+	// conversation stays as it was.
+	StartFork(ctx context.Context, opts StartOptions, from string) (conversationID string, err error)
+}
+
 // Judge is implemented by engines that can answer a side question without
 // adding it to the conversation (used for goal checks). Engines without it
 // are asked through a regular turn.

@@ -1140,6 +1140,8 @@ export interface SessionStartedData {
   model?: string;
   engineSession?: string;
   parent?: string;
+  /** ForkedFrom is the parent's engine conversation that this session's conversation branches (an inherit by fork); a session that inherits through a handoff brief has none. */
+  forkedFrom?: string;
   unattended?: boolean;
 }
 
@@ -1614,7 +1616,7 @@ export interface UsageEvent {
 export interface UserMessageData {
   id: string;
   text: string;
-  /** send, steer, goalCheck, loop */
+  /** send, goalCheck, loop, inherit */
   kind: string;
   queued: boolean;
 }
