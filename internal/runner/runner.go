@@ -333,6 +333,10 @@ func (r *Runner) startEngineWith(ctx context.Context, spec wire.Spec, start func
 		config["plugin"] = spec.Engine
 	}
 	eng := factory()
+	if err := checkPreset(eng, spec); err != nil {
+		eng.Close()
+		return nil, "", err
+	}
 	opts := engine.StartOptions{
 		SessionID:     spec.ID,
 		Dir:           r.Dir(),
@@ -344,6 +348,7 @@ func (r *Runner) startEngineWith(ctx context.Context, spec wire.Spec, start func
 		Credentials:   r.opts.Credentials,
 		Env:           r.opts.Env,
 		Config:        config,
+		Agent:         spec.Agent,
 		Host:          (*host)(r),
 		Logger:        r.log.Named("engine"),
 	}
@@ -366,6 +371,22 @@ func (r *Runner) startEngineWith(ctx context.Context, spec wire.Spec, start func
 		eng = s.Started()
 	}
 	return eng, convID, nil
+}
+
+// checkPreset refuses, with bad_request, a spec whose agent preset the
+// engine cannot honour.
+func checkPreset(eng engine.Engine, spec wire.Spec) error {
+	if spec.Agent == nil {
+		return nil
+	}
+	p, ok := eng.(engine.Presetter)
+	if !ok {
+		return wire.Errorf(wire.CodeBadRequest, "the %s engine cannot take an agent preset (instructions or tools)", spec.Engine)
+	}
+	if err := p.CheckPreset(*spec.Agent); err != nil {
+		return wire.Errorf(wire.CodeBadRequest, "the %s engine cannot take this agent preset: %v", spec.Engine, err)
+	}
+	return nil
 }
 
 // engineErr turns an engine's start or turn error into a wire error.

@@ -75,6 +75,16 @@ type Inheritor interface {
 	StartFork(ctx context.Context, opts StartOptions, from string) (conversationID string, err error)
 }
 
+// Presetter is implemented by engines that can honour a session's agent
+// preset (wire.AgentPreset), given to Start in StartOptions.Agent. The
+// runner refuses a session with a preset on an engine without it.
+type Presetter interface {
+	// CheckPreset says, before Start, whether the engine can honour p:
+	// nil, or an error naming the part it cannot (the runner reports it
+	// as bad_request).
+	CheckPreset(p wire.AgentPreset) error
+}
+
 // Judge is implemented by engines that can answer a side question without
 // adding it to the conversation (used for goal checks). Engines without it
 // are asked through a regular turn.
@@ -118,6 +128,9 @@ type StartOptions struct {
 	// Config holds engine-specific settings (for example "path": the CLI
 	// binary to run).
 	Config map[string]string
+	// Agent is the session's agent preset, nil for none; only engines
+	// that implement Presetter (and accepted it) are given one.
+	Agent *wire.AgentPreset
 	// Host is the runner's side of the conversation.
 	Host Host
 	// Logger logs to the runner's stderr.

@@ -197,6 +197,7 @@ func (e *Engine) connect(ctx context.Context) (*conn, error) {
 	}
 	args := baseArgs()
 	args = append(args, sessionArgs(e.convID, e.persisted, e.forkFrom)...)
+	args = append(args, presetArgs(e.opts.Agent)...)
 	if e.opts.Model != "" {
 		args = append(args, "--model", e.opts.Model)
 	}

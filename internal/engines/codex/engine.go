@@ -190,6 +190,8 @@ func (e *Engine) threadParams() threadParams {
 		ApprovalPolicy:    approvalOnRequest,
 		ApprovalsReviewer: reviewerUser,
 		Sandbox:           sandboxReadOnly,
+
+		DeveloperInstructions: presetInstructions(e.opts.Agent),
 	}
 }
 

@@ -135,6 +135,7 @@ func (e *Engine) launch(ctx context.Context, resume bool) (*cli, error) {
 		Streaming:         true,
 		EnvValueMode:      "direct",
 	}
+	applyPreset(&params, e.set.agent)
 	method, verb := methodSessionCreate, "create session"
 	if resume {
 		method, verb = methodSessionResume, "resume conversation"
