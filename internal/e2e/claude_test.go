@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -268,4 +269,10 @@ func TestClaudeInheritForksTheParentConversation(t *testing.T) {
 	if err != nil || strings.Contains(string(stored), "what was the word?") {
 		t.Fatalf("the parent's conversation holds the child's message (%v)", err)
 	}
+}
+
+// engineByName is one of the real engine cases.
+func engineByName(t *testing.T, name string) engineCase {
+	all := cases(t)
+	return all[slices.IndexFunc(all, func(c engineCase) bool { return c.name == name })]
 }

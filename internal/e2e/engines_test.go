@@ -144,9 +144,9 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			}
 			// The goal loop with goalLimit 2: the fake model's judge answer is
 			// no verdict, so the clause counts as unmet, a goal-check turn
-			// runs, and the second check stops at the limit. Copilot and
-			// ACP agents cannot judge, so they check once and queue nothing.
-			judges := c.name != "copilot" && c.name != "acp"
+			// runs, and the second check stops at the limit. ACP agents
+			// cannot judge, so they check once and queue nothing.
+			judges := c.name != "acp"
 			wantChecks := 2
 			if !judges {
 				wantChecks = 1

@@ -68,7 +68,6 @@ func TestAgentPresetsReachTheModel(t *testing.T) {
 		{engine: "codex", tools: []string{"shell"}, refuse: "cannot narrow the tools"},
 		{engine: "acp", refuse: "cannot take an agent preset"},
 	}
-	all := cases(t)
 	for _, tt := range tests {
 		name := tt.engine
 		if len(tt.tools) > 0 {
@@ -76,7 +75,7 @@ func TestAgentPresetsReachTheModel(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c := all[slices.IndexFunc(all, func(c engineCase) bool { return c.name == tt.engine })]
+			c := engineByName(t, tt.engine)
 			cwd, dir := t.TempDir(), t.TempDir()
 			srv, url := startScenario(t, `{"name": "chat", "steps": [], "fallback": {"text": "Aye."}}`, cwd)
 			rec := eventlogtest.New(waitLimit)
