@@ -15,13 +15,15 @@ import (
 	"github.com/corral-dev/corral/internal/proc"
 )
 
-// Supported CLI versions: the pinned 0.169.0 and its patch releases. The
-// protocol changes between minor releases often enough that an unknown one
-// is refused rather than half-working.
+// Supported CLI versions: 0.169 (the oldest, pinned in
+// deploy/engines/oldest) to 0.171 (the newest, pinned in deploy/engines),
+// with their patch releases. The protocol changes between minor releases
+// often enough that one not tested is refused rather than half-working.
 const (
-	supportedMajor = 0
-	supportedMinor = 169
-	supportedRange = "0.169.x"
+	supportedMajor    = 0
+	supportedMinMinor = 169
+	supportedMaxMinor = 171
+	supportedRange    = "0.169.x to 0.171.x"
 )
 
 // How long the CLI gets to exit on its own after its stdin closes (it
@@ -56,7 +58,7 @@ func checkVersion(ctx context.Context, bin string, env []string) (string, error)
 	}
 	major, _ := strconv.Atoi(m[1])
 	minor, _ := strconv.Atoi(m[2])
-	if major != supportedMajor || minor != supportedMinor {
+	if major != supportedMajor || minor < supportedMinMinor || minor > supportedMaxMinor {
 		return m[0], fmt.Errorf("%s is %s; Corral needs codex-cli %s (run deploy/engines/install.sh or configure the path of a supported CLI)", bin, m[0], supportedRange)
 	}
 	return strings.TrimPrefix(m[0], "codex-cli "), nil
