@@ -61,15 +61,8 @@ func TestClaudeSpendCapTripsMidTurn(t *testing.T) {
 	rec := eventlogtest.New(waitLimit)
 	opts := options(t, c, dir, cwd, url, rec)
 	opts.Spec.SpendCapUSD = 0.5
-	r, err := runner.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := startRunner(t, opts)
 	ctx := context.Background()
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if reply := r.Do(ctx, command.Send{Text: "Create hello.txt."}); !reply.OK {
 		t.Fatal(reply.Error)
 	}
@@ -121,15 +114,8 @@ func TestClaudeClearRotatesTheSession(t *testing.T) {
 	rotations := make(chan string, 4)
 	opts := options(t, c, dir, cwd, url, rec)
 	opts.Rotate = func(from, to string) { rotations <- from + ">" + to }
-	r, err := runner.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := startRunner(t, opts)
 	ctx := context.Background()
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	before := r.Spec()
 	from := 0
 	for _, text := range []string{"remember the word pelican", "/clear"} {
@@ -220,14 +206,7 @@ func TestClaudeInheritForksTheParentConversation(t *testing.T) {
 	rec := eventlogtest.New(waitLimit)
 	opts := options(t, c, filepath.Join(sessions, "child"), cwd, url, rec)
 	opts.Spec.ID, opts.Spec.Parent = "child", "parent"
-	child, err := runner.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer child.Close()
-	if err := child.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	child := startRunner(t, opts)
 	started := waitFor(rec, t, "sessionStarted", ofType(event.SessionStarted))
 	var sd event.SessionStartedData
 	json.Unmarshal(started.Data, &sd)

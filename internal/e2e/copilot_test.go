@@ -10,7 +10,8 @@ import (
 
 	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
 	"github.com/corral-dev/corral/internal/fakemodel"
-	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -34,23 +35,16 @@ func TestCopilotJudgesGoalsOnAFork(t *testing.T) {
 	cwd, dir := t.TempDir(), t.TempDir()
 	srv, url := startScenario(t, judgeScenario, cwd)
 	rec := eventlogtest.New(waitLimit)
-	r, err := runner.New(options(t, c, dir, cwd, url, rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := startRunner(t, options(t, c, dir, cwd, url, rec))
 	ctx := context.Background()
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSetGoal, Goal: "the word is known"}); !reply.OK {
+	if reply := r.Do(ctx, command.SetGoal{Goal: "the word is known"}); !reply.OK {
 		t.Fatal(reply.Error)
 	}
-	if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "remember the word pelican"}); !reply.OK {
+	if reply := r.Do(ctx, command.Send{Text: "remember the word pelican"}); !reply.OK {
 		t.Fatal(reply.Error)
 	}
-	check := waitFor(rec, t, "goalCheck", ofType(wire.EvGoalCheck))
-	var gc wire.GoalCheckData
+	check := waitFor(rec, t, "goalCheck", ofType(event.GoalCheck))
+	var gc event.GoalCheckData
 	json.Unmarshal(check.Data, &gc)
 	if !gc.Holds || len(gc.Clauses) != 1 || !strings.Contains(gc.Clauses[0].Evidence, "pelican") {
 		t.Fatalf("goal check %s: want the judge's verdict", check.Data)
@@ -71,11 +65,11 @@ func TestCopilotJudgesGoalsOnAFork(t *testing.T) {
 	if !judged {
 		t.Fatal("the judge's question never reached the model")
 	}
-	if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "and now?"}); !reply.OK {
+	if reply := r.Do(ctx, command.Send{Text: "and now?"}); !reply.OK {
 		t.Fatal(reply.Error)
 	}
-	waitFor(rec, t, "the second turn's end", func(ev wire.Event) bool {
-		return ev.Type == wire.EvTurnEnded && strings.Contains(string(ev.Data), `"turn":2`)
+	waitFor(rec, t, "the second turn's end", func(ev event.Event) bool {
+		return ev.Type == event.TurnEnded && strings.Contains(string(ev.Data), `"turn":2`)
 	})
 	for _, req := range srv.Requests() {
 		if req.ContainsText("and now?") && req.ContainsText("Judge, from this session's work") {
@@ -94,21 +88,14 @@ func TestCopilotForksThroughTheRunner(t *testing.T) {
 	rec := eventlogtest.New(waitLimit)
 	opts := options(t, c, filepath.Join(sessions, "orig"), cwd, url, rec)
 	opts.Spec.ID = "orig"
-	r, err := runner.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := startRunner(t, opts)
 	ctx := context.Background()
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	orig := r.Spec()
-	if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "remember the word pelican"}); !reply.OK {
+	if reply := r.Do(ctx, command.Send{Text: "remember the word pelican"}); !reply.OK {
 		t.Fatal(reply.Error)
 	}
-	_, at := rec.WaitType(t, 0, wire.EvTurnEnded)
-	reply := r.Do(ctx, wire.Command{Cmd: wire.CmdForkSession})
+	_, at := rec.WaitType(t, 0, event.TurnEnded)
+	reply := r.Do(ctx, command.ForkSession{})
 	if !reply.OK {
 		t.Fatal(reply.Error)
 	}
@@ -116,10 +103,10 @@ func TestCopilotForksThroughTheRunner(t *testing.T) {
 	if forked.ID == orig.ID || forked.EngineSession == "" || forked.EngineSession == orig.EngineSession {
 		t.Fatalf("after the fork the spec is %+v; was %+v", forked, orig)
 	}
-	if reply := r.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "what was the word?"}); !reply.OK {
+	if reply := r.Do(ctx, command.Send{Text: "what was the word?"}); !reply.OK {
 		t.Fatal(reply.Error)
 	}
-	ended, _ := rec.WaitType(t, at+1, wire.EvTurnEnded)
+	ended, _ := rec.WaitType(t, at+1, event.TurnEnded)
 	if !strings.Contains(string(ended.Data), `"outcome":"done"`) {
 		t.Fatalf("the turn after the fork: %s\n%s", ended.Data, rec.Dump())
 	}
@@ -136,21 +123,14 @@ func TestCopilotForksThroughTheRunner(t *testing.T) {
 	rec2 := eventlogtest.New(waitLimit)
 	opts2 := options(t, c, filepath.Join(sessions, "orig"), cwd, url, rec2)
 	opts2.Spec = wire.Spec{}
-	r2, err := runner.New(opts2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r2.Close()
-	if err := r2.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r2 := startRunner(t, opts2)
 	if got := r2.Spec().EngineSession; got != orig.EngineSession {
 		t.Fatalf("the original session resumed conversation %s, want %s", got, orig.EngineSession)
 	}
-	if reply := r2.Do(ctx, wire.Command{Cmd: wire.CmdSend, Text: "still there?"}); !reply.OK {
+	if reply := r2.Do(ctx, command.Send{Text: "still there?"}); !reply.OK {
 		t.Fatal(reply.Error)
 	}
-	rec2.WaitType(t, 0, wire.EvTurnEnded)
+	rec2.WaitType(t, 0, event.TurnEnded)
 	for _, req := range srv.Requests() {
 		if req.ContainsText("still there?") && req.ContainsText("what was the word?") {
 			t.Fatal("the original conversation holds the fork's turn")

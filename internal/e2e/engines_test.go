@@ -227,6 +227,21 @@ func TestRealEnginesPrintMode(t *testing.T) {
 	}
 }
 
+// startRunner makes a runner of opts and starts it; it is closed when the
+// test ends (closing it earlier is fine).
+func startRunner(t *testing.T, opts runner.Options) *runner.Runner {
+	t.Helper()
+	r, err := runner.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return r
+}
+
 // waitFor waits for the first recorded event that matches.
 func waitFor(rec *eventlogtest.Recorder, t *testing.T, what string, match func(event.Event) bool) event.Event {
 	t.Helper()

@@ -347,3 +347,18 @@ func WantFailure(t testing.TB, err error, code event.FailureCode) *engine.Failur
 
 // AllowAll is a Decide that allows every call.
 func AllowAll(context.Context, engine.ToolCall) engine.Verdict { return engine.Verdict{Allow: true} }
+
+// OnEachVersion runs test as parallel subtests "newest" and "oldest", once
+// on each supported version of the engine's CLI (RigConfig.Oldest).
+func OnEachVersion(t *testing.T, test func(t *testing.T, oldest bool)) {
+	for _, oldest := range []bool{false, true} {
+		name := "newest"
+		if oldest {
+			name = "oldest"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, oldest)
+		})
+	}
+}

@@ -235,16 +235,7 @@ func TestResumeContinuesTheConversationInANewProcess(t *testing.T) {
 // the newest and the oldest supported agent, each against the golden
 // transcript of its version (testdata/golden/<version>/).
 func TestGoldenCanonicalTurn(t *testing.T) {
-	for _, oldest := range []bool{false, true} {
-		name := "newest"
-		if oldest {
-			name = "oldest"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			goldenCanonicalTurn(t, oldest)
-		})
-	}
+	enginetest.OnEachVersion(t, goldenCanonicalTurn)
 }
 
 func goldenCanonicalTurn(t *testing.T, oldest bool) {

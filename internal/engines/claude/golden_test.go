@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/transcript"
 )
 
@@ -25,16 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 // differs fails here, naming the first frame that changed and its fields.
 // Run with -update to record a new version's.
 func TestGoldenAllowTurn(t *testing.T) {
-	for _, oldest := range []bool{false, true} {
-		name := "newest"
-		if oldest {
-			name = "oldest"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			goldenAllowTurn(t, oldest)
-		})
-	}
+	enginetest.OnEachVersion(t, goldenAllowTurn)
 }
 
 func goldenAllowTurn(t *testing.T, oldest bool) {

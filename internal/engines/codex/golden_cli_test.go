@@ -34,16 +34,7 @@ const goldenFile = "canonical-turn.txt"
 // command the gate allows, then a patch it refuses (so the feedback steer
 // and the decline are in it), then the answer.
 func TestGoldenCanonicalTurn(t *testing.T) {
-	for _, oldest := range []bool{false, true} {
-		name := "newest"
-		if oldest {
-			name = "oldest"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			goldenCanonicalTurn(t, oldest)
-		})
-	}
+	enginetest.OnEachVersion(t, goldenCanonicalTurn)
 }
 
 func goldenCanonicalTurn(t *testing.T, oldest bool) {

@@ -26,16 +26,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from a run agai
 // version has its transcript in testdata/golden/<version>/. Run with
 // -update to accept a change or record a new version.
 func TestGoldenCanonicalTurn(t *testing.T) {
-	for _, oldest := range []bool{false, true} {
-		name := "newest"
-		if oldest {
-			name = "oldest"
-		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			goldenCanonicalTurn(t, oldest)
-		})
-	}
+	enginetest.OnEachVersion(t, goldenCanonicalTurn)
 }
 
 // onOldestCLI points the engine at the oldest supported CLI's install.
