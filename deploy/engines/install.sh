@@ -16,6 +16,12 @@ if ! command -v npm >/dev/null 2>&1; then
   exit 1
 fi
 for dir in . oldest; do
+  # A deployment copies only this folder's package files and this script
+  # (docs/deploy.md, the container image): it runs the newest CLIs, and
+  # the oldest, which only the tests use, is not there to install.
+  if [ ! -f "$dir/package-lock.json" ]; then
+    continue
+  fi
   (
     cd "$dir"
     stamp=node_modules/.corral-stamp
