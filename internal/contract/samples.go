@@ -172,6 +172,7 @@ func Samples() []Sample {
 	created := spec
 	created.ID, created.EngineSession, created.Cwd = "", "", "/home/me/app"
 	created.Workspace = &wire.Workspace{Base: "main", Branch: "corral/9afafddc"}
+	created.Agent = &wire.AgentPreset{Name: "reviewer", Instructions: "Review only; never edit files.", Tools: []string{"Read", "Grep", "Glob"}}
 	add("route.health.reply", "HealthReply", api.HealthReply{OK: true, Proto: wire.ProtocolVersion, LiveSessions: 3,
 		Version: "v0.4.0-12-g869b98d", Revision: "869b98d6f0e3a1c2b4d5e6f708192a3b4c5d6e7f", Go: "go1.26.8", Ready: true})
 	add("route.health.notReady", "HealthReply", api.HealthReply{OK: true, Proto: wire.ProtocolVersion,

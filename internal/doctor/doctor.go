@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/internal/engines/versions"
 )
 
 // Status is a check's verdict.
@@ -38,10 +39,16 @@ type Result struct {
 
 // Engine CLIs the doctor knows: the engine's name, its binary and the
 // credential item it needs.
-var knownEngines = map[string]struct{ bin, item string }{
-	"claude":  {"claude", creds.AnthropicAPIKey},
-	"codex":   {"codex", creds.OpenAIAPIKey},
-	"copilot": {"copilot", creds.GitHubToken},
+var knownEngines = map[string]struct {
+	bin, item string
+	// supported checks what the CLI printed for --version; nil where
+	// support is decided by the protocol version the CLI answers at start
+	// (Copilot).
+	supported func(out string) (string, error)
+}{
+	"claude":  {"claude", creds.AnthropicAPIKey, versions.Claude},
+	"codex":   {"codex", creds.OpenAIAPIKey, versions.Codex},
+	"copilot": {"copilot", creds.GitHubToken, nil},
 }
 
 // KnownEngines lists the engines whose CLI the doctor can check.

@@ -74,8 +74,8 @@ func TestAHealthySetupPassesEveryCheck(t *testing.T) {
 	if Failed(rs) {
 		t.Fatal("Failed on a healthy setup")
 	}
-	if r := result(t, rs, "engine claude"); !strings.Contains(r.Detail, "2.1.328 (Claude Code)") || !strings.Contains(r.Detail, "pinned") {
-		t.Errorf("engine check does not give the version and where: %q", r.Detail)
+	if r := result(t, rs, "engine claude"); !strings.Contains(r.Detail, "2.1.328 (Claude Code)") || !strings.Contains(r.Detail, "pinned") || !strings.Contains(r.Detail, "supported") {
+		t.Errorf("engine check does not give the version, where, and that it is supported: %q", r.Detail)
 	}
 }
 
@@ -126,6 +126,14 @@ func TestEachBrokenSetupFailsItsCheckAndSaysWhatToDo(t *testing.T) {
 			writeScript(t, filepath.Join(c.EnginesDir, "node_modules", ".bin", "claude"), "#!/bin/sh\nexec sleep 60\n")
 			c.Timeout = 200 * time.Millisecond
 		}, "engine claude", Fail, "did not answer", "reinstall"},
+		{"CLI of an unsupported version", func(t *testing.T, c *Config) {
+			writeScript(t, filepath.Join(c.EnginesDir, "node_modules", ".bin", "claude"), "#!/bin/sh\necho '2.0.77 (Claude Code)'\n")
+		}, "engine claude", Fail, "found Claude Code 2.0.77; need Claude Code 2.1.x with x >= 328", "install a supported CLI"},
+		{"codex CLI of an unsupported version", func(t *testing.T, c *Config) {
+			writeScript(t, filepath.Join(c.EnginesDir, "node_modules", ".bin", "codex"), "#!/bin/sh\necho 'codex-cli 0.172.0'\n")
+			c.Engines = []string{"codex"}
+			os.WriteFile(c.CredentialsFile, []byte(`{"`+creds.OpenAIAPIKey+`":"sk-test"}`), 0o600)
+		}, "engine codex", Fail, "found codex-cli 0.172.0; Corral needs codex-cli 0.169.x to 0.171.x", "install a supported CLI"},
 		{"engine unknown", func(t *testing.T, c *Config) {
 			c.Engines = []string{"gpt-cli"}
 		}, "engine gpt-cli", Fail, "no engine", "claude, codex, copilot"},

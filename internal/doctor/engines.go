@@ -32,9 +32,9 @@ func checkRunner(_ context.Context, cfg Config) []Result {
 	return []Result{ok(check, "%s", path)}
 }
 
-// checkEngines checks that each engine's CLI is installed and answers
-// --version. Whether the version is one Corral supports, the engine itself
-// checks when a session starts (docs/engines.md).
+// checkEngines checks that each engine's CLI is installed, answers
+// --version, and is of a version Corral supports (internal/engines/versions,
+// the check the engine makes when a session starts; docs/engines.md).
 func checkEngines(ctx context.Context, cfg Config) []Result {
 	return each(cfg.Engines, func(name string) Result { return checkEngine(ctx, cfg, name) })
 }
@@ -53,6 +53,13 @@ func checkEngine(ctx context.Context, cfg Config, name string) Result {
 	version, err := cliVersion(ctx, path, cfg.Timeout)
 	if err != nil {
 		return failed(check, "reinstall the CLI (deploy/engines/install.sh); its runtime (Node.js 20 or newer) must be on PATH", "%s (%s): %v", path, source, err)
+	}
+	if e.supported != nil {
+		if _, err := e.supported(version); err != nil {
+			return failed(check, "install a supported CLI (deploy/engines/install.sh, into --engines-dir), or configure the path of one",
+				"%s (%s): %v", path, source, err)
+		}
+		return ok(check, "%s at %s (%s), supported", version, path, source)
 	}
 	return ok(check, "%s at %s (%s)", version, path, source)
 }

@@ -144,9 +144,9 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			}
 			// The goal loop with goalLimit 2: the fake model's judge answer is
 			// no verdict, so the clause counts as unmet, a goal-check turn
-			// runs, and the second check stops at the limit. Copilot and
-			// ACP agents cannot judge, so they check once and queue nothing.
-			judges := c.name != "copilot" && c.name != "acp"
+			// runs, and the second check stops at the limit. ACP agents
+			// cannot judge, so they check once and queue nothing.
+			judges := c.name != "acp"
 			wantChecks := 2
 			if !judges {
 				wantChecks = 1
@@ -225,6 +225,21 @@ func TestRealEnginesPrintMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startRunner makes a runner of opts and starts it; it is closed when the
+// test ends (closing it earlier is fine).
+func startRunner(t *testing.T, opts runner.Options) *runner.Runner {
+	t.Helper()
+	r, err := runner.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return r
 }
 
 // waitFor waits for the first recorded event that matches.

@@ -36,6 +36,9 @@ type RigConfig struct {
 	// checked with testenv.NeedEngineCLI, which skips the test (or fails
 	// it in CI) when it is missing. Empty for engines without one.
 	CLI string
+	// Oldest runs the oldest supported version of the CLI
+	// (testenv.NeedOldestEngineCLI) instead of the newest.
+	Oldest bool
 
 	// Scenario is what the fake model server plays, with Vars (and the
 	// worktree as "cwd"). A scenario without Auth gets Key as its only
@@ -99,7 +102,10 @@ func NewRig(t testing.TB, cfg RigConfig) *Rig {
 		r.timeout = DefaultTurnTimeout
 	}
 	config := map[string]string{}
-	if cfg.CLI != "" {
+	switch {
+	case cfg.CLI != "" && cfg.Oldest:
+		config[locate.KeyEnginesDir] = testenv.NeedOldestEngineCLI(t, cfg.CLI)
+	case cfg.CLI != "":
 		config[locate.KeyEnginesDir] = testenv.NeedEngineCLI(t, cfg.CLI)
 	}
 	if r.Dir == "" {
@@ -341,3 +347,18 @@ func WantFailure(t testing.TB, err error, code event.FailureCode) *engine.Failur
 
 // AllowAll is a Decide that allows every call.
 func AllowAll(context.Context, engine.ToolCall) engine.Verdict { return engine.Verdict{Allow: true} }
+
+// OnEachVersion runs test as parallel subtests "newest" and "oldest", once
+// on each supported version of the engine's CLI (RigConfig.Oldest).
+func OnEachVersion(t *testing.T, test func(t *testing.T, oldest bool)) {
+	for _, oldest := range []bool{false, true} {
+		name := "newest"
+		if oldest {
+			name = "oldest"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, oldest)
+		})
+	}
+}

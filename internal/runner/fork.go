@@ -49,7 +49,7 @@ func (r *Runner) branch(ctx context.Context) (command.ForkResult, error) {
 	r.cmds.Lock()
 	defer r.cmds.Unlock()
 	r.mu.Lock()
-	closed, eng, old := r.closed, r.eng, r.spec
+	closed, eng, engineName := r.closed, r.eng, r.spec.Engine
 	r.mu.Unlock()
 	if closed {
 		return command.ForkResult{}, wire.Errorf(wire.CodeUnavailable, "session is shutting down")
@@ -59,12 +59,26 @@ func (r *Runner) branch(ctx context.Context) (command.ForkResult, error) {
 	}
 	forker, ok := eng.(engine.Forker)
 	if !ok {
-		return command.ForkResult{}, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", old.Engine)
+		return command.ForkResult{}, wire.Errorf(wire.CodeBadRequest, "the %s engine cannot fork a conversation", engineName)
 	}
 	branch, err := forker.Fork(ctx)
 	if err != nil {
 		return command.ForkResult{}, engineErr(err)
 	}
+	return r.moveToNewSession(ctx, "fork", branch)
+}
+
+// moveToNewSession continues the session under a new id, in a new folder
+// beside this one that starts with a copy of the log and of the engine's
+// state, on the engine conversation conv (a fork's branch, or the new
+// conversation a clear began). The old folder is left closed, to be resumed
+// on its own later. The engine is restarted in the new folder, since it
+// keeps its state there. The caller holds cmds for writing, so no command
+// writes to the folder being left.
+func (r *Runner) moveToNewSession(ctx context.Context, reason, conv string) (command.ForkResult, error) {
+	r.mu.Lock()
+	eng, old := r.eng, r.spec
+	r.mu.Unlock()
 	newID, err := sessiondir.NewID()
 	if err != nil {
 		return command.ForkResult{}, err
@@ -72,11 +86,11 @@ func (r *Runner) branch(ctx context.Context) (command.ForkResult, error) {
 	oldDir := r.Dir()
 	newDir := filepath.Join(filepath.Dir(oldDir), newID)
 	if err := os.Mkdir(newDir, 0o700); err != nil {
-		return command.ForkResult{}, fmt.Errorf("fork: %w", err)
+		return command.ForkResult{}, fmt.Errorf("%s: %w", reason, err)
 	}
 	// The rotated event closes the old log and opens the new one: both
 	// hold it at the same seq.
-	r.emit(event.Rotated, event.RotatedData{From: old.ID, To: newID, Reason: "fork"})
+	r.emit(event.Rotated, event.RotatedData{From: old.ID, To: newID, Reason: reason})
 	if err := r.store.eventLog().Sync(); err != nil {
 		return command.ForkResult{}, err
 	}
@@ -84,7 +98,7 @@ func (r *Runner) branch(ctx context.Context) (command.ForkResult, error) {
 		return command.ForkResult{}, err
 	}
 	next := old
-	next.ID, next.Parent, next.EngineSession = newID, old.ID, branch
+	next.ID, next.Parent, next.EngineSession = newID, old.ID, conv
 	if err := WriteSpec(newDir, next); err != nil {
 		return command.ForkResult{}, err
 	}
@@ -96,7 +110,7 @@ func (r *Runner) branch(ctx context.Context) (command.ForkResult, error) {
 	r.spec = next
 	r.mu.Unlock()
 	eng.Close()
-	eng, conv, err := r.startEngine(ctx, next)
+	eng, conv, err = r.startEngine(ctx, next)
 	if err != nil {
 		r.fail(err)
 		return command.ForkResult{}, engineErr(err)

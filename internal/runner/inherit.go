@@ -17,7 +17,8 @@ const maxBriefMessages = 10
 
 // inherit starts a session that names a parent with a handoff turn: a brief
 // of the parent session (its goal, what was asked, what was answered, which
-// files changed). Only a session's first start inherits.
+// files changed). Only a session's first start inherits, and only when its
+// conversation is not a fork of the parent's (inherit_fork.go).
 func (r *Runner) inherit() error {
 	parent := r.Spec().Parent
 	turnNo, _ := r.turns.snapshot()
@@ -32,11 +33,13 @@ func (r *Runner) inherit() error {
 	return nil
 }
 
-// hasInherited reports whether the log at path holds a handoff message.
+// hasInherited reports whether the log at path holds a handoff message, or
+// says the session's conversation is a fork of the parent's.
 func hasInherited(path string) bool {
 	found := false
 	eventlog.ReadFile(path, func(ev event.Event) error {
-		if ev.Type == event.UserMessage && strings.Contains(string(ev.Data), `"kind":"inherit"`) {
+		if ev.Type == event.UserMessage && strings.Contains(string(ev.Data), `"kind":"inherit"`) ||
+			ev.Type == event.SessionStarted && strings.Contains(string(ev.Data), `"forkedFrom":`) {
 			found = true
 			return eventlog.ErrStop
 		}

@@ -95,6 +95,9 @@ type Runner struct {
 	closed   bool
 	eng      engine.Engine
 	timed    *timedLoop // nil without a timed loop
+	// rotating is open while the turn loop moves the session to a new id
+	// after a clear (clear.go); Close waits for it.
+	rotating chan struct{}
 
 	// loopDone is closed when the turn loop returns; turnDone is
 	// signalled (without blocking) whenever a turn has settled.
@@ -250,7 +253,14 @@ func (r *Runner) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	eng, convID, err := r.startEngine(ctx, spec)
+	var eng engine.Engine
+	var convID, forkedFrom string
+	var err error
+	if spec.Parent != "" && spec.EngineSession == "" {
+		eng, convID, forkedFrom, err = r.startInherited(ctx, spec)
+	} else {
+		eng, convID, err = r.startEngine(ctx, spec)
+	}
 	if err != nil {
 		r.fail(err)
 		r.setState(wire.StateFailed, "engine did not start")
@@ -278,12 +288,14 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	r.emit(typ, event.SessionStartedData{
 		Engine: spec.Engine, Cwd: spec.Cwd, Mode: spec.Mode, Model: spec.Model,
-		EngineSession: convID, Parent: spec.Parent, Unattended: spec.Unattended,
+		EngineSession: convID, Parent: spec.Parent, ForkedFrom: forkedFrom, Unattended: spec.Unattended,
 	})
 	r.presence.touch()
 	go r.runTurns()
-	if err := r.inherit(); err != nil {
-		r.log.Warn("inherit from parent session", zap.Error(err))
+	if forkedFrom == "" {
+		if err := r.inherit(); err != nil {
+			r.log.Warn("inherit from parent session", zap.Error(err))
+		}
 	}
 	if spec.Loop != nil {
 		prompt := spec.Loop.Prompt
@@ -297,6 +309,12 @@ func (r *Runner) Start(ctx context.Context) error {
 
 // startEngine starts or resumes the engine conversation spec names.
 func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine, string, error) {
+	return r.startEngineWith(ctx, spec, nil)
+}
+
+// startEngineWith starts the engine spec names through start, or through
+// its Start when start is nil or declines (returns ok false).
+func (r *Runner) startEngineWith(ctx context.Context, spec wire.Spec, start func(engine.Engine, engine.StartOptions) (conv string, ok bool, err error)) (engine.Engine, string, error) {
 	// The runner's own settings (the shared cache folder), the session's
 	// over them, and what the spec says of a plugin over both.
 	config := maps.Clone(r.opts.EngineConfig)
@@ -315,7 +333,11 @@ func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine
 		config["plugin"] = spec.Engine
 	}
 	eng := factory()
-	convID, err := eng.Start(ctx, engine.StartOptions{
+	if err := checkPreset(eng, spec); err != nil {
+		eng.Close()
+		return nil, "", err
+	}
+	opts := engine.StartOptions{
 		SessionID:     spec.ID,
 		Dir:           r.Dir(),
 		Cwd:           spec.Cwd,
@@ -326,9 +348,19 @@ func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine
 		Credentials:   r.opts.Credentials,
 		Env:           r.opts.Env,
 		Config:        config,
+		Agent:         spec.Agent,
 		Host:          (*host)(r),
 		Logger:        r.log.Named("engine"),
-	})
+	}
+	var convID string
+	var err error
+	started := false
+	if start != nil {
+		convID, started, err = start(eng, opts)
+	}
+	if !started && err == nil {
+		convID, err = eng.Start(ctx, opts)
+	}
 	if err != nil {
 		eng.Close()
 		return nil, "", err
@@ -339,6 +371,22 @@ func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine
 		eng = s.Started()
 	}
 	return eng, convID, nil
+}
+
+// checkPreset refuses, with bad_request, a spec whose agent preset the
+// engine cannot honour.
+func checkPreset(eng engine.Engine, spec wire.Spec) error {
+	if spec.Agent == nil {
+		return nil
+	}
+	p, ok := eng.(engine.Presetter)
+	if !ok {
+		return wire.Errorf(wire.CodeBadRequest, "the %s engine cannot take an agent preset (instructions or tools)", spec.Engine)
+	}
+	if err := p.CheckPreset(*spec.Agent); err != nil {
+		return wire.Errorf(wire.CodeBadRequest, "the %s engine cannot take this agent preset: %v", spec.Engine, err)
+	}
+	return nil
 }
 
 // engineErr turns an engine's start or turn error into a wire error.
@@ -360,9 +408,12 @@ func (r *Runner) Close() error {
 		return nil
 	}
 	r.closed = true
-	live := r.live
+	live, rotating := r.live, r.rotating
 	r.mu.Unlock()
 	if live {
+		if rotating != nil {
+			<-rotating
+		}
 		r.stop(context.Background(), "shutdown")
 		// Let a command under way (a fork starting an engine) finish;
 		// none starts from now on.

@@ -100,6 +100,10 @@ func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	if err := r.evlog().Sync(); err != nil {
 		r.log.Error("sync event log at turn end", zap.Error(err))
 	}
+	if res.Conversation != "" && res.Conversation != r.Spec().EngineSession {
+		r.continueCleared(r.backgroundCtx, res.Conversation)
+		eng = r.engine()
+	}
 	for _, p := range r.policies {
 		p.afterTurn(ctx, turnEnd{outcome: outcome, eng: eng})
 	}

@@ -62,7 +62,8 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "json", "json (one object a line; what a supervisor reads) or console (for a person)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: %s --session-dir DIR [--stdio | --engine E ...]\n\n", name)
+		fmt.Fprintf(fs.Output(), "usage: %s --session-dir DIR [--stdio | --engine E ...]\n", name)
+		fmt.Fprintf(fs.Output(), "       %s -p PROMPT --engine E [...]   (print mode; --session-dir optional)\n\n", name)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -72,7 +72,8 @@ func NeedGo(t testing.TB) string { t.Helper(); return NeedProgram(t, "go") }
 // bin ("claude", "codex", "copilot"...) is present, and returns the
 // engines folder to hand an engine as its locate.KeyEnginesDir. Only the
 // pinned install counts: a CLI of another version on PATH would make the
-// test check something else than what Corral supports.
+// test check something else than what Corral supports. It is the newest
+// supported version; NeedOldestEngineCLI is the oldest.
 func NeedEngineCLI(t testing.TB, bin string) string {
 	t.Helper()
 	dir, err := EnginesDir()
@@ -80,13 +81,35 @@ func NeedEngineCLI(t testing.TB, bin string) string {
 		Missing(t, "the pinned "+bin+" CLI", err.Error())
 		return ""
 	}
+	return needCLIIn(t, dir, bin, "the pinned "+bin+" CLI")
+}
+
+// OldestDir is the folder, inside the engines folder, of the pinned install
+// of the oldest supported version of each agent CLI.
+const OldestDir = "oldest"
+
+// NeedOldestEngineCLI is NeedEngineCLI for the oldest supported version of
+// the CLI (deploy/engines/oldest), which the engines' essential tests also
+// run on.
+func NeedOldestEngineCLI(t testing.TB, bin string) string {
+	t.Helper()
+	dir, err := EnginesDir()
+	if err != nil {
+		Missing(t, "the oldest pinned "+bin+" CLI", err.Error())
+		return ""
+	}
+	return needCLIIn(t, filepath.Join(dir, OldestDir), bin, "the oldest pinned "+bin+" CLI")
+}
+
+func needCLIIn(t testing.TB, dir, bin, what string) string {
+	t.Helper()
 	p := filepath.Join(dir, "node_modules", ".bin", bin)
 	fi, err := os.Stat(p)
 	switch {
 	case err != nil:
-		Missing(t, "the pinned "+bin+" CLI", err.Error())
+		Missing(t, what, err.Error())
 	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
-		Missing(t, "the pinned "+bin+" CLI", p+" is not an executable file")
+		Missing(t, what, p+" is not an executable file")
 	}
 	return dir
 }

@@ -64,6 +64,27 @@ type Forker interface {
 	Fork(ctx context.Context) (conversationID string, err error)
 }
 
+// Inheritor is implemented by engines that can start a conversation as a
+// branch of another session's, so that a session naming a parent continues
+// the parent's conversation itself instead of a handoff brief of it.
+type Inheritor interface {
+	// StartFork starts like Start, the new conversation a branch of the
+	// conversation from, whose state the runner has copied from the
+	// parent's folder into opts.Dir/engine beforehand. The parent's
+	// conversation stays as it was.
+	StartFork(ctx context.Context, opts StartOptions, from string) (conversationID string, err error)
+}
+
+// Presetter is implemented by engines that can honour a session's agent
+// preset (wire.AgentPreset), given to Start in StartOptions.Agent. The
+// runner refuses a session with a preset on an engine without it.
+type Presetter interface {
+	// CheckPreset says, before Start, whether the engine can honour p:
+	// nil, or an error naming the part it cannot (the runner reports it
+	// as bad_request).
+	CheckPreset(p wire.AgentPreset) error
+}
+
 // Judge is implemented by engines that can answer a side question without
 // adding it to the conversation (used for goal checks). Engines without it
 // are asked through a regular turn.
@@ -107,6 +128,9 @@ type StartOptions struct {
 	// Config holds engine-specific settings (for example "path": the CLI
 	// binary to run).
 	Config map[string]string
+	// Agent is the session's agent preset, nil for none; only engines
+	// that implement Presetter (and accepted it) are given one.
+	Agent *wire.AgentPreset
 	// Host is the runner's side of the conversation.
 	Host Host
 	// Logger logs to the runner's stderr.
@@ -132,6 +156,12 @@ type TurnResult struct {
 	Usage event.UsageData
 	// HasUsage says Usage is set.
 	HasUsage bool
+	// Conversation, when set, is the engine's new conversation id: the
+	// turn cleared the conversation through the engine's own command
+	// (Claude Code's /clear) and the engine goes on in a new one. The
+	// runner continues the session under a new session id (a rotated
+	// event with reason "clear") whose engine resumes this conversation.
+	Conversation string
 }
 
 // Host is what a runner offers an engine. Its methods are safe for

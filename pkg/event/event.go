@@ -74,14 +74,18 @@ type SessionStartedData struct {
 	Model         string `json:"model,omitempty"`
 	EngineSession string `json:"engineSession,omitempty"`
 	Parent        string `json:"parent,omitempty"`
-	Unattended    bool   `json:"unattended,omitempty"`
+	// ForkedFrom is the parent's engine conversation that this session's
+	// conversation branches (an inherit by fork); a session that inherits
+	// through a handoff brief has none.
+	ForkedFrom string `json:"forkedFrom,omitempty"`
+	Unattended bool   `json:"unattended,omitempty"`
 }
 
 // UserMessageData is the data of userMessage.
 type UserMessageData struct {
 	ID     string `json:"id"`
 	Text   string `json:"text"`
-	Kind   string `json:"kind"` // send, steer, goalCheck, loop
+	Kind   string `json:"kind"` // send, goalCheck, loop, inherit
 	Queued bool   `json:"queued"`
 }
 

@@ -56,6 +56,22 @@ type Spec struct {
 	// on a new branch of Cwd's repository (internal/workspace); the
 	// supervisor then sets Cwd to the worktree.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Agent shapes the session's agent: instructions added to its system
+	// prompt, the tools it may use. An engine that cannot honour a part
+	// of it refuses the session with bad_request (docs/engines.md).
+	Agent *AgentPreset `json:"agent,omitempty"`
+}
+
+// AgentPreset shapes a session's agent.
+type AgentPreset struct {
+	// Name labels the preset for people ("reviewer"); engines ignore it.
+	Name string `json:"name,omitempty"`
+	// Instructions are appended to the engine's own system prompt.
+	Instructions string `json:"instructions,omitempty"`
+	// Tools, when not empty, are the only tools the agent is offered, by
+	// the engine's own tool names (Claude Code's Read, Bash...; Copilot's
+	// view, bash...). Every call still passes the gate.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Workspace asks for a session's own git worktree. Base, Branch and Keep

@@ -30,6 +30,16 @@ export interface AcpConfig {
   modelEnv?: string;
 }
 
+/** AgentPreset shapes a session's agent. */
+export interface AgentPreset {
+  /** Name labels the preset for people ("reviewer"); engines ignore it. */
+  name?: string;
+  /** Instructions are appended to the engine's own system prompt. */
+  instructions?: string;
+  /** Tools, when not empty, are the only tools the agent is offered, by the engine's own tool names (Claude Code's Read, Bash...; Copilot's view, bash...). Every call still passes the gate. */
+  tools?: string[];
+}
+
 export interface AnswerCommand {
   cmd: "answer";
   askId: string;
@@ -1140,6 +1150,8 @@ export interface SessionStartedData {
   model?: string;
   engineSession?: string;
   parent?: string;
+  /** ForkedFrom is the parent's engine conversation that this session's conversation branches (an inherit by fork); a session that inherits through a handoff brief has none. */
+  forkedFrom?: string;
   unattended?: boolean;
 }
 
@@ -1216,6 +1228,8 @@ export interface Spec {
   loop?: Loop;
   /** Workspace, when set, runs the session in a git worktree of its own on a new branch of Cwd's repository (internal/workspace); the supervisor then sets Cwd to the worktree. */
   workspace?: Workspace;
+  /** Agent shapes the session's agent: instructions added to its system prompt, the tools it may use. An engine that cannot honour a part of it refuses the session with bad_request (docs/engines.md). */
+  agent?: AgentPreset;
 }
 
 /** SpendCapSetData is the data of spendCapSet, and the result of setSpendCap. */
@@ -1614,7 +1628,7 @@ export interface UsageEvent {
 export interface UserMessageData {
   id: string;
   text: string;
-  /** send, steer, goalCheck, loop */
+  /** send, goalCheck, loop, inherit */
   kind: string;
   queued: boolean;
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -29,12 +28,23 @@ const testKey = "sk-ant-corral-acp-test-key"
 // agentRig prepares the engine on the claude-code preset against sc.
 func agentRig(t testing.TB, sc fakemodel.Scenario, decide func(context.Context, engine.ToolCall) engine.Verdict) *enginetest.Rig {
 	t.Helper()
+	return agentRigOn(t, false, sc, decide)
+}
+
+// agentRigOn is agentRig on the oldest supported agent and Claude Code CLI
+// when oldest is set.
+func agentRigOn(t testing.TB, oldest bool, sc fakemodel.Scenario, decide func(context.Context, engine.ToolCall) engine.Verdict) *enginetest.Rig {
+	t.Helper()
 	testenv.NeedProgram(t, "node")
 	r := enginetest.NewRig(t, enginetest.RigConfig{
-		New: New, CLI: "claude-code-acp", Scenario: sc, Decide: decide,
+		New: New, CLI: "claude-code-acp", Oldest: oldest, Scenario: sc, Decide: decide,
 		Credential: "anthropic-api-key", Key: testKey,
 	})
-	testenv.NeedEngineCLI(t, "claude")
+	if oldest {
+		testenv.NeedOldestEngineCLI(t, "claude")
+	} else {
+		testenv.NeedEngineCLI(t, "claude")
+	}
 	return r
 }
 
@@ -221,10 +231,16 @@ func TestResumeContinuesTheConversationInANewProcess(t *testing.T) {
 	}
 }
 
+// TestGoldenCanonicalTurn records the ACP traffic of the canonical turn on
+// the newest and the oldest supported agent, each against the golden
+// transcript of its version (testdata/golden/<version>/).
 func TestGoldenCanonicalTurn(t *testing.T) {
-	t.Parallel()
+	enginetest.OnEachVersion(t, goldenCanonicalTurn)
+}
+
+func goldenCanonicalTurn(t *testing.T, oldest bool) {
 	var tr enginetest.Traffic
-	r := agentRig(t, writeBashScenario(), nil)
+	r := agentRigOn(t, oldest, writeBashScenario(), nil)
 	eng := New().(*Engine)
 	eng.trace = tr.Record
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -233,7 +249,13 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 		t.Fatalf("Start: %v", enginetest.Describe(err))
 	}
 	r.Eng = eng
+	eng.mu.Lock()
+	info := eng.agent.info.AgentInfo
+	eng.mu.Unlock()
+	if info == nil || info.Version == "" {
+		t.Fatal("the agent named no version in its answer to initialize")
+	}
 	r.MustTurn("Create hello.txt, then show it.")
 	eng.Close()
-	checkGolden(t, filepath.Join("testdata", "golden", "canonical-turn.txt"), transcript(tr.Messages(), map[string]string{r.Cwd: "<cwd>", r.Dir: "<session>"}))
+	checkGolden(t, info.Version, "canonical-turn.txt", renderTranscript(tr.Messages(), map[string]string{r.Cwd: "<cwd>", r.Dir: "<session>"}))
 }

@@ -3,15 +3,13 @@ package acp
 import (
 	"encoding/json"
 	"flag"
-	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/jsonrpc"
+	"github.com/corral-dev/corral/internal/transcript"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden")
@@ -23,12 +21,12 @@ var ignoredUpdates = map[string]bool{
 	"config_option_update": true, "session_info_update": true,
 }
 
-// transcript renders protocol traffic for a golden file. What Corral sent
+// renderTranscript renders protocol traffic for a golden file. What Corral sent
 // is kept whole, normalised (ids dropped, the session id and folders
 // replaced); what it received is kept as the kind of each message and the
 // key paths it carried. Each direction is its own section, in stream
 // order, with repeats of the same line collapsed.
-func transcript(msgs []enginetest.Message, paths map[string]string) string {
+func renderTranscript(msgs []enginetest.Message, paths map[string]string) string {
 	sessionID := ""
 	for _, m := range msgs {
 		var v struct {
@@ -93,8 +91,8 @@ func transcript(msgs []enginetest.Message, paths map[string]string) string {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("# ACP traffic of the canonical turn (Create hello.txt, then show it) with the\n")
-	b.WriteString("# pinned @zed-industries/claude-code-acp. Regenerate with -update.\n")
+	b.WriteString("# ACP traffic of the canonical turn (Create hello.txt, then show it) with this\n")
+	b.WriteString("# version of @zed-industries/claude-code-acp. Regenerate with -update.\n")
 	b.WriteString("## Sent by Corral\n")
 	writeCollapsed(&b, sent)
 	b.WriteString("## Received from the agent (message kinds and the key paths they carried)\n")
@@ -124,122 +122,26 @@ func canonical(raw json.RawMessage) string {
 	return string(out)
 }
 
-// keyPaths lists the key paths of a JSON value, sorted ("a.b", "c[].d").
-func keyPaths(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return "(not JSON)"
-	}
-	set := map[string]bool{}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, val := range x {
-				if k == "_meta" {
-					continue // the agent's own extensions
-				}
-				p := k
-				if prefix != "" {
-					p = prefix + "." + k
-				}
-				set[p] = true
-				walk(p, val)
-			}
-		case []any:
-			for _, val := range x {
-				walk(prefix+"[]", val)
-			}
-		}
-	}
-	walk("", v)
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, " ")
-}
+// keyPaths lists the key paths of a JSON value, sorted ("a.b", "c[].d"),
+// leaving out the agent's own extensions (_meta).
+func keyPaths(raw json.RawMessage) string { return transcript.KeyPaths(raw, "_meta") }
 
-// checkGolden compares got with the golden file, naming the first message
-// that drifted and, for received messages, the fields that appeared or
-// went missing.
-func checkGolden(t *testing.T, path, got string) {
+// goldenDir holds the transcripts, one folder per agent version.
+var goldenDir = transcript.Golden{Dir: filepath.Join("testdata", "golden")}
+
+// checkGolden compares got with version's golden file, naming the first
+// message that drifted and, for received messages, the fields that
+// appeared or went missing; under -update it records got instead.
+func checkGolden(t *testing.T, version, file, got string) {
 	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 	if *updateGolden {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+		if err := goldenDir.Write(version, file, lines); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if d := drift(string(want), got); d != "" {
-		t.Fatalf("the ACP traffic drifted from %s:\n%s", path, d)
-	}
-}
-
-// drift describes the first difference between two transcripts.
-func drift(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl == gl {
-			continue
-		}
-		msg := fmt.Sprintf("line %d, first differing message:\n  want %s\n  got  %s", i+1, wl, gl)
-		wk, wf, _ := strings.Cut(wl, ": ")
-		gk, gf, _ := strings.Cut(gl, ": ")
-		if wk == gk {
-			missing, extra := diffFields(strings.Fields(wf), strings.Fields(gf))
-			msg += fmt.Sprintf("\n  fields gone: %v\n  fields new:  %v", missing, extra)
-		}
-		return msg
-	}
-	return ""
-}
-
-func diffFields(want, got []string) (missing, extra []string) {
-	in := func(list []string, s string) bool {
-		for _, x := range list {
-			if x == s {
-				return true
-			}
-		}
-		return false
-	}
-	for _, f := range want {
-		if !in(got, f) {
-			missing = append(missing, f)
-		}
-	}
-	for _, f := range got {
-		if !in(want, f) {
-			extra = append(extra, f)
-		}
-	}
-	return missing, extra
-}
-
-func TestDriftNamesTheFirstDifferingMessageAndItsFields(t *testing.T) {
-	want := "## Sent\nrequest initialize {}\nnotification session/update tool_call: sessionId update.kind update.title\n"
-	got := "## Sent\nrequest initialize {}\nnotification session/update tool_call: sessionId update.kind update.name\n"
-	d := drift(want, got)
-	if !strings.Contains(d, "line 3") || !strings.Contains(d, "fields gone: [update.title]") || !strings.Contains(d, "fields new:  [update.name]") {
-		t.Fatalf("drift = %s", d)
-	}
-	if drift(want, want) != "" {
-		t.Fatal("no drift between equal transcripts")
+	if err := goldenDir.Compare(version, file, lines); err != nil {
+		t.Fatalf("%v\n(rerun with -update if the agent changed on purpose)", err)
 	}
 }

@@ -76,6 +76,7 @@ func New() engine.Engine { return &Engine{stopTimeout: defaultStopTimeout} }
 
 var (
 	_ engine.Forker    = (*Engine)(nil)
+	_ engine.Inheritor = (*Engine)(nil)
 	_ engine.Judge     = (*Engine)(nil)
 	_ engine.Compactor = (*Engine)(nil)
 )
@@ -90,6 +91,22 @@ var (
 // returns the conversation id: opts.Resume, or a new id the CLI is told to
 // use.
 func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, error) {
+	return e.start(ctx, opts, "")
+}
+
+// StartFork starts the session on a branch of the conversation from, which
+// the runner copied into the session's config folder with the rest of the
+// parent's engine state: the CLI runs with --resume FROM --fork-session
+// --session-id NEW, and the parent's conversation stays as it was.
+func (e *Engine) StartFork(ctx context.Context, opts engine.StartOptions, from string) (string, error) {
+	if from == "" {
+		return "", errors.New("claude engine: StartFork needs the conversation to fork")
+	}
+	opts.Resume = ""
+	return e.start(ctx, opts, from)
+}
+
+func (e *Engine) start(ctx context.Context, opts engine.StartOptions, forkFrom string) (string, error) {
 	e.mu.Lock()
 	if e.started {
 		e.mu.Unlock()
@@ -140,10 +157,10 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	e.mu.Lock()
 	e.opts, e.host, e.logger = opts, opts.Host, logger.With(zap.String("engine", "claude"))
 	e.bin, e.version, e.env = bin, version, env
-	e.convID, e.persisted = convID, persisted
-	// A new conversation has cost nothing yet; a resumed one has a total
-	// the first result will report.
-	e.cost = costLedger{known: !persisted}
+	e.convID, e.persisted, e.forkFrom = convID, persisted, forkFrom
+	// A new conversation has cost nothing yet; a resumed or forked one has
+	// a total the first result will report.
+	e.cost = costLedger{known: !persisted && forkFrom == ""}
 	e.windows = map[string]int64{}
 	e.mu.Unlock()
 
@@ -180,6 +197,7 @@ func (e *Engine) connect(ctx context.Context) (*conn, error) {
 	}
 	args := baseArgs()
 	args = append(args, sessionArgs(e.convID, e.persisted, e.forkFrom)...)
+	args = append(args, presetArgs(e.opts.Agent)...)
 	if e.opts.Model != "" {
 		args = append(args, "--model", e.opts.Model)
 	}

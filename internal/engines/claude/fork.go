@@ -36,6 +36,7 @@ func (e *Engine) Fork(ctx context.Context) (string, error) {
 		from = e.forkFrom
 	}
 	args := append(baseArgs(), sessionArgs(newID, false, from)...)
+	args = append(args, presetArgs(e.opts.Agent)...)
 	if e.opts.Model != "" {
 		args = append(args, "--model", e.opts.Model)
 	}

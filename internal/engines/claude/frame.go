@@ -21,6 +21,9 @@ const (
 	typeUser            = "user"
 	typeStreamEvent     = "stream_event"
 	typeResult          = "result"
+	// typeConversationReset precedes the system/init of a new
+	// conversation when a /clear command empties the current one.
+	typeConversationReset = "conversation_reset"
 )
 
 // frame is one line the CLI wrote on stdout, decoded only as far as routing

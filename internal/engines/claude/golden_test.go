@@ -5,25 +5,32 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral/internal/enginetest"
+	"github.com/corral-dev/corral/internal/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden from a fresh run")
 
 // TestGoldenAllowTurn records the protocol of the canonical turn (Write and
-// Bash, both allowed): every frame the adapter writes, normalised, the kind
-// of every frame the CLI writes, with the fields of the frames the adapter
-// answers or reads results from, and the stream events of each model call. A CLI whose protocol differs fails
-// here, naming the first frame that changed. Run with -update to accept a
-// change.
+// Bash, both allowed) on the newest and the oldest supported CLI: every
+// frame the adapter writes, normalised, the kind of every frame the CLI
+// writes, with the fields of the frames the adapter answers or reads
+// results from, and the stream events of each model call. Each version has
+// its golden transcript (testdata/golden/<version>/); a CLI whose protocol
+// differs fails here, naming the first frame that changed and its fields.
+// Run with -update to record a new version's.
 func TestGoldenAllowTurn(t *testing.T) {
-	t.Parallel()
-	s := newSession(t, writeBashScenario(), sessionOpts{decide: allowAll})
+	enginetest.OnEachVersion(t, goldenAllowTurn)
+}
+
+func goldenAllowTurn(t *testing.T, oldest bool) {
+	s := newSession(t, writeBashScenario(), sessionOpts{decide: allowAll, oldest: oldest})
 	s.MustTurn("Create hello.txt, then show it.")
 	if err := s.eng.Close(); err != nil {
 		t.Fatal(err)
@@ -62,46 +69,25 @@ func TestGoldenAllowTurn(t *testing.T) {
 		got = append(got, line)
 	}
 	got = append(got, streams...)
-	compareGolden(t, filepath.Join("testdata", "golden", "allow-turn.ndjson"), got)
+	compareGolden(t, s.eng.version, "allow-turn.ndjson", got)
 }
 
-// compareGolden compares lines with a golden file, or rewrites it under
-// -update.
-func compareGolden(t *testing.T, path string, got []string) {
+// golden holds the transcripts, one folder per CLI version.
+var golden = transcript.Golden{Dir: filepath.Join("testdata", "golden")}
+
+// compareGolden compares lines with version's golden file, or records it
+// under -update.
+func compareGolden(t *testing.T, version, file string, got []string) {
 	t.Helper()
 	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+		if err := golden.Write(version, file, got); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden transcript (run with -update to create it): %v", err)
+	if err := golden.Compare(version, file, got); err != nil {
+		t.Fatalf("%v\n(rerun with -update if the CLI changed on purpose)", err)
 	}
-	want := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	for i := 0; i < len(want) || i < len(got); i++ {
-		var w, g string
-		if i < len(want) {
-			w = want[i]
-		}
-		if i < len(got) {
-			g = got[i]
-		}
-		if w != g {
-			t.Fatalf("the protocol differs from %s at frame %d (of %d recorded, %d now):\nwant: %s\ngot:  %s\n(rerun with -update if the CLI changed on purpose)", path, i+1, len(want), len(got), orNone(w), orNone(g))
-		}
-	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(no frame)"
-	}
-	return s
 }
 
 // normaliser replaces what changes from run to run: paths, conversation and

@@ -54,6 +54,7 @@ type sessionOpts struct {
 	key      string
 	srv      *fakemodel.Server // share a server (resume, fork)
 	prepare  func(worktree, configDir string)
+	oldest   bool // the oldest supported CLI instead of the newest
 }
 
 // testEnv is a clean environment with a home of its own, so the CLI's Bash
@@ -83,6 +84,7 @@ func newSession(t testing.TB, sc fakemodel.Scenario, o sessionOpts) *session {
 	s.Rig = enginetest.NewRig(t, enginetest.RigConfig{
 		New:         New,
 		CLI:         "claude",
+		Oldest:      o.oldest,
 		Scenario:    sc,
 		Server:      o.srv,
 		Decide:      o.decide,

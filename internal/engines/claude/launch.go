@@ -7,27 +7,17 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/engines/versions"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/proc"
 )
 
-// The supported CLI versions: 2.1.x with x at least minPatch. 2.1.328 is
-// the release the protocol was recorded and tested against (docs/engines-
-// claude.md); later 2.1 patch releases keep the stream-json control protocol
-// and are accepted, a new minor or major version is not until it is tested.
-const (
-	supportedMajor = 2
-	supportedMinor = 1
-	minPatch       = 328
-)
-
-// supportedRange describes the supported versions in messages.
-var supportedRange = fmt.Sprintf("Claude Code %d.%d.x with x >= %d", supportedMajor, supportedMinor, minPatch)
+// supportedRange describes the supported versions in messages
+// (internal/engines/versions decides them).
+var supportedRange = versions.ClaudeRange
 
 // versionTimeout bounds `claude --version`, which answers in tens of
 // milliseconds.
@@ -35,8 +25,6 @@ const versionTimeout = 20 * time.Second
 
 // CredentialItem is the credential the adapter hands the CLI.
 const CredentialItem = "anthropic-api-key"
-
-var versionPattern = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)\b`)
 
 // checkVersion runs `bin --version` and checks the version it reports.
 func checkVersion(ctx context.Context, bin string, env []string) (string, error) {
@@ -58,23 +46,8 @@ func checkVersion(ctx context.Context, bin string, env []string) (string, error)
 }
 
 // parseVersion checks the first line of `claude --version`, e.g.
-// "2.1.328 (Claude Code)".
-func parseVersion(out string) (string, error) {
-	line, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
-	line = strings.TrimSpace(line)
-	m := versionPattern.FindStringSubmatch(line)
-	if m == nil || !strings.Contains(line, "Claude Code") {
-		return "", fmt.Errorf("--version printed %q, which is not a Claude Code version; need %s", fragment([]byte(line)), supportedRange)
-	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	patch, _ := strconv.Atoi(m[3])
-	version := m[0]
-	if major != supportedMajor || minor != supportedMinor || patch < minPatch {
-		return version, fmt.Errorf("found Claude Code %s; need %s", version, supportedRange)
-	}
-	return version, nil
-}
+// "2.1.332 (Claude Code)".
+func parseVersion(out string) (string, error) { return versions.Claude(out) }
 
 // baseArgs are the flags of every long-lived CLI process.
 func baseArgs() []string {

@@ -7,30 +7,6 @@ import (
 	"testing"
 )
 
-func TestParseVersion(t *testing.T) {
-	for _, tc := range []struct {
-		out, want string
-		ok        bool
-	}{
-		{"2.1.328 (Claude Code)\n", "2.1.328", true},
-		{"2.1.400 (Claude Code)", "2.1.400", true},
-		{"2.1.327 (Claude Code)", "2.1.327", false},
-		{"2.2.0 (Claude Code)", "2.2.0", false},
-		{"3.1.400 (Claude Code)", "3.1.400", false},
-		{"claude native binary not installed", "", false},
-		{"", "", false},
-		{"2.1.400 (Something)", "", false},
-	} {
-		got, err := parseVersion(tc.out)
-		if got != tc.want || (err == nil) != tc.ok {
-			t.Errorf("parseVersion(%q) = %q, %v; want %q ok=%v", tc.out, got, err, tc.want, tc.ok)
-		}
-		if err != nil && !strings.Contains(err.Error(), supportedRange) {
-			t.Errorf("parseVersion(%q) error %q does not say what is needed", tc.out, err)
-		}
-	}
-}
-
 func TestBuildEnvDropsInheritedCredentials(t *testing.T) {
 	base := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8",

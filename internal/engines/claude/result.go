@@ -17,6 +17,7 @@ func (e *Engine) finishTurn(t *turnState) (engine.TurnResult, error) {
 	t.mu.Lock()
 	r, rerr := t.result, t.resultErr
 	stopped, authFailed, apiError, lastText := t.stopRequested, t.authFailed, t.apiError, t.lastText
+	newConv := t.newConv
 	t.mu.Unlock()
 	if rerr != nil || r == nil {
 		return engine.TurnResult{}, &engine.Failure{
@@ -39,7 +40,7 @@ func (e *Engine) finishTurn(t *turnState) (engine.TurnResult, error) {
 
 	usage := resultUsage(*r, model)
 	usage.CostUSD = cost
-	res := engine.TurnResult{Usage: usage, HasUsage: true, Text: lastText}
+	res := engine.TurnResult{Usage: usage, HasUsage: true, Text: lastText, Conversation: newConv}
 	failed := r.IsError || r.Subtype != "success"
 	switch {
 	case authFailed || isAuthError(r.APIErrorStatus, ""):

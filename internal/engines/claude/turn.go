@@ -34,6 +34,10 @@ type turnState struct {
 	compactResult string
 	compactError  string
 	compactTokens int64
+	// reset is set by a conversation_reset frame (a /clear): the next
+	// system/init names the new conversation, which newConv then holds.
+	reset   bool
+	newConv string
 }
 
 // toolState follows one tool call from tool_use to tool_result.
@@ -99,6 +103,12 @@ func (e *Engine) handleFrame(c *conn, f *frame) {
 		if t != nil {
 			e.onResult(t, f)
 		}
+	case typeConversationReset:
+		if t != nil {
+			t.mu.Lock()
+			t.reset = true
+			t.mu.Unlock()
+		}
 	}
 }
 
@@ -115,11 +125,26 @@ func (e *Engine) onSystem(t *turnState, f *frame) {
 	}
 	switch f.Subtype {
 	case "init":
+		cleared := false
+		if t != nil {
+			t.mu.Lock()
+			cleared = t.reset && f.SessionID != ""
+			if cleared {
+				t.reset, t.newConv = false, f.SessionID
+			}
+			t.mu.Unlock()
+		}
 		e.mu.Lock()
 		if s.Model != "" {
 			e.model = s.Model
 		}
-		if f.SessionID != "" && f.SessionID != e.convID && e.forkFrom == "" {
+		switch {
+		case cleared:
+			// A /clear: the CLI goes on in a new conversation, whose
+			// cumulative cost starts again from zero.
+			e.logger.Info("the conversation was cleared", zap.String("from", e.convID), zap.String("to", f.SessionID))
+			e.convID, e.cost = f.SessionID, costLedger{known: true}
+		case f.SessionID != "" && f.SessionID != e.convID && e.forkFrom == "":
 			// The CLI names the conversation it stores; resume that one.
 			e.logger.Warn("the claude CLI reports another conversation id", zap.String("want", e.convID), zap.String("got", f.SessionID))
 			e.convID = f.SessionID

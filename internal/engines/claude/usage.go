@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/corral-dev/corral/internal/pricing"
 	"github.com/corral-dev/corral/pkg/event"
 )
 
@@ -60,10 +61,11 @@ func (c *callUsage) merge(u apiUsage) {
 }
 
 // usageData is the call's usage event. The CLI reports no per-call cost
-// (its exact cost comes with the turn's result), so the event carries
-// tokens only and is marked estimated.
+// (its exact cost comes with the turn's result, and the runner takes it
+// over the estimates), so the event's cost is the model's list price
+// (internal/pricing), marked estimated: a spend cap can trip mid-turn.
 func (c *callUsage) usageData() event.UsageData {
-	return event.UsageData{
+	u := event.UsageData{
 		InputTokens:      c.input,
 		OutputTokens:     c.output,
 		CacheReadTokens:  c.cacheRead,
@@ -71,6 +73,8 @@ func (c *callUsage) usageData() event.UsageData {
 		Estimated:        true,
 		Model:            c.model,
 	}
+	u.CostUSD = pricing.Estimate(u)
+	return u
 }
 
 // contextData is how full the window is after the call: everything the

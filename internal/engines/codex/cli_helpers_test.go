@@ -44,9 +44,16 @@ type rig struct {
 // start) an engine whose Permit answers with decide.
 func newRig(t testing.TB, sc fakemodel.Scenario, decide func(context.Context, engine.ToolCall) engine.Verdict) *rig {
 	t.Helper()
+	return newRigOn(t, false, sc, decide)
+}
+
+// newRigOn is newRig on the oldest supported CLI when oldest is set.
+func newRigOn(t testing.TB, oldest bool, sc fakemodel.Scenario, decide func(context.Context, engine.ToolCall) engine.Verdict) *rig {
+	t.Helper()
 	return &rig{Rig: enginetest.NewRig(t, enginetest.RigConfig{
 		New:         New,
 		CLI:         "codex",
+		Oldest:      oldest,
 		Scenario:    sc,
 		Decide:      decide,
 		Credential:  CredentialItem,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/locate"
+	"github.com/corral-dev/corral/internal/pricing"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
@@ -40,12 +41,14 @@ type Engine struct {
 	extraConfig []byte
 
 	// Set by Start, then read-only.
-	opts     engine.StartOptions
-	log      *zap.Logger
-	settings settings
-	spec     spawnSpec
-	price    price
-	priced   bool
+	opts engine.StartOptions
+	log  *zap.Logger
+	// cliVersion is the CLI's version ("0.171.0"), as checkVersion read it.
+	cliVersion string
+	settings   settings
+	spec       spawnSpec
+	price      pricing.Price
+	priced     bool
 
 	// turnMu serialises Turn, Fork, Judge and Compact: one thread runs
 	// one turn at a time.
@@ -125,9 +128,11 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	if native, extra, ok := nativeBinary(bin); ok {
 		bin, env = native, withEnv(env, extra...)
 	}
-	if _, err := e.version(ctx, bin, env); err != nil {
+	v, err := e.version(ctx, bin, env)
+	if err != nil {
 		return "", engineFailure("codex", err, nil)
 	}
+	e.cliVersion = v
 	e.spec = spawnSpec{bin: bin, dir: opts.Cwd, env: env, trace: e.trace, stderrLine: func(line []byte) { e.log.Debug("codex stderr", zap.ByteString("line", line)) }}
 
 	srv, err := e.connect(ctx)
@@ -189,6 +194,8 @@ func (e *Engine) threadParams() threadParams {
 		ApprovalPolicy:    approvalOnRequest,
 		ApprovalsReviewer: reviewerUser,
 		Sandbox:           sandboxReadOnly,
+
+		DeveloperInstructions: presetInstructions(e.opts.Agent),
 	}
 }
 

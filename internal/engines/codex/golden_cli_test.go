@@ -16,20 +16,29 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/jsonrpc"
+	"github.com/corral-dev/corral/internal/transcript"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden")
 
-// goldenPath holds the canonical turn: what the adapter sends, normalised,
-// and the kinds of message it receives with the fields each carries.
-var goldenPath = filepath.Join("testdata", "golden", "canonical-turn.txt")
+// golden holds the canonical turn per CLI version
+// (testdata/golden/<version>/canonical-turn.txt): what the adapter sends,
+// normalised, and the kinds of message it receives with the fields each
+// carries.
+var golden = transcript.Golden{Dir: filepath.Join("testdata", "golden")}
 
-// The canonical turn: a command the gate allows, then a patch it refuses
-// (so the feedback steer and the decline are in it), then the answer.
+const goldenFile = "canonical-turn.txt"
+
+// The canonical turn, on the newest and the oldest supported CLI: a
+// command the gate allows, then a patch it refuses (so the feedback steer
+// and the decline are in it), then the answer.
 func TestGoldenCanonicalTurn(t *testing.T) {
-	t.Parallel()
-	r := newRig(t, script(
+	enginetest.OnEachVersion(t, goldenCanonicalTurn)
+}
+
+func goldenCanonicalTurn(t *testing.T, oldest bool) {
+	r := newRigOn(t, oldest, script(
 		fakemodel.Step{Name: "cmd", Tools: tools(shellCall("call_cmd", "echo hello", true))},
 		fakemodel.Step{Name: "patch", Tools: tools(patchCall("call_patch", "*** Begin Patch\n*** Add File: notes.txt\n+notes\n*** End Patch\n"))},
 		fakemodel.Step{Name: "final", Text: "All done.", Chunks: 2},
@@ -52,22 +61,41 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 	eng.Close()
 
 	got := normaliseTranscript(rec.Messages(), map[string]string{r.Cwd: "<cwd>", r.Dir: "<session>"})
+	path := golden.Path(eng.cliVersion, goldenFile)
 	if *update {
-		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
+		if err := golden.Write(eng.cliVersion, goldenFile, transcript.Lines(got)); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(goldenPath)
+	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test -run TestGoldenCanonicalTurn -update to create it)", err)
+		near := transcript.Nearest(golden.Versions(), eng.cliVersion)
+		if near == "" {
+			t.Fatalf("no golden transcript for codex %s: %v (run go test -run TestGoldenCanonicalTurn -update to record it)", eng.cliVersion, err)
+		}
+		drift := compareTranscripts(readGolden(t, golden.Path(near, goldenFile)), got)
+		t.Fatalf("no golden transcript for codex %s (run with -update to record it); against the nearest recorded, %s:\n%s", eng.cliVersion, near, orSame(drift))
 	}
 	if drift := compareTranscripts(string(want), got); drift != "" {
-		t.Fatalf("the protocol drifted from %s:\n%s\n(if the change is expected, rerun with -update)", goldenPath, drift)
+		t.Fatalf("the protocol of codex %s drifted from %s:\n%s\n(if the change is expected, rerun with -update)", eng.cliVersion, path, drift)
 	}
+}
+
+func readGolden(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func orSame(drift string) string {
+	if drift == "" {
+		return "no drift"
+	}
+	return drift
 }
 
 // environmental are kinds whose arrival depends on the machine, not the

@@ -175,7 +175,7 @@ func (e *Engine) onTokenUsage(n tokenUsageNotification) {
 		u := callUsage(n.TokenUsage.Last)
 		u.Model = model
 		if priced {
-			u.CostUSD = p.cost(u)
+			u.CostUSD = p.Cost(u)
 		}
 		if u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens > 0 {
 			ts.addUsage(u)

@@ -5,24 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/internal/engines/versions"
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/proc"
 )
 
-// Supported CLI versions: the pinned 0.169.0 and its patch releases. The
-// protocol changes between minor releases often enough that an unknown one
-// is refused rather than half-working.
-const (
-	supportedMajor = 0
-	supportedMinor = 169
-	supportedRange = "0.169.x"
-)
+// supportedRange describes the supported versions in messages
+// (internal/engines/versions decides them).
+const supportedRange = versions.CodexRange
 
 // How long the CLI gets to exit on its own after its stdin closes (it
 // needs about half a second) before its process group is signalled.
@@ -33,8 +26,6 @@ const (
 
 // stderrLines is how many stderr lines a failure carries.
 const stderrLines = 40
-
-var versionRE = regexp.MustCompile(`codex-cli (\d+)\.(\d+)\.(\d+)\S*`)
 
 // checkVersion runs "codex --version" and refuses a CLI outside the
 // supported range, naming what it found.
@@ -50,16 +41,11 @@ func checkVersion(ctx context.Context, bin string, env []string) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("run %s --version: %w", bin, err)
 	}
-	m := versionRE.FindStringSubmatch(string(out))
-	if m == nil {
-		return "", fmt.Errorf("%s --version printed %q, not a codex-cli version; Corral needs codex-cli %s", bin, clip(out, 80), supportedRange)
+	v, err := versions.Codex(string(out))
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", bin, err)
 	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	if major != supportedMajor || minor != supportedMinor {
-		return m[0], fmt.Errorf("%s is %s; Corral needs codex-cli %s (run deploy/engines/install.sh or configure the path of a supported CLI)", bin, m[0], supportedRange)
-	}
-	return strings.TrimPrefix(m[0], "codex-cli "), nil
+	return v, nil
 }
 
 // serverProc is one running "codex app-server" process, or in tests a

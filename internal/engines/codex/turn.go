@@ -220,6 +220,9 @@ func (e *Engine) Judge(ctx context.Context, prompt string) (string, event.UsageD
 	params := e.threadParams()
 	params.ThreadID, params.ExcludeTurns, params.Ephemeral = thread, true, true
 	params.DeveloperInstructions = judgeInstructions
+	if own := presetInstructions(e.opts.Agent); own != "" {
+		params.DeveloperInstructions = own + "\n\n" + judgeInstructions
+	}
 	var res threadResult
 	if err := srv.conn.Call(ctx, mThreadFork, params, &res); err != nil {
 		return "", event.UsageData{}, engineFailure("codex: fork the thread for a side question", err, nil)

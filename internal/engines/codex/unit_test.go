@@ -261,7 +261,7 @@ func TestUsageFigures(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("%v %v", ok, err)
 	}
-	if got, want := p.cost(u), (900*1.25+100*0.125+20*10.0)/1e6; got != want {
+	if got, want := p.Cost(u), (900*1.25+100*0.125+20*10.0)/1e6; got != want {
 		t.Errorf("cost %v, want %v", got, want)
 	}
 	p, ok, err = priceFor("local-llama", map[string]string{KeyInputPrice: "1", KeyOutputPrice: "2"})
@@ -292,10 +292,12 @@ func TestCheckVersion(t *testing.T) {
 		}
 		return p
 	}
-	if v, err := checkVersion(context.Background(), script("ok", "codex-cli 0.169.3"), nil); err != nil || v != "0.169.3" {
-		t.Errorf("0.169.3: %q %v", v, err)
+	for _, want := range []string{"0.169.3", "0.171.0"} {
+		if v, err := checkVersion(context.Background(), script("ok"+want, "codex-cli "+want), nil); err != nil || v != want {
+			t.Errorf("%s: %q %v", want, v, err)
+		}
 	}
-	for name, out := range map[string]string{"newer": "codex-cli 0.171.0", "older": "codex-cli 0.163.0", "other": "claude 2.1.328"} {
+	for name, out := range map[string]string{"newer": "codex-cli 0.172.0", "older": "codex-cli 0.163.0", "other": "claude 2.1.328"} {
 		_, err := checkVersion(context.Background(), script(name, out), nil)
 		if err == nil || !strings.Contains(err.Error(), supportedRange) || !strings.Contains(err.Error(), strings.Fields(out)[len(strings.Fields(out))-1]) {
 			t.Errorf("%s: %v, want an error naming what was found and %s", name, err, supportedRange)

@@ -15,6 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
+	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // Engine-specific keys of StartOptions.Config (besides locate's "path" and
@@ -76,6 +77,8 @@ type settings struct {
 	logLevel    string
 
 	env []string // the child's environment, complete
+
+	agent *wire.AgentPreset // the session's preset, nil for none
 }
 
 // loadSettings checks opts and derives the settings of a session.
@@ -147,6 +150,7 @@ func loadSettings(opts engine.StartOptions) (settings, error) {
 		}
 	}
 	s.env = childEnv(opts.Env, s)
+	s.agent = opts.Agent
 	return s, nil
 }
 

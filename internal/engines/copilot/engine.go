@@ -43,8 +43,11 @@ type Engine struct {
 	// steer that arrived just after its turn ended); it is being stopped.
 	unowned     bool
 	unownedDone chan struct{}
-	tasks       sync.WaitGroup
-	clis        []*cli // every CLI started, for Close to wait on
+	// side holds the judges' forks by CLI session id: their events go
+	// there, not to the turn.
+	side  map[string]*sideQuestion
+	tasks sync.WaitGroup
+	clis  []*cli // every CLI started, for Close to wait on
 
 	// trace, when set before Start, sees every JSON-RPC message.
 	trace func(dir jsonrpc.Direction, body []byte)
@@ -135,6 +138,7 @@ func (e *Engine) launch(ctx context.Context, resume bool) (*cli, error) {
 		Streaming:         true,
 		EnvValueMode:      "direct",
 	}
+	applyPreset(&params, e.set.agent)
 	method, verb := methodSessionCreate, "create session"
 	if resume {
 		method, verb = methodSessionResume, "resume conversation"

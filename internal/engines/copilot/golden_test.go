@@ -12,21 +12,38 @@ import (
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/jsonrpc"
+	"github.com/corral-dev/corral/internal/locate"
+	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/internal/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from a run against the real CLI")
 
-// TestGoldenCanonicalTurn pins what the adapter sends for a canonical turn
-// (create a session, send, approve a file write, shut down) and which kinds
-// of message it receives, so a new CLI version that changes either shows up
-// as a named drift. Run with -update to accept a change.
+// TestGoldenCanonicalTurn pins, on the newest and the oldest supported
+// CLI, what the adapter sends for a canonical turn (create a session, send,
+// approve a file write, shut down) and which kinds of message it receives,
+// so a new CLI version that changes either shows up as a named drift. Each
+// version has its transcript in testdata/golden/<version>/. Run with
+// -update to accept a change or record a new version.
 func TestGoldenCanonicalTurn(t *testing.T) {
-	t.Parallel()
+	enginetest.OnEachVersion(t, goldenCanonicalTurn)
+}
+
+// onOldestCLI points the engine at the oldest supported CLI's install.
+func onOldestCLI(t testing.TB) rigOption {
+	return func(r *rig) { r.Opts.Config[locate.KeyEnginesDir] = testenv.NeedOldestEngineCLI(t, "copilot") }
+}
+
+func goldenCanonicalTurn(t *testing.T, oldest bool) {
 	var traffic enginetest.Traffic
+	opts := []rigOption{withTrace(traffic.Record)}
+	if oldest {
+		opts = append(opts, onOldestCLI(t))
+	}
 	r := newRig(t, fakemodel.Scenario{Steps: []fakemodel.Step{
 		toolStep("create", `{"path":"${cwd}/hello.txt","file_text":"Hello!\n"}`),
 		{Text: "Created hello.txt."},
-	}}, allow, withTrace(traffic.Record))
+	}}, allow, opts...)
 	r.start()
 	r.MustTurn("Please create hello.txt containing a greeting.")
 	if err := r.eng.Close(); err != nil {
@@ -69,8 +86,33 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 	}
 	sort.Strings(received)
 
-	compareSent(t, filepath.Join("testdata", "golden", "canonical-turn.sent.jsonl"), sent)
-	compareKinds(t, filepath.Join("testdata", "golden", "canonical-turn.received.txt"), received)
+	version := cliVersion(t, traffic.Messages())
+	compareSent(t, version, "canonical-turn.sent.jsonl", sent)
+	compareKinds(t, version, "canonical-turn.received.txt", received)
+}
+
+// cliVersion is the version the CLI reported in its answer to connect.
+func cliVersion(t *testing.T, traffic []enginetest.Message) string {
+	t.Helper()
+	connectID := ""
+	for _, m := range traffic {
+		var msg rpcMessage
+		if json.Unmarshal(m.Body, &msg) != nil {
+			continue
+		}
+		if m.Dir == jsonrpc.Sent && msg.Method == methodConnect {
+			connectID = string(msg.ID)
+		}
+		if m.Dir != jsonrpc.Sent && connectID != "" && string(msg.ID) == connectID && msg.Method == "" {
+			var res connectResult
+			if err := json.Unmarshal(msg.Result, &res); err != nil || res.Version == "" {
+				t.Fatalf("connect's answer names no CLI version: %s", m.Body)
+			}
+			return res.Version
+		}
+	}
+	t.Fatal("no answer to connect in the traffic")
+	return ""
 }
 
 // normalizeSent replaces what differs between runs (ids, paths, ports) by
@@ -102,9 +144,9 @@ func normalizeSent(t *testing.T, body []byte, r *rig) string {
 	return strings.TrimSuffix(out.String(), "\n")
 }
 
-func compareSent(t *testing.T, path string, got []string) {
+func compareSent(t *testing.T, version, file string, got []string) {
 	t.Helper()
-	want := golden(t, path, got)
+	want := golden(t, version, file, got)
 	for i := 0; i < len(got) || i < len(want); i++ {
 		switch {
 		case i >= len(want):
@@ -117,9 +159,9 @@ func compareSent(t *testing.T, path string, got []string) {
 	}
 }
 
-func compareKinds(t *testing.T, path string, got []string) {
+func compareKinds(t *testing.T, version, file string, got []string) {
 	t.Helper()
-	want := golden(t, path, got)
+	want := golden(t, version, file, got)
 	inWant := map[string]bool{}
 	for _, k := range want {
 		inWant[k] = true
@@ -137,23 +179,24 @@ func compareKinds(t *testing.T, path string, got []string) {
 	}
 }
 
-// golden returns the lines of a golden file, first rewriting it with got
-// under -update.
-func golden(t *testing.T, path string, got []string) []string {
+// goldenDir holds the transcripts, one folder per CLI version.
+var goldenDir = transcript.Golden{Dir: filepath.Join("testdata", "golden")}
+
+// golden returns the lines of version's golden file, first rewriting it
+// with got under -update. Without a recording for version it fails,
+// naming the nearest recorded version and how got differs from it.
+func golden(t *testing.T, version, file string, got []string) []string {
 	t.Helper()
 	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+		if err := goldenDir.Write(version, file, got); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(goldenDir.Path(version, file))
 	if err != nil {
-		t.Fatalf("%v (run the test with -update to write it)", err)
+		t.Fatalf("%v (copilot %s: run the test with -update to record it)", goldenDir.Compare(version, file, got), version)
 	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return transcript.Lines(string(b))
 }
 
 func methodOf(line string) string {

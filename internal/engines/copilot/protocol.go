@@ -68,6 +68,16 @@ type sessionParams struct {
 	Hooks                          bool   `json:"hooks"`
 	IncludeSubAgentStreamingEvents bool   `json:"includeSubAgentStreamingEvents"`
 	EnvValueMode                   string `json:"envValueMode"`
+	// A session's agent preset: instructions appended to the CLI's system
+	// message, and the only tools the model is offered.
+	SystemMessage  *systemMessage `json:"systemMessage,omitempty"`
+	AvailableTools []string       `json:"availableTools,omitempty"`
+}
+
+// systemMessage changes the CLI's system message; Corral only appends.
+type systemMessage struct {
+	Mode    string `json:"mode"` // append
+	Content string `json:"content"`
 }
 
 type sessionResult struct {

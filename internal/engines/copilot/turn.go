@@ -110,6 +110,11 @@ func (e *Engine) onNotify(c *cli, method string, params json.RawMessage) {
 	}
 	fx := &effects{}
 	e.mu.Lock()
+	if q := e.side[p.SessionID]; q != nil && c == q.c {
+		e.mu.Unlock()
+		q.onEvent(p.Event)
+		return
+	}
 	if c != e.cli || p.SessionID != e.sessionID {
 		e.mu.Unlock()
 		return

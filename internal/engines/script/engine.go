@@ -62,6 +62,9 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 		return "", &engine.Failure{Code: event.FailEngineError, Message: "load scenario", Err: err}
 	}
 	e.sc = sc
+	if opts.Agent != nil {
+		e.sc.SystemTokens += tokens(opts.Agent.Instructions)
+	}
 	if opts.Resume != "" {
 		raw, err := os.ReadFile(e.statePath())
 		switch {

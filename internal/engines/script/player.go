@@ -154,8 +154,13 @@ func (p *player) tool(st Step) error {
 	begin := time.Now()
 	fin := event.ToolFinishedData{ToolID: id, Tool: call.Tool}
 
-	v := p.host.Permit(p.ctx, call)
+	var v engine.Verdict
+	if p.e.toolOffered(call.Tool) {
+		v = p.host.Permit(p.ctx, call)
+	}
 	switch {
+	case !p.e.toolOffered(call.Tool):
+		fin.Outcome, fin.Message = "error", "No such tool available: "+call.Tool+" (not among the session's tools)"
 	case p.ctx.Err() != nil:
 		fin.Outcome = "stopped"
 	case !v.Allow:
