@@ -47,7 +47,7 @@ func dialer(network, addr string) func(ctx context.Context, _, _ string) (net.Co
 func TestMetricsAreServedOnEveryListenerBehindItsAuth(t *testing.T) {
 	state := t.TempDir()
 	where := serve(t, state, func(c *Config) {
-		c.ListenTCP = "127.0.0.1:0"
+		c.Listen = "127.0.0.1:0"
 		c.MetricsListen = "127.0.0.1:0"
 	})
 	c, _ := client.ForState(state)

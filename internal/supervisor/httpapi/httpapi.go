@@ -8,7 +8,6 @@
 package httpapi
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/graph/service"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -45,6 +45,10 @@ type Options struct {
 	NotReady func() []string
 	// Graphs serves /v1/graphs; nil answers them unavailable.
 	Graphs *service.Service
+	// Auth serves the browser sign-in routes (/v1/auth/...); without it
+	// they answer not_found. Its Guard must wrap the handler on every
+	// listener: the handler itself checks no credential, Origin or Host.
+	Auth *webauth.Authority
 }
 
 type server struct {
@@ -52,11 +56,12 @@ type server struct {
 	log       *zap.Logger
 	keepAlive time.Duration
 	notReady  func() []string
+	auth      *webauth.Authority
 }
 
 // New returns the API handler for m.
 func New(m *supervisor.Manager, opts Options) http.Handler {
-	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady}
+	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady, auth: opts.Auth}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -95,6 +100,10 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("POST "+v+"/graphs/{run}/nodes/{node}/submit", g.submit)
 	mux.HandleFunc("POST "+v+"/graphs/{run}/retry", g.retry)
 	mux.HandleFunc("GET "+v+"/graphs/{run}/events", g.events)
+	mux.HandleFunc("POST "+webauth.SessionPath, s.signIn)
+	mux.HandleFunc("DELETE "+webauth.SessionPath, s.signOut)
+	mux.HandleFunc("POST "+webauth.TicketPath, s.ticket)
+	mux.HandleFunc("POST "+webauth.CodePath, s.loginCode)
 	// Known paths with another method, and unknown paths, still answer
 	// in JSON.
 	for path, allow := range map[string]string{
@@ -114,6 +123,9 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		v + "/graphs/{run}/nodes/{node}/submit": "POST",
 		v + "/graphs/{run}/retry":               "POST",
 		v + "/graphs/{run}/events":              "GET",
+		webauth.SessionPath:                     "POST, DELETE",
+		webauth.TicketPath:                      "POST",
+		webauth.CodePath:                        "POST",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
@@ -125,20 +137,6 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		writeError(w, wire.Errorf(wire.CodeNotFound, "no such endpoint: %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
 	return mux
-}
-
-// RequireBearer admits only requests carrying Authorization: Bearer token.
-func RequireBearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="corral"`)
-			writeError(w, wire.Errorf(wire.CodeUnauthorized, "missing or wrong bearer token (send Authorization: Bearer <token>)"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
@@ -225,7 +223,12 @@ func (s *server) command(w http.ResponseWriter, r *http.Request) {
 // decodeBody reads one JSON object into v, refusing unknown fields, trailing
 // data and bodies over maxBody.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	return decodeBodyLimit(w, r, v, maxBody)
+}
+
+// decodeBodyLimit is decodeBody with a bound of limit bytes.
+func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {

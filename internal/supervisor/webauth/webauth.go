@@ -99,6 +99,11 @@ type Config struct {
 	// AllowHosts are more names a TCP request's Host may carry: NAME (with
 	// the listening port) or NAME:PORT (behind a proxy).
 	AllowHosts []string
+	// PublicPaths may be read (GET, HEAD) without a credential: static
+	// files such as the web console's page, which a browser must load
+	// before it can sign in. An entry ending in "/" is a prefix; any other
+	// is one exact path. Host and Origin are checked as on every route.
+	PublicPaths []string
 	// SessionTTL, TicketTTL and CodeTTL bound the secrets' lives (the
 	// Default* values when zero).
 	SessionTTL, TicketTTL, CodeTTL time.Duration
@@ -114,6 +119,7 @@ type Authority struct {
 	noToken bool
 	origins map[string]bool
 	hosts   []hostPort
+	public  []string
 	now     func() time.Time
 
 	mu       sync.Mutex
@@ -129,6 +135,7 @@ func New(cfg Config) (*Authority, error) {
 		token:    sha256.Sum256([]byte(cfg.Token)),
 		noToken:  cfg.Token == "",
 		origins:  make(map[string]bool),
+		public:   cfg.PublicPaths,
 		now:      cfg.Now,
 		sessions: newVault(orDefault(cfg.SessionTTL, DefaultSessionTTL), maxSessions),
 		tickets:  newVault(orDefault(cfg.TicketTTL, DefaultTicketTTL), maxTickets),
@@ -300,6 +307,19 @@ func (a *Authority) takeTicket(v string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.tickets.take(a.now(), v)
+}
+
+// isPublic reports whether r may go without a credential (PublicPaths).
+func (a *Authority) isPublic(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, p := range a.public {
+		if r.URL.Path == p || (strings.HasSuffix(p, "/") && p != "/" && strings.HasPrefix(r.URL.Path, p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // quote shows a header value an attacker controls in an error, bounded.
