@@ -19,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/graph/drivers"
 	"github.com/corral-dev/corral/internal/graph/service"
+	"github.com/corral-dev/corral/internal/ownedfile"
 	"github.com/corral-dev/corral/internal/sdnotify"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
@@ -162,7 +163,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("state folder: %w", err)
 	}
-	if err := os.MkdirAll(state, 0o700); err != nil {
+	// Another user's folder, or one others may write, would let them
+	// plant the token, the lock or session specs.
+	if err := ownedfile.EnsureDir(state); err != nil {
 		return fmt.Errorf("state folder: %w", err)
 	}
 	unlock, err := lockState(state)
