@@ -168,7 +168,7 @@ func (rv *review) applyPartial(se *stagedEdit, display string, accepted, rejecte
 		var next hunks.Snapshot
 		next, err = se.edit.Apply(current, accepted)
 		if err == nil {
-			err = hunks.WriteFile(real, current, next, mode)
+			err = hunks.WriteFileIn(rv.cwd, real, current, next, mode)
 		}
 	}
 	if err != nil {
@@ -279,7 +279,7 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 	if se.undo != nil {
 		err = se.undo([]string{hunkID})
 	} else {
-		err = revertFile(se.path, se.edit, hunkID)
+		err = revertFile(rv.cwd, se.path, se.edit, hunkID)
 	}
 	if err != nil {
 		rv.mu.Lock()
@@ -295,7 +295,7 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 
 // revertFile takes one hunk of ed back out of the file at path, as it is
 // now.
-func revertFile(path string, ed *hunks.Edit, hunkID string) error {
+func revertFile(root, path string, ed *hunks.Edit, hunkID string) error {
 	real, current, mode, err := hunks.ReadFile(path)
 	if err != nil {
 		return err
@@ -304,7 +304,7 @@ func revertFile(path string, ed *hunks.Edit, hunkID string) error {
 	if err != nil {
 		return err
 	}
-	return hunks.WriteFile(real, current, next, mode)
+	return hunks.WriteFileIn(root, real, current, next, mode)
 }
 
 func decisionWord(accept bool) string {
