@@ -21,6 +21,11 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 	if err := validateSpec(spec); err != nil {
 		return api.Session{}, err
 	}
+	if spec.Parent != "" {
+		if _, err := readSpec(m.dir(spec.Parent), spec.Parent); err != nil {
+			return api.Session{}, wire.Errorf(wire.CodeBadRequest, "parent %q: no such session", spec.Parent)
+		}
+	}
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()

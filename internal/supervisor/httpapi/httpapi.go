@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -136,7 +137,20 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.Errorf(wire.CodeNotFound, "no such endpoint: %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
-	return mux
+	return cleanPaths(mux)
+}
+
+// cleanPaths answers a path that is not in its clean form (".", "..",
+// doubled slashes: session ids like "..", "//etc/passwd") with the JSON
+// not_found, where ServeMux would answer an HTML redirect to another path.
+func cleanPaths(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+			writeError(w, wire.Errorf(wire.CodeNotFound, "no such endpoint: %s %q (a path has no empty, \".\" or \"..\" parts)", r.Method, p))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
