@@ -22,7 +22,7 @@ import (
 // hunkDecided and editApplied; hunkStaged is the runner's to record, after
 // it has said the session waits for review.
 type review struct {
-	cwd  string // the worktree, for the paths shown
+	cwd  string // the worktree: for the paths shown, and Corral's own writes stay inside it
 	emit func(event.Type, any)
 
 	mu    sync.Mutex

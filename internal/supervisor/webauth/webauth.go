@@ -5,8 +5,8 @@
 // Every request passes a Guard before anything else runs:
 //
 //  1. Host (TCP only): the Host header must name this supervisor — a
-//     loopback name or address with the listening port, the address it
-//     listens on, an allowed origin's host, or an --allow-host entry —
+//     loopback name or address, the address it listens on with its port,
+//     an allowed origin's host, or an --allow-host entry —
 //     so a page on a rebinding DNS name cannot reach it.
 //  2. Origin: a request that carries one must come from the supervisor's
 //     own origin or from an origin the operator allowed; every other

@@ -114,10 +114,11 @@ func TestHostHeaderMustNameTheSupervisor(t *testing.T) {
 		{"localhost", "127.0.0.1:7777", false, "localhost:7777", true},
 		{"localhost in capitals", "127.0.0.1:7777", false, "LOCALHOST:7777", true},
 		{"ipv6 loopback", "[::1]:7777", false, "[::1]:7777", true},
-		{"loopback on another port", "127.0.0.1:7777", false, "localhost:8888", false},
-		{"no port means 80", "127.0.0.1:80", false, "localhost", true},
-		{"no port means 443 under TLS", "127.0.0.1:443", true, "localhost", true},
-		{"no port is not 7777", "127.0.0.1:7777", false, "localhost", false},
+		{"loopback on another port (a local proxy)", "127.0.0.1:7777", false, "localhost:8888", true},
+		{"no port means 80", "192.0.2.10:80", false, "192.0.2.10", true},
+		{"no port means 443 under TLS", "192.0.2.10:443", true, "192.0.2.10", true},
+		{"no port is not 7777", "192.0.2.10:7777", false, "192.0.2.10", false},
+		{"the listen address on another port", "192.0.2.10:7777", false, "192.0.2.10:8888", false},
 		{"a rebinding name", "127.0.0.1:7777", false, "evil.example:7777", false},
 		{"a name ending in localhost", "127.0.0.1:7777", false, "evil.localhost.example:7777", false},
 		{"the listen address", "192.0.2.10:7777", false, "192.0.2.10:7777", true},
@@ -523,5 +524,32 @@ func TestRefusalClosesWithoutReadingTheBody(t *testing.T) {
 				t.Fatal("the connection stayed open after the 401")
 			}
 		})
+	}
+}
+
+// TestPublicPaths: the console's page and files load without a credential
+// (a browser needs them before it can sign in), and nothing else does.
+func TestPublicPaths(t *testing.T) {
+	a := newTestAuthority(t, nil, Config{PublicPaths: []string{"/", "/assets/"}})
+	g := a.Guard(Listener{Addr: "127.0.0.1:7777"}, echo)
+	for _, tc := range []struct {
+		method, path string
+		hdr          map[string]string
+		code         int
+	}{
+		{"GET", "/", nil, 200},
+		{"HEAD", "/", nil, 200},
+		{"GET", "/assets/app.js", nil, 200},
+		{"POST", "/", nil, 401},
+		{"GET", "/assets", nil, 401},
+		{"GET", "/assetsx/app.js", nil, 401},
+		{"GET", "/v1/sessions", nil, 401},
+		{"GET", "/v1/health", nil, 401},
+		{"GET", "/", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"GET", "/", map[string]string{"Host": "evil.example:7777"}, 403},
+	} {
+		if rec := do(g, tc.method, tc.path, tc.hdr); rec.Code != tc.code {
+			t.Errorf("%s %s %v: %d, want %d", tc.method, tc.path, tc.hdr, rec.Code, tc.code)
+		}
 	}
 }
