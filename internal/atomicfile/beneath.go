@@ -62,18 +62,7 @@ func WriteBeneath(root, path string, data []byte, perm fs.FileMode, sync bool) (
 			err = fmt.Errorf("write %s: %w", path, err)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
+	if err := fill(f, data, perm, sync); err != nil {
 		return err
 	}
 	// Checked again at the last moment for a clear refusal; a swap after

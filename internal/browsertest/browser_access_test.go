@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/client"
 )
 
@@ -61,16 +62,16 @@ func TestBrowserAccess(t *testing.T) {
 	b := Find(t)
 	good, other := pageServer(t), pageServer(t)
 	_, otherPort, _ := net.SplitHostPort(other.Listener.Addr().String())
-	sup := StartSupervisor(t, "--allow-origin", good.URL)
+	sup := testsupervisor.Start(t, testsupervisor.Options{TCP: true, Args: []string{"--allow-origin", good.URL}})
 	ctx := context.Background()
-	code, err := sup.Owner.NewLoginCode(ctx)
+	code, err := sup.Client.NewLoginCode(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := filepath.Join(sup.Cwd, "other-origin-ran")
+	marker := filepath.Join(sup.Work, "other-origin-ran")
 	others := []string{other.URL, "http://localhost:" + otherPort}
 	raw := b.Run(t, "browser_access.mjs", map[string]any{
-		"sup": sup.URL, "good": good.URL, "others": others, "code": code.Code, "cwd": sup.Cwd, "marker": marker,
+		"sup": sup.URL, "good": good.URL, "others": others, "code": code.Code, "cwd": sup.Work, "marker": marker,
 	}, 3*time.Minute)
 	var res accessResult
 	if err := json.Unmarshal(raw, &res); err != nil {
@@ -138,19 +139,19 @@ func TestBrowserAccess(t *testing.T) {
 	}
 
 	// Nothing the other pages tried happened.
-	list, err := sup.Owner.Sessions(ctx)
+	list, err := sup.Client.Sessions(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != g.ID {
 		t.Fatalf("sessions after the other origins: %+v %v", list, err)
 	}
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Fatalf("another origin's terminal ran: %v", err)
 	}
-	events := readEvents(t, sup.Owner, g.ID)
+	events := readEvents(t, sup.Client, g.ID)
 	if strings.Contains(events, "from-another-origin") {
 		t.Fatal("another origin's message reached the session")
 	}
 	for _, s := range []string{code.Code} {
-		if strings.Contains(sup.Log.String(), s) {
+		if strings.Contains(sup.Log(), s) {
 			t.Fatal("the login code is in the supervisor's log")
 		}
 	}
