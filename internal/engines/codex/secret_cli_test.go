@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -25,10 +26,10 @@ func TestShellSeesNoKey(t *testing.T) {
 	q.add(allow)
 	r := newRig(t, sc, q.decide)
 	r.start("")
-	r.mustTurn("find the key")
+	r.MustTurn("find the key")
 
 	ran := false
-	for _, f := range events[wire.ToolFinishedData](t, r.host, wire.EvToolFinished) {
+	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
 		ran = ran || strings.Contains(f.Output, "A=")
 		if strings.Contains(f.Output, testKey) {
 			t.Fatalf("the command saw the key:\n%s", f.Output)
@@ -37,7 +38,7 @@ func TestShellSeesNoKey(t *testing.T) {
 	if !ran {
 		t.Fatal("the probe did not run")
 	}
-	for _, req := range r.fake.Requests() {
+	for _, req := range r.Fake.Requests() {
 		if strings.Contains(string(req.Body), testKey) {
 			t.Fatalf("request %d to the model carries the key in its body", req.Seq)
 		}

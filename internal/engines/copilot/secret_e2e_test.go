@@ -24,15 +24,15 @@ func TestProviderKeyStaysOutOfToolShells(t *testing.T) {
 		},
 	}, allow, withCredentials(map[string]string{"openai-api-key": key}))
 	r.start()
-	r.mustTurn("Find the key.")
-	env := readFile(t, filepath.Join(r.cwd, "env.txt"))
+	r.MustTurn("Find the key.")
+	env := readFile(t, filepath.Join(r.Cwd, "env.txt"))
 	if !strings.Contains(env, "A=") || !strings.Contains(env, "PATH=") {
 		t.Fatalf("the probe did not run: %q", env)
 	}
 	if strings.Contains(env, key) {
 		t.Fatal("the provider key reached the tool's shell")
 	}
-	for _, req := range r.srv.Requests() {
+	for _, req := range r.Fake.Requests() {
 		if strings.Contains(string(req.Body), key) {
 			t.Fatalf("request %d to the model carries the key in its body", req.Seq)
 		}
