@@ -25,7 +25,9 @@ func get(t *testing.T, dial func(ctx context.Context, _, _ string) (net.Conn, er
 	t.Helper()
 	tr := &http.Transport{DialContext: dial}
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", "http://supervisor"+path, nil)
+	// A loopback name: the TCP listener refuses a Host that does not name
+	// the supervisor (webauth).
+	req, _ := http.NewRequest("GET", "http://localhost"+path, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -251,7 +251,7 @@ func (g *guard) authenticate(r *http.Request) (Credential, *wire.Error) {
 		return None, nil
 	}
 	return None, wire.Errorf(wire.CodeUnauthorized,
-		"no credential: send Authorization: Bearer <token>, a session cookie or ?ticket= (docs/api.md)")
+		"no credential: send the bearer token (Authorization: Bearer <token>), a session cookie or ?ticket= (docs/api.md)")
 }
 
 // sameSiteRequest reports whether a cookie-carrying request may be taken as
