@@ -64,6 +64,7 @@ func goType(def string) (reflect.Type, bool) {
 		"HealthReply": api.HealthReply{}, "SessionReply": api.SessionReply{}, "SessionsReply": api.SessionsReply{},
 		"WaitReply": api.WaitReply{}, "FeedItem": api.FeedItem{}, "TermFrame": api.TermFrame{},
 		"WorkspaceReply": api.WorkspaceReply{}, "CommitRequest": api.CommitRequest{}, "CommitReply": api.CommitReply{}, "MergeReply": api.MergeReply{},
+		"SignInRequest": api.SignInRequest{}, "SignInReply": api.SignInReply{}, "TicketReply": api.TicketReply{}, "LoginCodeReply": api.LoginCodeReply{},
 	}
 	v, ok := types[def]
 	if !ok {
