@@ -101,10 +101,10 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("POST "+v+"/graphs/{run}/nodes/{node}/submit", g.submit)
 	mux.HandleFunc("POST "+v+"/graphs/{run}/retry", g.retry)
 	mux.HandleFunc("GET "+v+"/graphs/{run}/events", g.events)
-	mux.HandleFunc("POST "+webauth.SessionPath, s.signIn)
-	mux.HandleFunc("DELETE "+webauth.SessionPath, s.signOut)
-	mux.HandleFunc("POST "+webauth.TicketPath, s.ticket)
-	mux.HandleFunc("POST "+webauth.CodePath, s.loginCode)
+	mux.HandleFunc("POST "+v+"/auth/session", s.signIn) // webauth.SessionPath
+	mux.HandleFunc("DELETE "+v+"/auth/session", s.signOut)
+	mux.HandleFunc("POST "+v+"/auth/ticket", s.ticket)  // webauth.TicketPath
+	mux.HandleFunc("POST "+v+"/auth/code", s.loginCode) // webauth.CodePath
 	// Known paths with another method, and unknown paths, still answer
 	// in JSON.
 	for path, allow := range map[string]string{
@@ -124,9 +124,9 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		v + "/graphs/{run}/nodes/{node}/submit": "POST",
 		v + "/graphs/{run}/retry":               "POST",
 		v + "/graphs/{run}/events":              "GET",
-		webauth.SessionPath:                     "POST, DELETE",
-		webauth.TicketPath:                      "POST",
-		webauth.CodePath:                        "POST",
+		v + "/auth/session":                     "POST, DELETE",
+		v + "/auth/ticket":                      "POST",
+		v + "/auth/code":                        "POST",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
