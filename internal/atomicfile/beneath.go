@@ -100,6 +100,24 @@ func RemoveBeneath(root, path string) error {
 	return nil
 }
 
+// CheckBeneath reports, as WriteBeneath would refuse it, whether path
+// inside root is now reached through a link, is a link, is not a regular
+// file or has other hard links. A missing file or folder passes: a write
+// would make it. It lets a caller whose write someone else makes (an
+// engine's CLI, after an allow) refuse a path that changed since it was
+// judged.
+func CheckBeneath(root, path string) error {
+	dir, base, err := openParent(root, path, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	return checkTarget(dir, base, path)
+}
+
 // checkTarget refuses a file that is a link, not a regular file, or has
 // other hard links. A missing file passes.
 func checkTarget(dir int, base, path string) error {

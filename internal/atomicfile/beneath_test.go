@@ -157,3 +157,43 @@ func openRoot(t *testing.T, root string) (int, error) {
 }
 
 func closeFD(fd int) { unix.Close(fd) }
+
+// TestCheckBeneath: what WriteBeneath would refuse, CheckBeneath reports,
+// and a path a write would make passes.
+func TestCheckBeneath(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	for _, p := range []string{filepath.Join(root, "dir", "file"), filepath.Join(outside, "file")} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, err := range []error{
+		os.Symlink(filepath.Join(outside, "file"), filepath.Join(root, "link")),
+		os.Symlink(outside, filepath.Join(root, "dirlink")),
+		os.Link(filepath.Join(outside, "file"), filepath.Join(root, "hard")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{"dir/file", true},
+		{"dir/missing", true},
+		{"missing/file", true},
+		{"link", false},
+		{"dirlink/file", false},
+		{"hard", false},
+		{"../elsewhere", false},
+	} {
+		err := CheckBeneath(root, filepath.Join(root, tc.path))
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrUnsafePath)) {
+			t.Errorf("CheckBeneath(%s) = %v, want ok %v", tc.path, err, tc.ok)
+		}
+	}
+}
