@@ -83,18 +83,13 @@ func WriteBeneath(root, path string, data []byte, perm fs.FileMode, sync bool) (
 // WriteBeneath reaches it. A file that is missing is not an error; one that
 // has become a link or a folder is refused.
 func RemoveBeneath(root, path string) error {
-	dir, base, err := openParent(root, path, false)
-	if errors.Is(err, fs.ErrNotExist) {
+	err := atTarget(root, path, func(dir int, base string) error {
+		if err := unix.Unlinkat(dir, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
 		return nil
-	}
+	})
 	if err != nil {
-		return fmt.Errorf("delete %s: %w", path, err)
-	}
-	defer unix.Close(dir)
-	if err := checkTarget(dir, base, path); err != nil {
-		return fmt.Errorf("delete %s: %w", path, err)
-	}
-	if err := unix.Unlinkat(dir, base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("delete %s: %w", path, err)
 	}
 	return nil
@@ -107,6 +102,13 @@ func RemoveBeneath(root, path string) error {
 // engine's CLI, after an allow) refuse a path that changed since it was
 // judged.
 func CheckBeneath(root, path string) error {
+	return atTarget(root, path, nil)
+}
+
+// atTarget opens path's folder beneath root, checks path (checkTarget) and
+// hands the folder and path's last element to do, if any. A missing folder
+// is not an error, and do is not called.
+func atTarget(root, path string, do func(dir int, base string) error) error {
 	dir, base, err := openParent(root, path, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -115,7 +117,13 @@ func CheckBeneath(root, path string) error {
 		return err
 	}
 	defer unix.Close(dir)
-	return checkTarget(dir, base, path)
+	if err := checkTarget(dir, base, path); err != nil {
+		return err
+	}
+	if do == nil {
+		return nil
+	}
+	return do(dir, base)
 }
 
 // checkTarget refuses a file that is a link, not a regular file, or has
