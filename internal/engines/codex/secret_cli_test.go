@@ -6,7 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // TestShellSeesNoKey is finding 2 of issue 18 against the real CLI: a
@@ -29,7 +29,7 @@ func TestShellSeesNoKey(t *testing.T) {
 	r.MustTurn("find the key")
 
 	ran := false
-	for _, f := range enginetest.Events[wire.ToolFinishedData](t, r.Host, wire.EvToolFinished) {
+	for _, f := range enginetest.Events[event.ToolFinishedData](t, r.Host, event.ToolFinished) {
 		ran = ran || strings.Contains(f.Output, "A=")
 		if strings.Contains(f.Output, testKey) {
 			t.Fatalf("the command saw the key:\n%s", f.Output)
