@@ -88,9 +88,6 @@ func validateSpec(spec wire.Spec) error {
 	if err := spec.Check(); err != nil {
 		return err
 	}
-	if err := spec.CheckLimits(); err != nil {
-		return err
-	}
 	if spec.PluginPath != "" && !filepath.IsAbs(spec.PluginPath) {
 		return wire.Errorf(wire.CodeBadRequest, "pluginPath %q must be an absolute path", spec.PluginPath)
 	}
