@@ -11,7 +11,7 @@ LDFLAGS  := -X github.com/corral-dev/corral/internal/buildinfo.Version=$(VERSION
 # The pinned agent CLIs that engine tests drive.
 export CORRAL_ENGINES_DIR := $(CURDIR)/deploy/engines
 
-.PHONY: all build web run test deps bench bench-console lint fuzz clean generate reliability
+.PHONY: all build web run test deps bench bench-console lint fuzz fuzz-long clean generate reliability
 
 all: build
 
@@ -76,6 +76,12 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# Every fuzz target for a longer stretch (FUZZLONG each), with a summary
+# line per target; docs/security.md records a run.
+FUZZLONG ?= 5m
+fuzz-long:
+	GO=$(GO) FUZZTIME=$(FUZZLONG) ./deploy/fuzz-long.sh
 
 clean:
 	rm -rf $(BIN)

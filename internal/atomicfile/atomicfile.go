@@ -35,19 +35,7 @@ func write(path string, data []byte, perm fs.FileMode, sync bool) (err error) {
 			err = fmt.Errorf("write %s: %w", path, err)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	// Chmod rather than a create mode, which the umask would trim.
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if sync {
-		if err := f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
+	if err := fill(f, data, perm, sync); err != nil {
 		return err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
@@ -62,4 +50,22 @@ func write(path string, data []byte, perm fs.FileMode, sync bool) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// fill writes data to a new temporary file, gives it perm (Chmod rather
+// than a create mode, which the umask would trim), syncs it when asked and
+// closes it.
+func fill(f *os.File, data []byte, perm fs.FileMode, sync bool) error {
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	return f.Close()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
+	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
@@ -21,6 +22,7 @@ type serveOptions struct {
 	state, level, format string
 	config               string
 	check                bool
+	origins, hosts       multi // --allow-origin, --allow-host
 }
 
 // serveFlags defines serve's flags into o. A config file (--config) sets
@@ -33,8 +35,14 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs.StringVar(&cfg.RunnerPath, "runner", "", "runner executable (default: runner next to this program, else on PATH)")
 	fs.StringVar(&cfg.PluginRunnerPath, "plugin-runner", "", "runner with plugin engines, for sessions on them (default: plugin-runner next to the runner, else on PATH)")
 	fs.BoolVar(&cfg.SpareRunner, "spare-runner", true, "keep a runner started ahead of need, so a new session does not wait for a process to start")
-	fs.StringVar(&cfg.ListenTCP, "listen-tcp", "", "also serve on this TCP address (every request needs the bearer token)")
-	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file for --listen-tcp (default <state>/token, generated when missing)")
+	fs.StringVar(&cfg.Listen, "listen", "", "also serve on this TCP address, HOST:PORT (every request needs the bearer token, a session cookie or a ticket)")
+	fs.StringVar(&cfg.Listen, "listen-tcp", "", "the same as --listen")
+	fs.Var(&o.origins, "allow-origin", "a web origin (scheme://host[:port]) whose pages may call the API (repeatable)")
+	fs.Var(&o.hosts, "allow-host", "another name the Host header may carry on --listen: NAME (with the listening port) or NAME:PORT (repeatable)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "serve --listen over HTTPS with this certificate (PEM; with --tls-key)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "the private key of --tls-cert (PEM)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", daemon.DefaultMaxConns, "most connections open at once on each listener (at most a quarter of the open-file limit)")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file for --listen (default <state>/token, generated when missing)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "also serve /metrics, without authentication, on this loopback address (127.0.0.1:PORT) for a scraper on this machine")
 	fs.DurationVar(&cfg.IdleTTL, "idle-ttl", 5*time.Minute, "stop a runner idle this long")
 	fs.IntVar(&cfg.MaxLive, "max-live", 64, "most sessions live at once: past it the least recently used idle one is stopped, and with none idle a start fails with 503")
@@ -77,6 +85,21 @@ func parseServe(e *env, args []string) (*serveOptions, error) {
 	if o.cfg.MaxLive <= 0 {
 		return nil, usagef("--max-live must be positive")
 	}
+	if o.cfg.MaxConns <= 0 {
+		return nil, usagef("--max-conns must be positive")
+	}
+	if (o.cfg.TLSCert == "") != (o.cfg.TLSKey == "") {
+		return nil, usagef("--tls-cert and --tls-key go together")
+	}
+	if o.cfg.Listen == "" && (o.cfg.TLSCert != "" || len(o.hosts) > 0) {
+		return nil, usagef("--tls-cert and --allow-host need --listen")
+	}
+	for _, origin := range o.origins {
+		if _, err := webauth.ParseOrigin(origin); err != nil {
+			return nil, usagef("--allow-origin: %v", err)
+		}
+	}
+	o.cfg.AllowOrigins, o.cfg.AllowHosts = o.origins, o.hosts
 	if _, err := parseLevel(o.level); err != nil {
 		return nil, usageError{err}
 	}
@@ -124,7 +147,10 @@ func reloadServe(e *env, args []string, running *serveOptions, log *zap.Logger) 
 		{"state", running.state, o.state}, {"runner", running.cfg.RunnerPath, o.cfg.RunnerPath},
 		{"plugin-runner", running.cfg.PluginRunnerPath, o.cfg.PluginRunnerPath},
 		{"spare-runner", running.cfg.SpareRunner, o.cfg.SpareRunner},
-		{"listen-tcp", running.cfg.ListenTCP, o.cfg.ListenTCP}, {"token-file", running.cfg.TokenFile, o.cfg.TokenFile},
+		{"listen", running.cfg.Listen, o.cfg.Listen}, {"token-file", running.cfg.TokenFile, o.cfg.TokenFile},
+		{"allow-origin", running.origins.String(), o.origins.String()}, {"allow-host", running.hosts.String(), o.hosts.String()},
+		{"tls-cert", running.cfg.TLSCert, o.cfg.TLSCert}, {"tls-key", running.cfg.TLSKey, o.cfg.TLSKey},
+		{"max-conns", running.cfg.MaxConns, o.cfg.MaxConns},
 		{"metrics-listen", running.cfg.MetricsListen, o.cfg.MetricsListen},
 		{"idle-ttl", running.cfg.IdleTTL, o.cfg.IdleTTL}, {"credentials", running.cfg.CredentialsFile, o.cfg.CredentialsFile},
 		{"engines-dir", running.cfg.EnginesDir, o.cfg.EnginesDir}, {"log-format", running.format, o.format},

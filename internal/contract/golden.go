@@ -65,6 +65,7 @@ func goType(def string) (reflect.Type, bool) {
 		"WaitReply": api.WaitReply{}, "FeedItem": api.FeedItem{}, "TermFrame": api.TermFrame{},
 		"WorkspaceReply": api.WorkspaceReply{}, "CommitRequest": api.CommitRequest{}, "CommitReply": api.CommitReply{}, "MergeReply": api.MergeReply{},
 		"EnginesReply": api.EnginesReply{}, "CredentialsReply": api.CredentialsReply{}, "SetCredentialRequest": api.SetCredentialRequest{},
+		"SignInRequest": api.SignInRequest{}, "SignInReply": api.SignInReply{}, "TicketReply": api.TicketReply{}, "LoginCodeReply": api.LoginCodeReply{},
 	}
 	v, ok := types[def]
 	if !ok {

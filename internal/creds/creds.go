@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/corral-dev/corral/internal/ownedfile"
 
 	"github.com/zalando/go-keyring"
 )
@@ -32,17 +33,14 @@ type Store struct {
 	File map[string]string
 }
 
+// maxFile bounds a credentials file.
+const maxFile = 1 << 20
+
 // LoadFile reads a credentials file: a JSON object of item names to secrets.
-// It refuses a file that anyone but its owner can read or write.
+// It refuses a file that is not the running user's, that anyone else can
+// read or write (it must be 0600 or 0400), or that is a symbolic link.
 func LoadFile(path string) (*Store, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("credentials file: %w", err)
-	}
-	if perm := fi.Mode().Perm(); perm != 0o600 && perm != 0o400 {
-		return nil, fmt.Errorf("credentials file %s has mode %#o; it must be 0600 (chmod 600 %s)", path, perm, path)
-	}
-	raw, err := os.ReadFile(path)
+	raw, err := ownedfile.ReadPrivate(path, maxFile)
 	if err != nil {
 		return nil, fmt.Errorf("credentials file: %w", err)
 	}

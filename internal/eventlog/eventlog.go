@@ -34,8 +34,10 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/corral-dev/corral/pkg/event"
+	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // Batch is a run of encoded event lines as written to the file.
@@ -163,6 +165,11 @@ func (l *Log) Append(typ event.Type, data any) (event.Event, error) {
 	}
 	ev := event.Event{Seq: l.seq + 1, TS: l.now().UTC(), Type: typ, Data: raw}
 	line, err := json.Marshal(ev)
+	if err == nil && len(line) > wire.MaxEventLine {
+		// Too long for the wire: kept, truncated, rather than lost.
+		ev.Data, _ = json.Marshal(truncated(raw))
+		line, err = json.Marshal(ev)
+	}
 	if err != nil {
 		return event.Event{}, fmt.Errorf("encode %s event: %w", typ, err)
 	}
@@ -326,4 +333,14 @@ func (l *Log) Close() error {
 		err = fmt.Errorf("close event log: %w", cerr)
 	}
 	return err
+}
+
+// truncated is what an event keeps of data whose line passed
+// wire.MaxEventLine: its length and its start, cut at a character boundary.
+func truncated(data []byte) wire.TruncatedData {
+	head := data[:min(len(data), wire.TruncatedHead)]
+	for len(head) > 0 && !utf8.Valid(head) {
+		head = head[:len(head)-1]
+	}
+	return wire.TruncatedData{Truncated: true, Bytes: len(data), Head: string(head)}
 }

@@ -144,16 +144,45 @@ var credentialNames = map[string]bool{
 // path, which would change where a judged "cd dir" lands.
 var shellHooks = map[string]bool{"BASH_ENV": true, "ENV": true, "CDPATH": true}
 
+// steeringVars make a program load or run code its command line does not
+// name: a judged "node x.js" or "python y.py" would run something else.
+// (Exported bash functions, BASH_FUNC_name%%, override the commands a
+// judged script calls: they go too.)
+var steeringVars = map[string]bool{
+	"NODE_OPTIONS": true, "NODE_PATH": true, "LD_PRELOAD": true, "LD_AUDIT": true,
+	"PYTHONSTARTUP": true, "PYTHONPATH": true, "PERL5OPT": true, "PERL5LIB": true, "RUBYOPT": true,
+	"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true,
+}
+
+// AllowEnvVar names the variable holding the user's allowlist: names,
+// separated by commas, that CleanEnv keeps although they look like secrets
+// or steer programs (CORRAL_ENV_ALLOW=DEPLOY_KEY,NODE_OPTIONS). Provider
+// credentials (IsCredentialVar) are never kept: engines take theirs from
+// the keyring or the credentials file.
+const AllowEnvVar = "CORRAL_ENV_ALLOW"
+
 // CleanEnv returns env without any variable that may carry a provider
-// credential, without shell hooks (BASH_ENV, ENV, CDPATH), and with PATH
-// holding only absolute folders, so a command the gate judged runs the
-// program it named.
+// credential or look like a secret (IsSecretName), without shell hooks
+// (BASH_ENV, ENV, CDPATH), variables that steer programs (NODE_OPTIONS,
+// LD_PRELOAD, ...) or exported bash functions, and with PATH holding only
+// absolute folders, so a command the gate judged runs the program it
+// named. Names in env's own CORRAL_ENV_ALLOW are kept (AllowEnvVar).
 func CleanEnv(env []string) []string {
+	allowed := map[string]bool{}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, AllowEnvVar+"="); ok {
+			for _, name := range strings.Split(v, ",") {
+				allowed[strings.TrimSpace(name)] = true
+			}
+		}
+	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		switch {
 		case IsCredentialVar(name), shellHooks[name]:
+			continue
+		case (IsSecretName(name) || steeringVars[name] || strings.HasPrefix(name, "BASH_FUNC_")) && !allowed[name]:
 			continue
 		case name == "PATH":
 			kv = "PATH=" + absolutePath(value)
@@ -161,6 +190,17 @@ func CleanEnv(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// IsSecretName reports whether an environment variable's name looks like a
+// secret's: *_KEY, *_TOKEN, *SECRET*, *PASSWORD*, *PASSWD*, *_CREDENTIALS,
+// in any case. Engine children do not get such variables (CleanEnv), and
+// the gate asks before a command expands one.
+func IsSecretName(name string) bool {
+	up := strings.ToUpper(name)
+	return up == "KEY" || up == "TOKEN" || strings.HasSuffix(up, "_KEY") || strings.HasSuffix(up, "_TOKEN") ||
+		strings.Contains(up, "SECRET") || strings.Contains(up, "PASSWORD") || strings.Contains(up, "PASSWD") ||
+		strings.HasSuffix(up, "_CREDENTIALS")
 }
 
 func absolutePath(path string) string {

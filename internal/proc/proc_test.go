@@ -21,6 +21,41 @@ func TestCleanEnv(t *testing.T) {
 	}
 }
 
+// TestCleanEnvDropsSecretsAndSteering is finding 2 of issue 18: beyond the
+// provider credentials, engine children lose every variable whose name
+// looks like a secret's and every variable that steers a program, unless
+// the user's allowlist (CORRAL_ENV_ALLOW) names it; provider credentials
+// stay out even then.
+func TestCleanEnvDropsSecretsAndSteering(t *testing.T) {
+	in := []string{
+		"HOME=/home/u", "DEPLOY_KEY=d", "DB_PASSWORD=p", "stripe_secret=s", "SESSION_TOKEN=t", "GOOGLE_APPLICATION_CREDENTIALS=/c",
+		"NODE_OPTIONS=--require /tmp/x.js", "LD_PRELOAD=/tmp/x.so", "PYTHONSTARTUP=/tmp/x.py", "BASH_FUNC_ls%%=() { evil; }",
+		"MONKEY=banana", "KEYBOARD=us", "LANG=C",
+	}
+	want := []string{"HOME=/home/u", "MONKEY=banana", "KEYBOARD=us", "LANG=C"}
+	if got := CleanEnv(in); !reflect.DeepEqual(got, want) {
+		t.Fatalf("CleanEnv = %q, want %q", got, want)
+	}
+	allowed := append(in, AllowEnvVar+"=DEPLOY_KEY, NODE_OPTIONS,ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY=sk")
+	want = []string{"HOME=/home/u", "DEPLOY_KEY=d", "NODE_OPTIONS=--require /tmp/x.js", "MONKEY=banana", "KEYBOARD=us", "LANG=C",
+		AllowEnvVar + "=DEPLOY_KEY, NODE_OPTIONS,ANTHROPIC_API_KEY"}
+	if got := CleanEnv(allowed); !reflect.DeepEqual(got, want) {
+		t.Fatalf("CleanEnv with an allowlist = %q, want %q", got, want)
+	}
+}
+
+func TestIsSecretName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"ANTHROPIC_API_KEY": true, "GITHUB_TOKEN": true, "DB_PASSWORD": true, "MYSQL_PASSWD": true,
+		"client_secret": true, "SecretValue": true, "GOOGLE_APPLICATION_CREDENTIALS": true, "KEY": true, "TOKEN": true,
+		"HOME": false, "PATH": false, "MONKEY": false, "KEYBOARD": false, "TOKENIZER_PATH": false, "CREDENTIALS_DIR": false,
+	} {
+		if got := IsSecretName(name); got != want {
+			t.Errorf("IsSecretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestTailKeepsTheLastLines(t *testing.T) {
 	tl := NewTail(3)
 	tl.Write([]byte("one\ntwo\nthr"))

@@ -23,6 +23,10 @@ type askBroker struct {
 
 	mu   sync.Mutex
 	open map[string]*ask
+	// answered holds the asks answered and closed, for as long as the
+	// runner lives: a second answer to one is a conflict, not an unknown
+	// ask.
+	answered map[string]bool
 }
 
 // ask is a tool call waiting for a person's allow or deny.
@@ -37,7 +41,7 @@ type ask struct {
 type askAnswer struct{ decision, note string }
 
 func newAskBroker(emit func(event.Type, any)) *askBroker {
-	return &askBroker{emit: emit, now: time.Now, open: map[string]*ask{}}
+	return &askBroker{emit: emit, now: time.Now, open: map[string]*ask{}, answered: map[string]bool{}}
 }
 
 // add registers a new ask; seq orders it among the others.
@@ -68,6 +72,7 @@ func (b *askBroker) forget(a *ask) (stillOpen int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.open, a.id)
+	b.answered[a.id] = true
 	return len(b.open)
 }
 
@@ -92,7 +97,11 @@ func (b *askBroker) answer(id, decision, note string) error {
 	}
 	b.mu.Lock()
 	a, ok := b.open[id]
+	answered := b.answered[id]
 	b.mu.Unlock()
+	if answered {
+		return wire.Errorf(wire.CodeConflict, "ask %s was already answered", id)
+	}
 	if !ok {
 		return wire.Errorf(wire.CodeNotFound, "no open ask %q", id)
 	}

@@ -22,6 +22,9 @@ func (r *Runner) Do(ctx context.Context, req command.Request) *wire.Reply {
 }
 
 func (r *Runner) do(ctx context.Context, req command.Request) (any, error) {
+	if err := command.CheckLimits(req); err != nil {
+		return nil, err
+	}
 	h, ok := handlers[req.Cmd()]
 	if !ok {
 		return nil, wire.Errorf(wire.CodeBadRequest, "unknown command %q", req.Cmd())

@@ -27,6 +27,11 @@ type presenceWriter struct {
 	closed  bool
 	timer   *time.Timer
 	writing sync.WaitGroup
+
+	// wmu makes writes one at a time, each reading the status it writes
+	// once the one before has been renamed into place: two timers' writes
+	// running at once could otherwise rename an older status over a newer.
+	wmu sync.Mutex
 }
 
 func newPresenceWriter(path func() string, status func() command.Status, log *zap.Logger) *presenceWriter {
@@ -59,6 +64,8 @@ func (p *presenceWriter) touch() {
 }
 
 func (p *presenceWriter) write() {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	raw, err := json.MarshalIndent(p.status(), "", "  ")
 	if err == nil {
 		err = writeAtomic(p.path(), append(raw, '\n'), 0o600)

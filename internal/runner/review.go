@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/corral-dev/corral/internal/atomicfile"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
@@ -22,7 +23,7 @@ import (
 // hunkDecided and editApplied; hunkStaged is the runner's to record, after
 // it has said the session waits for review.
 type review struct {
-	cwd  string // the worktree, for the paths shown
+	cwd  string // the worktree: for the paths shown, and Corral's own writes stay inside it
 	emit func(event.Type, any)
 
 	mu    sync.Mutex
@@ -43,6 +44,10 @@ type stagedEdit struct {
 	// (a captured shell change is reverted by the capture, which knows
 	// binary files, symlinks and its own index).
 	undo func(ids []string) error
+	// safe says the path was inside the worktree, reached through no
+	// link, and no link itself when the edit was staged: if it is not so
+	// when the engine would write it, the write is refused.
+	safe bool
 	// decisions and decided are guarded by review.mu.
 	decisions map[string]hunkDecision
 	decided   chan struct{} // closed when every hunk has a decision
@@ -98,7 +103,8 @@ func (rv *review) endTurn() turnTally {
 // takes it back out of the file, until the turn ends).
 func (rv *review) stage(id string, seq int64, toolID, path string, ed *hunks.Edit, auto bool, undo func(ids []string) error) *stagedEdit {
 	se := &stagedEdit{id: id, seq: seq, toolID: toolID, path: path, edit: ed, auto: auto, undo: undo,
-		decisions: map[string]hunkDecision{}, decided: make(chan struct{})}
+		decisions: map[string]hunkDecision{}, decided: make(chan struct{}),
+		safe: atomicfile.CheckBeneath(rv.cwd, path) == nil}
 	if auto {
 		for _, h := range ed.Hunks {
 			se.decisions[h.ID] = hunkDecision{accept: true, by: "auto"}
@@ -144,6 +150,15 @@ func (rv *review) verdict(se *stagedEdit) engine.Verdict {
 	rv.mu.Unlock()
 	switch {
 	case len(rejected) == 0:
+		// The engine's CLI writes the file and follows links: a path
+		// swapped for a link (or a folder on it for one) while the edit
+		// waited for review would take the write out of the worktree.
+		if se.safe {
+			if err := atomicfile.CheckBeneath(rv.cwd, se.path); err != nil {
+				rv.emit(event.EditApplied, event.EditAppliedData{EditID: se.id, Path: display, By: "corral", Hunks: []string{}, Conflict: err.Error()})
+				return engine.Verdict{Message: fmt.Sprintf("The reviewer accepted this edit to %s, but the path changed while it waited (%v); nothing was written.", display, err)}
+			}
+		}
 		rv.recordApplied(se, "engine", accepted, false, "")
 		return engine.Verdict{Allow: true}
 	case len(accepted) == 0:
@@ -168,7 +183,7 @@ func (rv *review) applyPartial(se *stagedEdit, display string, accepted, rejecte
 		var next hunks.Snapshot
 		next, err = se.edit.Apply(current, accepted)
 		if err == nil {
-			err = hunks.WriteFile(real, current, next, mode)
+			err = hunks.WriteFileIn(rv.cwd, real, current, next, mode)
 		}
 	}
 	if err != nil {
@@ -279,7 +294,7 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 	if se.undo != nil {
 		err = se.undo([]string{hunkID})
 	} else {
-		err = revertFile(se.path, se.edit, hunkID)
+		err = revertFile(rv.cwd, se.path, se.edit, hunkID)
 	}
 	if err != nil {
 		rv.mu.Lock()
@@ -295,7 +310,7 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 
 // revertFile takes one hunk of ed back out of the file at path, as it is
 // now.
-func revertFile(path string, ed *hunks.Edit, hunkID string) error {
+func revertFile(root, path string, ed *hunks.Edit, hunkID string) error {
 	real, current, mode, err := hunks.ReadFile(path)
 	if err != nil {
 		return err
@@ -304,7 +319,7 @@ func revertFile(path string, ed *hunks.Edit, hunkID string) error {
 	if err != nil {
 		return err
 	}
-	return hunks.WriteFile(real, current, next, mode)
+	return hunks.WriteFileIn(root, real, current, next, mode)
 }
 
 func decisionWord(accept bool) string {

@@ -176,6 +176,12 @@ func TestAskAnsweredAllowAndDeny(t *testing.T) {
 			if fd.Outcome != want {
 				t.Fatalf("outcome %q, want %q", fd.Outcome, want)
 			}
+			// Once the ask is closed, another answer is still a
+			// conflict, not an unknown ask (issue 18, finding 7).
+			late := s.r.Do(context.Background(), command.Answer{AskID: a.AskID, Decision: decision})
+			if late.OK || late.Error.Code != wire.CodeConflict {
+				t.Fatalf("a late second answer: %+v", late)
+			}
 			s.waitType(i, event.TurnEnded)
 		})
 	}
@@ -344,6 +350,10 @@ func TestCommandErrors(t *testing.T) {
 		{command.DecideHunk{EditID: "e9", HunkID: "h1", Decision: "accept"}, wire.CodeNotFound},
 		{command.SetMode{Mode: "yolo"}, wire.CodeBadRequest},
 		{command.CancelQueued{MessageID: "m42"}, wire.CodeNotFound},
+		// Input limits (issue 18, finding 6): refused before anything.
+		{command.SetGoal{Goal: strings.Repeat("<", 1<<20)}, wire.CodeBadRequest},
+		{command.Send{Text: strings.Repeat("x", wire.MaxMessageBytes+1)}, wire.CodeBadRequest},
+		{command.Steer{Text: strings.Repeat("x", wire.MaxMessageBytes+1)}, wire.CodeBadRequest},
 	}
 	for _, c := range cases {
 		reply := s.r.Do(context.Background(), c.cmd)

@@ -152,7 +152,7 @@ func Default() *Registry {
 
 		Routes: routes(),
 		Enums: map[reflect.Type][]string{
-			typeOf[wire.Code]():               {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeUnauthorized), string(wire.CodeProtocol), string(wire.CodeInternal)},
+			typeOf[wire.Code]():               {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeUnauthorized), string(wire.CodeForbidden), string(wire.CodeProtocol), string(wire.CodeInternal)},
 			typeOf[wire.State]():              {string(wire.StateStarting), string(wire.StateIdle), string(wire.StateWorking), string(wire.StateWaitingForApproval), string(wire.StateWaitingForReview), string(wire.StateFailed), string(wire.StateStopped)},
 			typeOf[event.FailureCode]():       {string(event.FailEngineError), string(event.FailPermissionUnavailable), string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap), string(event.FailStalled)},
 			typeOf[event.QueueChange]():       {string(event.QueueAdded), string(event.QueueStarted), string(event.QueueCancelled), string(event.QueueCleared)},

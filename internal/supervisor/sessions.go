@@ -25,6 +25,11 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 	// the session's own settings: the session keeps what it was created
 	// with.
 	spec.EngineConfig = spec.EngineConfig.Merged(m.cfg.EngineDefaults[spec.Engine])
+	if spec.Parent != "" {
+		if _, err := readSpec(m.dir(spec.Parent), spec.Parent); err != nil {
+			return api.Session{}, wire.Errorf(wire.CodeBadRequest, "parent %q: no such session", spec.Parent)
+		}
+	}
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()

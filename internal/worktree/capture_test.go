@@ -2,6 +2,7 @@ package worktree_test
 
 import (
 	"bytes"
+	"errors"
 	"maps"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/atomicfile"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/worktree"
 	"github.com/corral-dev/corral/pkg/hunks"
@@ -291,5 +293,39 @@ func TestTrackedContentComesFromGit(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(root, "src/main.go")); string(data) != base["src/main.go"] {
 		t.Fatalf("reverted to %q", data)
+	}
+}
+
+// TestRevertStaysInsideTheWorktree (issue 18, finding 3): a folder on the
+// path of a captured change swapped for a link out of the worktree before
+// the revert: the revert is refused and nothing outside is written.
+func TestRevertStaysInsideTheWorktree(t *testing.T) {
+	root := tree(t, base)
+	c := open(t, root, false)
+	c.Before()
+	sh(t, root, "sed -i 's/^first$/FIRST/' big/lines.txt")
+	changes, err := c.After()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 {
+		t.Fatalf("changes %+v, want one", changes)
+	}
+	outside := t.TempDir()
+	data, _ := os.ReadFile(filepath.Join(root, "big/lines.txt"))
+	if err := os.WriteFile(filepath.Join(outside, "lines.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(root, "big"), filepath.Join(root, "big.moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "big")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Revert(changes[0], nil); !errors.Is(err, atomicfile.ErrUnsafePath) {
+		t.Fatalf("revert through a link: %v, want atomicfile.ErrUnsafePath", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "lines.txt")); !bytes.Equal(got, data) {
+		t.Fatalf("the file outside the worktree was written: %q", got)
 	}
 }

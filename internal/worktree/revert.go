@@ -59,7 +59,9 @@ func (c *Capture) Revert(ch Change, ids []string) error {
 	if ch.Symlink {
 		return writeLink(path, current, result)
 	}
-	return hunks.WriteFile(path, current, result, mode)
+	// Inside the worktree, through no link: the agent may have swapped a
+	// folder on the way for one since the change was captured.
+	return hunks.WriteFileIn(c.root, path, current, result, mode)
 }
 
 // readCurrent reads the file (or symlink target) at path as it is now.

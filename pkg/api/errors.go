@@ -49,6 +49,7 @@ func (e *Error) Wire() *wire.Error {
 var statuses = map[wire.Code]int{
 	wire.CodeBadRequest:            http.StatusBadRequest,
 	wire.CodeUnauthorized:          http.StatusUnauthorized,
+	wire.CodeForbidden:             http.StatusForbidden,
 	wire.CodeNotFound:              http.StatusNotFound,
 	wire.CodeConflict:              http.StatusConflict,
 	wire.CodeInternal:              http.StatusInternalServerError,

@@ -87,7 +87,11 @@ func Decode(raw []byte) (Request, error) {
 	for i := range req.NumField() {
 		req.Field(i).Set(flat.Elem().Field(i + 1))
 	}
-	return req.Interface().(Request), nil
+	out := req.Interface().(Request)
+	if err := CheckLimits(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // badCommand explains why a command's JSON was refused.

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -31,6 +32,11 @@ func (g *Gate) classifyPath(shown, real string) (sensitivity, string) {
 			return credentialPath, why
 		}
 	}
+	for _, p := range []string{shown, real} {
+		if procEnviron(p) {
+			return credentialPath, "is a process's environment, which holds its secrets (API keys, tokens)"
+		}
+	}
 	for _, home := range []string{g.homeReal, g.home} {
 		if home == "" || !within(real, home) {
 			continue
@@ -51,6 +57,13 @@ func (g *Gate) classifyPath(shown, real string) (sensitivity, string) {
 		}
 	}
 	return notSensitive, ""
+}
+
+// procEnviron recognises /proc/PID/environ and /proc/PID/task/TID/environ
+// (PID may be self or a glob).
+func procEnviron(p string) bool {
+	p = filepath.ToSlash(filepath.Clean(p))
+	return strings.HasPrefix(p, "/proc/") && path.Base(p) == "environ"
 }
 
 // credentialName recognises file names that usually hold secrets.

@@ -3,6 +3,7 @@ package gate
 import (
 	"strings"
 
+	"github.com/corral-dev/corral/internal/proc"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -219,6 +220,8 @@ func inspectExpansions(node syntax.Node, out *word) {
 
 func paramExpUnsafe(p *syntax.ParamExp) string {
 	switch {
+	case p.Param != nil && proc.IsSecretName(p.Param.Value):
+		return "it expands $" + p.Param.Value + ", whose name looks like a secret's: its value would reach the output and the model"
 	case p.Excl:
 		return "indirect expansion ${!name} can run code hidden in a variable's value"
 	case p.Index != nil && !arithmIsConstant(p.Index):

@@ -43,19 +43,30 @@ func ReadFile(path string) (real string, s Snapshot, mode fs.FileMode, err error
 
 // WriteFile puts result where current was: it replaces the file atomically,
 // creates it (and its folders), removes it, or leaves it alone when nothing
-// changed.
+// changed. It refuses a file that is, or has become, a symbolic link or one
+// with other hard links. Writes on behalf of an agent use WriteFileIn, which
+// also keeps every folder on the way inside the worktree.
 func WriteFile(path string, current, result Snapshot, mode fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if result.Exists {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return WriteFileIn(dir, path, current, result, mode)
+}
+
+// WriteFileIn is WriteFile for a path that must stay inside root (a
+// session's worktree): the path is resolved from root without following a
+// symbolic link, so a file or folder an agent swapped for a link after the
+// edit was judged cannot redirect the write. Such a path is refused with an
+// error that errors.Is matches to atomicfile.ErrUnsafePath.
+func WriteFileIn(root, path string, current, result Snapshot, mode fs.FileMode) error {
 	switch {
 	case current.Exists == result.Exists && bytes.Equal(current.Data, result.Data):
 		return nil
 	case !result.Exists:
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("delete %s: %w", path, err)
-		}
-		return nil
+		return atomicfile.RemoveBeneath(root, path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return atomicfile.Write(path, result.Data, mode)
+	return atomicfile.WriteBeneath(root, path, result.Data, mode, true)
 }

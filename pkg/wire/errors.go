@@ -22,6 +22,7 @@ const (
 	CodePermissionUnavailable Code = "permission_unavailable"
 	CodeUnavailable           Code = "unavailable"
 	CodeUnauthorized          Code = "unauthorized"
+	CodeForbidden             Code = "forbidden"
 	CodeProtocol              Code = "protocol_mismatch"
 	CodeInternal              Code = "internal"
 )
@@ -38,6 +39,7 @@ var (
 	ErrPermissionUnavailable = &Error{Code: CodePermissionUnavailable, Message: "permission unavailable"}
 	ErrUnavailable           = &Error{Code: CodeUnavailable, Message: "unavailable"}
 	ErrUnauthorized          = &Error{Code: CodeUnauthorized, Message: "unauthorized"}
+	ErrForbidden             = &Error{Code: CodeForbidden, Message: "forbidden"}
 	ErrProtocol              = &Error{Code: CodeProtocol, Message: "protocol version mismatch"}
 	ErrInternal              = &Error{Code: CodeInternal, Message: "internal error"}
 )

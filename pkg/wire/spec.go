@@ -113,6 +113,9 @@ type Loop struct {
 // meta.json the runner opens. It holds each field's own rules, so a field
 // added to Spec brings its check here, not to either side.
 func (s Spec) Check() error {
+	if err := s.CheckLimits(); err != nil {
+		return err
+	}
 	if err := CheckTitle(s.Title); err != nil {
 		return err
 	}

@@ -28,12 +28,16 @@ import type {
   FeedItem,
   ErrorReply,
   HealthReply,
+  LoginCodeReply,
   Reply,
   Session,
   SessionEvent,
   SessionReply,
   SessionsReply,
+  SignInReply,
+  SignInRequest,
   Spec,
+  TicketReply,
   WaitFor,
   WaitReply,
 } from "./types.gen.js";
@@ -244,6 +248,31 @@ export class CorralClient {
   async mergeWorkspace(id: string, signal?: AbortSignal): Promise<MergeResult> {
     const r = await this.call<MergeReply>("POST", `/sessions/${encodeURIComponent(id)}/workspace/merge`, {}, signal);
     return r.result as MergeResult;
+  }
+
+  /**
+   * Signs this browser in (docs/api.md, Browser access): with the client's
+   * bearer token, or with a one-time login code from the owner. The session
+   * cookie comes in Set-Cookie (HttpOnly); the reply says when it expires.
+   */
+  signIn(code?: string, signal?: AbortSignal): Promise<SignInReply> {
+    const body: SignInRequest = code ? { code } : {};
+    return this.call<SignInReply>("POST", "/auth/session", body, signal);
+  }
+
+  /** Signs this browser out: its session cookie is revoked and cleared. */
+  async signOut(signal?: AbortSignal): Promise<void> {
+    await this.call<Reply>("DELETE", "/auth/session", undefined, signal);
+  }
+
+  /** A short-lived single-use ticket for one event stream or terminal WebSocket (?ticket=). */
+  ticket(signal?: AbortSignal): Promise<TicketReply> {
+    return this.call<TicketReply>("POST", "/auth/ticket", undefined, signal);
+  }
+
+  /** Mints a one-time login code (needs the bearer token) a page exchanges once for a session cookie. */
+  loginCode(signal?: AbortSignal): Promise<LoginCodeReply> {
+    return this.call<LoginCodeReply>("POST", "/auth/code", undefined, signal);
   }
 
   /** Opens a graph run on a request (docs/graph.md); answers its id and first ready nodes. */

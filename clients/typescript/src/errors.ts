@@ -36,8 +36,9 @@ export function codeForStatus(status: number): Code {
     case 405:
       return "bad_request";
     case 401:
-    case 403:
       return "unauthorized";
+    case 403:
+      return "forbidden";
     case 404:
       return "not_found";
     case 409:

@@ -165,7 +165,7 @@ export interface ClearGoalResult {
 export type Cmd = "send" | "steer" | "stop" | "answer" | "decideHunk" | "status" | "setMode" | "setGoal" | "getGoal" | "clearGoal" | "markGoalDone" | "setSpendCap" | "cancelQueued" | "forkSession" | "rename";
 
 /** Code is a stable, machine-readable error class. Codes travel across every process boundary (wire, control.sock, HTTP) so callers can branch on them. A code says nothing of any transport's status: the supervisor's HTTP API maps codes onto HTTP statuses at its edge (pkg/api). */
-export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "unauthorized" | "protocol_mismatch" | "internal";
+export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "unauthorized" | "forbidden" | "protocol_mismatch" | "internal";
 
 /** The settings of the codex engine (docs/engines-codex.md): a spec's engineConfig when its engine is codex. */
 export interface CodexConfig {
@@ -727,6 +727,13 @@ export interface LogRepairedEvent {
   data: LogRepairedData;
 }
 
+/** LoginCodeReply is the body of POST /v1/auth/code: a one-time code a page exchanges for a session cookie. */
+export interface LoginCodeReply {
+  ok: boolean;
+  code: string;
+  expiresAt: string;
+}
+
 /** Loop is a timed loop: Prompt every EveryMS milliseconds, Count times (0: no limit) or until Until (zero: no end). */
 export interface Loop {
   prompt: string;
@@ -1197,6 +1204,17 @@ export interface ShutdownMessage {
   reqId: string;
 }
 
+/** SignInReply is the body of a successful sign-in; the session cookie comes in Set-Cookie. */
+export interface SignInReply {
+  ok: boolean;
+  expiresAt: string;
+}
+
+/** SignInRequest is the body of POST /v1/auth/session: empty (or without code) for a caller with the bearer token, else a one-time login code. */
+export interface SignInRequest {
+  code?: string;
+}
+
 /** Spec is how a session is configured when it is created. It is stored in the session folder's meta.json and sent with live.ensure. */
 export interface Spec {
   id?: string;
@@ -1527,6 +1545,13 @@ export interface TextData {
   text: string;
 }
 
+/** TicketReply is the body of POST /v1/auth/ticket: a single-use ticket for one GET (?ticket=) of an event stream or a terminal WebSocket. */
+export interface TicketReply {
+  ok: boolean;
+  ticket: string;
+  expiresAt: string;
+}
+
 /** ToolFinishedData is the data of toolFinished. */
 export interface ToolFinishedData {
   toolId: string;
@@ -1741,4 +1766,4 @@ export const eventTypes = ["sessionStarted", "sessionResumed", "userMessage", "t
 export const commandNames = ["send", "steer", "stop", "answer", "decideHunk", "status", "setMode", "setGoal", "getGoal", "clearGoal", "markGoalDone", "setSpendCap", "cancelQueued", "forkSession", "rename"] as const;
 
 /** Every error code. */
-export const codes = ["runner_crashed", "timeout", "not_found", "bad_request", "conflict", "engine_error", "permission_unavailable", "unavailable", "unauthorized", "protocol_mismatch", "internal"] as const;
+export const codes = ["runner_crashed", "timeout", "not_found", "bad_request", "conflict", "engine_error", "permission_unavailable", "unavailable", "unauthorized", "forbidden", "protocol_mismatch", "internal"] as const;

@@ -23,6 +23,7 @@ import {
   type SubmitBody,
   type Reply,
   type SessionEvent,
+  type SignInRequest,
   type Spec,
   type TermEvent,
   type TermFrame,
@@ -159,6 +160,27 @@ test("every route's reply decodes", async () => {
     assert.deepEqual(w, read(name));
     write(name, "WaitReply", w);
   }
+});
+
+test("every sign-in route's reply decodes", async () => {
+  const reply = (name: string) => serving(() => json(read(name)));
+  let sent: unknown;
+  const signedIn = await serving((_, init) => {
+    sent = JSON.parse(String(init?.body));
+    return json(read("route.signIn.reply"));
+  }).signIn((read("route.signIn.request") as SignInRequest).code);
+  assert.deepEqual(sent, read("route.signIn.request"));
+  assert.deepEqual(signedIn, read("route.signIn.reply"));
+  write("route.signIn.request", "SignInRequest", sent);
+  write("route.signIn.reply", "SignInReply", signedIn);
+  await reply("route.signOut.reply").signOut();
+  write("route.signOut.reply", "Reply", { ok: true });
+  const ticket = await reply("route.ticket.reply").ticket();
+  assert.deepEqual(ticket, read("route.ticket.reply"));
+  write("route.ticket.reply", "TicketReply", ticket);
+  const code = await reply("route.loginCode.reply").loginCode();
+  assert.deepEqual(code, read("route.loginCode.reply"));
+  write("route.loginCode.reply", "LoginCodeReply", code);
 });
 
 test("every graph route's reply decodes", async () => {

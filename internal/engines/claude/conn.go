@@ -40,6 +40,7 @@ type launchSpec struct {
 	args []string
 	dir  string
 	env  []string
+	key  string // the API key, handed over on a pipe (keyPipe), never in env
 }
 
 // conn is one running CLI process and the protocol over its stdio. Frames
@@ -88,6 +89,11 @@ func startConn(spec launchSpec, logger *zap.Logger, handle func(*conn, *frame), 
 	// A tool's stray grandchild may hold the CLI's stderr open after the CLI
 	// exits; Wait then gives up on it after this long.
 	cmd.WaitDelay = 2 * time.Second
+	started, err := keyPipe(cmd, spec.key)
+	if err != nil {
+		return nil, err
+	}
+	defer started()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("claude CLI stdin: %w", err)

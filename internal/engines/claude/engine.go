@@ -50,6 +50,7 @@ type Engine struct {
 	bin     string
 	version string
 	env     []string
+	key     string // the API key, for keyPipe
 
 	mu      sync.Mutex
 	started bool
@@ -142,7 +143,7 @@ func (e *Engine) start(ctx context.Context, opts engine.StartOptions, forkFrom s
 	if base == nil {
 		base = proc.BaseEnv()
 	}
-	env := buildEnv(base, configDir, key, opts.ModelEndpoint)
+	env := buildEnv(base, configDir, opts.ModelEndpoint)
 	bin, version, err := locateCLI(ctx, opts.Config, env)
 	if err != nil {
 		return "", &engine.Failure{Code: event.FailEngineError, Message: "claude CLI unavailable", Err: err}
@@ -156,7 +157,7 @@ func (e *Engine) start(ctx context.Context, opts engine.StartOptions, forkFrom s
 	}
 	e.mu.Lock()
 	e.opts, e.host, e.logger = opts, opts.Host, logger.With(zap.String("engine", "claude"))
-	e.bin, e.version, e.env = bin, version, env
+	e.bin, e.version, e.env, e.key = bin, version, env, key
 	e.convID, e.persisted, e.forkFrom = convID, persisted, forkFrom
 	// A new conversation has cost nothing yet; a resumed or forked one has
 	// a total the first result will report.
@@ -201,7 +202,7 @@ func (e *Engine) connect(ctx context.Context) (*conn, error) {
 	if e.opts.Model != "" {
 		args = append(args, "--model", e.opts.Model)
 	}
-	spec := launchSpec{bin: e.bin, args: args, dir: e.opts.Cwd, env: e.env}
+	spec := launchSpec{bin: e.bin, args: args, dir: e.opts.Cwd, env: e.env, key: e.key}
 	e.mu.Unlock()
 	return e.launch(ctx, spec)
 }

@@ -40,7 +40,7 @@ func (e *Engine) Fork(ctx context.Context) (string, error) {
 	if e.opts.Model != "" {
 		args = append(args, "--model", e.opts.Model)
 	}
-	spec := launchSpec{bin: e.bin, args: args, dir: e.opts.Cwd, env: e.env}
+	spec := launchSpec{bin: e.bin, args: args, dir: e.opts.Cwd, env: e.env, key: e.key}
 	e.mu.Unlock()
 
 	if _, err := e.launch(ctx, spec); err != nil {

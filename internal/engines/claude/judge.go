@@ -43,7 +43,7 @@ func (e *Engine) Judge(ctx context.Context, prompt string) (string, event.UsageD
 	if e.opts.Model != "" {
 		args = append(args, "--model", e.opts.Model)
 	}
-	spec := launchSpec{bin: e.bin, args: args, dir: e.opts.Cwd, env: e.env}
+	spec := launchSpec{bin: e.bin, args: args, dir: e.opts.Cwd, env: e.env, key: e.key}
 	model := e.model
 	e.mu.Unlock()
 
@@ -73,6 +73,11 @@ func runPrint(ctx context.Context, spec launchSpec, prompt string) (*resultFrame
 	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
 	cmd.WaitDelay = 2 * time.Second
 	cmd.Stdin = strings.NewReader(prompt)
+	started, err := keyPipe(cmd, spec.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer started()
 	tail := proc.NewTail(stderrLines)
 	cmd.Stderr = tail
 	stdout, err := cmd.StdoutPipe()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -77,7 +79,7 @@ func sessionArgs(id string, resume bool, forkFrom string) []string {
 // from StartOptions.Env, which has no provider credential.
 const (
 	envConfigDir   = "CLAUDE_CONFIG_DIR"
-	envAPIKey      = "ANTHROPIC_API_KEY"
+	envKeyFD       = "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR"
 	envBaseURL     = "ANTHROPIC_BASE_URL"
 	envNonEssental = "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
 )
@@ -99,8 +101,9 @@ var quietEnv = []string{
 var droppedEnv = map[string]bool{"NODE_OPTIONS": true, "DEBUG": true}
 
 // buildEnv is the CLI's environment: base, cleaned once more of anything
-// that could carry a credential, plus the adapter's own variables.
-func buildEnv(base []string, configDir, apiKey, baseURL string) []string {
+// that could carry a credential, plus the adapter's own variables. The API
+// key is not among them: keyPipe hands it over.
+func buildEnv(base []string, configDir, baseURL string) []string {
 	env := make([]string, 0, len(base)+len(quietEnv)+3)
 	for _, kv := range proc.CleanEnv(base) {
 		name, _, _ := strings.Cut(kv, "=")
@@ -111,13 +114,41 @@ func buildEnv(base []string, configDir, apiKey, baseURL string) []string {
 	}
 	env = append(env, envConfigDir+"="+configDir)
 	env = append(env, quietEnv...)
-	if apiKey != "" {
-		env = append(env, envAPIKey+"="+apiKey)
-	}
 	if baseURL != "" {
 		env = append(env, envBaseURL+"="+baseURL)
 	}
 	return env
+}
+
+// keyFD is the descriptor the CLI reads its API key from.
+const keyFD = 3
+
+// keyPipe hands cmd its API key on a pipe (descriptor keyFD, named by
+// CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR) rather than in ANTHROPIC_API_KEY,
+// which every tool the agent runs would inherit: the CLI reads the pipe to
+// its end as it starts, before any tool runs, and keeps the key in memory,
+// so a tool that finds the descriptor reads nothing. Call the returned
+// function once cmd has started (or failed to).
+func keyPipe(cmd *exec.Cmd, key string) (started func(), err error) {
+	if key == "" {
+		return func() {}, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("claude CLI key pipe: %w", err)
+	}
+	// A key is far smaller than a pipe's buffer: the write does not block.
+	_, err = io.WriteString(w, key+"\n")
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("claude CLI key pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{r} // the first extra file is descriptor 3
+	cmd.Env = append(cmd.Env[:len(cmd.Env):len(cmd.Env)], fmt.Sprintf("%s=%d", envKeyFD, keyFD))
+	return func() { r.Close() }, nil
 }
 
 // locateCLI finds the binary and checks its version.

@@ -13,17 +13,17 @@ func TestBuildEnvDropsInheritedCredentials(t *testing.T) {
 		"ANTHROPIC_API_KEY=inherited", "ANTHROPIC_BASE_URL=http://elsewhere", "CLAUDE_CONFIG_DIR=/home/u/.claude",
 		"CLAUDE_CODE_OAUTH_TOKEN=t", "AWS_ACCESS_KEY_ID=a", "GH_TOKEN=g", "X_API_KEY=x", "NODE_OPTIONS=--inspect", "DEBUG=*",
 	}
-	env := buildEnv(base, "/s/engine/claude", "sk-session", "http://127.0.0.1:9")
+	env := buildEnv(base, "/s/engine/claude", "http://127.0.0.1:9")
 	want := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8",
 		"CLAUDE_CONFIG_DIR=/s/engine/claude",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "BUN_ENABLE_CRASH_REPORTING=0",
-		"ANTHROPIC_API_KEY=sk-session", "ANTHROPIC_BASE_URL=http://127.0.0.1:9",
+		"ANTHROPIC_BASE_URL=http://127.0.0.1:9",
 	}
 	if !slices.Equal(env, want) {
 		t.Errorf("env =\n%q\nwant\n%q", env, want)
 	}
-	if env := buildEnv(nil, "/c", "k", ""); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, envBaseURL+"=") }) {
+	if env := buildEnv(nil, "/c", ""); slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, envBaseURL+"=") }) {
 		t.Errorf("a base URL was set without an endpoint: %q", env)
 	}
 }

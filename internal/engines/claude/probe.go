@@ -61,7 +61,7 @@ func probeCLI(ctx context.Context, opts engine.ProbeOptions, cli *api.EngineCLI)
 	if base == nil {
 		base = proc.BaseEnv()
 	}
-	version, err := checkVersion(ctx, bin, buildEnv(base, dir, "", ""))
+	version, err := checkVersion(ctx, bin, buildEnv(base, dir, ""))
 	cli.Version = version
 	if err != nil {
 		return engineprobe.Failed(engine.CheckCLI, "claude CLI %s (from %s): %v", bin, source, err)

@@ -188,7 +188,7 @@ func (e *Engine) answerFileChange(srv *serverProc, requestID string, params json
 	if ctx.Err() == nil {
 		for i := range results {
 			if results[i].verdict.Allow {
-				results[i].writeErr = writeProposal(results[i].edit)
+				results[i].writeErr = writeProposal(e.opts.Cwd, results[i].edit)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corral-dev/corral/internal/atomicfile"
 	"github.com/corral-dev/corral/pkg/engine"
 )
 
@@ -259,20 +260,16 @@ func applyUnifiedDiff(before []byte, diff string) ([]byte, error) {
 }
 
 // writeProposal carries out an allowed edit that Codex itself will not
-// write because the patch it belonged to was declined as a whole.
-func writeProposal(p engine.EditProposal) error {
+// write because the patch it belonged to was declined as a whole. The write
+// stays inside the worktree and follows no link (atomicfile.WriteBeneath):
+// the file may have changed since the edit was judged.
+func writeProposal(worktree string, p engine.EditProposal) error {
 	if p.Delete {
-		if err := os.Remove(p.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
+		return atomicfile.RemoveBeneath(worktree, p.Path)
 	}
 	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(p.Path); err == nil {
+	if fi, err := os.Lstat(p.Path); err == nil && fi.Mode().IsRegular() {
 		mode = fi.Mode().Perm()
 	}
-	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p.Path, p.After, mode)
+	return atomicfile.WriteBeneath(worktree, p.Path, p.After, mode, false)
 }

@@ -143,20 +143,20 @@ func TestProposalsRefuseStaleChanges(t *testing.T) {
 func TestWriteProposal(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "sub", "new.txt")
-	if err := writeProposal(engine.EditProposal{Path: target, After: []byte("x\n")}); err != nil {
+	if err := writeProposal(dir, engine.EditProposal{Path: target, After: []byte("x\n")}); err != nil {
 		t.Fatal(err)
 	}
 	checkFile(t, target, "x\n")
 	if err := os.Chmod(target, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeProposal(engine.EditProposal{Path: target, Existed: true, After: []byte("y\n")}); err != nil {
+	if err := writeProposal(dir, engine.EditProposal{Path: target, Existed: true, After: []byte("y\n")}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, want the file's own 0600 kept", fi.Mode().Perm())
 	}
-	if err := writeProposal(engine.EditProposal{Path: target, Existed: true, Delete: true}); err != nil {
+	if err := writeProposal(dir, engine.EditProposal{Path: target, Existed: true, Delete: true}); err != nil {
 		t.Fatal(err)
 	}
 	checkFile(t, target, "")

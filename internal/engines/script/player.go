@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/atomicfile"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
@@ -262,7 +263,9 @@ func (p *player) run(st Step, call engine.ToolCall) (string, *int, error) {
 	case "fetch":
 		return p.fetch(st.URL)
 	case "delete":
-		err := os.Remove(call.Path)
+		// Like every write of Corral's own, inside the worktree and
+		// through no link: the path may have changed since it was judged.
+		err := atomicfile.RemoveBeneath(p.e.opts.Cwd, call.Path)
 		return "", nil, err
 	case "edit":
 		if call.Edit == nil || !call.Edit.Existed || !bytes.Contains(call.Edit.Before, []byte(st.Old)) {
@@ -270,10 +273,7 @@ func (p *player) run(st Step, call engine.ToolCall) (string, *int, error) {
 		}
 		fallthrough
 	default: // write
-		if err := os.MkdirAll(filepath.Dir(call.Path), 0o755); err != nil {
-			return "", nil, err
-		}
-		return "", nil, os.WriteFile(call.Path, call.Edit.After, 0o644)
+		return "", nil, atomicfile.WriteBeneath(p.e.opts.Cwd, call.Path, call.Edit.After, 0o644, false)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -109,10 +110,15 @@ func LoadScenario(path string) (*Scenario, error) {
 	}
 	s, err := ParseScenario(data)
 	if err != nil {
-		return nil, fmt.Errorf("scenario %s: %w", path, err)
+		// The file may be anything the runner can read, named by whoever
+		// created the session: say what is wrong, never what it holds.
+		return nil, fmt.Errorf("scenario %s is not a valid scenario: %s", path, quoted.ReplaceAllString(err.Error(), "…"))
 	}
 	return s, nil
 }
+
+// quoted matches what parse errors quote from the file: "…", `…` and '…'.
+var quoted = regexp.MustCompile("\"[^\"]*\"|`[^`]*`|'[^']*'")
 
 // ParseScenario parses and validates a scenario in JSON or YAML.
 func ParseScenario(data []byte) (*Scenario, error) {

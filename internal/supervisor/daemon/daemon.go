@@ -1,16 +1,14 @@
 // Package daemon runs a supervisor: it takes the state folder's lock,
 // starts the session manager, serves the HTTP API on the state folder's
-// unix socket (and optionally on TCP behind a bearer token), reaps idle
-// runners, and on SIGINT or SIGTERM shuts every runner down before it
-// exits.
+// unix socket (and optionally on TCP, with TLS or without, behind the
+// webauth guard), reaps idle runners, and on SIGINT or SIGTERM shuts every
+// runner down before it exits.
 package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,12 +19,15 @@ import (
 	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/graph/drivers"
 	"github.com/corral-dev/corral/internal/graph/service"
+	"github.com/corral-dev/corral/internal/ownedfile"
 	"github.com/corral-dev/corral/internal/sdnotify"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
+	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/oklog/run"
 	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
 )
 
 // Files in the state folder.
@@ -50,9 +51,20 @@ type Config struct {
 	// the live runners (see supervisor.Config).
 	SpareRunner bool
 	MaxLive     int
-	// ListenTCP, when set, is a TCP address to serve too, every request
-	// needing the bearer token.
-	ListenTCP string
+	// Listen, when set, is a TCP address to serve too; every request on
+	// it needs a credential (the bearer token, a session cookie or a
+	// ticket) and a Host that names the supervisor (webauth).
+	Listen string
+	// AllowOrigins are the web origins whose pages may call the API (CORS),
+	// and AllowHosts more names the Host header may carry; see
+	// webauth.Config.
+	AllowOrigins, AllowHosts []string
+	// TLSCert and TLSKey, both or neither, make Listen serve HTTPS.
+	TLSCert, TLSKey string
+	// MaxConns caps the connections open at once on each listener
+	// (DefaultMaxConns when zero; at most a quarter of the open-file
+	// limit).
+	MaxConns int
 	// TokenFile holds the bearer token for TCP; empty means <state>/token,
 	// generated when missing.
 	TokenFile string
@@ -88,8 +100,11 @@ type Config struct {
 // Listening says where a started daemon serves.
 type Listening struct {
 	Socket      string
-	TCPAddr     string // empty without ListenTCP
+	TCPAddr     string // empty without Listen
 	MetricsAddr string // empty without MetricsListen
+	// URL is the TCP listener's base URL (http://... or https://...),
+	// empty without Listen.
+	URL string
 }
 
 // FindRunner returns the runner executable: path when given, else the file
@@ -153,7 +168,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("state folder: %w", err)
 	}
-	if err := os.MkdirAll(state, 0o700); err != nil {
+	// Another user's folder, or one others may write, would let them
+	// plant the token, the lock or session specs.
+	if err := ownedfile.EnsureDir(state); err != nil {
 		return fmt.Errorf("state folder: %w", err)
 	}
 	unlock, err := lockState(state)
@@ -225,7 +242,20 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	api := httpapi.New(m, httpapi.Options{Logger: log, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs, Credentials: secrets})
+	var token string
+	if cfg.Listen != "" {
+		if token, err = loadToken(state, cfg.TokenFile); err != nil {
+			return err
+		}
+	}
+	// The console's page and files are public: a browser loads them
+	// before it signs in.
+	auth, err := webauth.New(webauth.Config{Token: token, AllowOrigins: cfg.AllowOrigins, AllowHosts: cfg.AllowHosts,
+		PublicPaths: []string{"/", "/assets/"}})
+	if err != nil {
+		return err
+	}
+	api := httpapi.New(m, httpapi.Options{Logger: log, Auth: auth, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs, Credentials: secrets})
 	socket := filepath.Join(state, SocketName)
 	unixLn, err := listenUnix(socket)
 	if err != nil {
@@ -237,19 +267,20 @@ func Run(ctx context.Context, cfg Config) error {
 
 	var g run.Group
 	g.Add(run.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
-	addServer(&g, log, unixLn, api)
-	if cfg.ListenTCP != "" {
-		token, err := loadToken(state, cfg.TokenFile)
+	addServer(&g, log, netutil.LimitListener(unixLn, connCap(cfg.MaxConns)), auth.Guard(webauth.Listener{Local: true}, api))
+	if cfg.Listen != "" {
+		tcpLn, err := listenTCP(cfg.Listen, cfg.TLSCert, cfg.TLSKey, cfg.MaxConns)
 		if err != nil {
 			return err
 		}
-		tcpLn, err := net.Listen("tcp", cfg.ListenTCP)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.ListenTCP, err)
-		}
 		defer tcpLn.Close()
+		tls := cfg.TLSCert != ""
 		where.TCPAddr = tcpLn.Addr().String()
-		addServer(&g, log, tcpLn, httpapi.RequireBearer(token, api))
+		where.URL = "http://" + where.TCPAddr
+		if tls {
+			where.URL = "https://" + where.TCPAddr
+		}
+		addServer(&g, log, tcpLn, auth.Guard(webauth.Listener{Addr: where.TCPAddr, TLS: tls}, api))
 	}
 	if cfg.MetricsListen != "" {
 		metricsLn, err := listenMetrics(cfg.MetricsListen)
@@ -258,7 +289,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		defer metricsLn.Close()
 		where.MetricsAddr = metricsLn.Addr().String()
-		addServer(&g, log, metricsLn, metricsOnly(met))
+		addServer(&g, log, netutil.LimitListener(metricsLn, connCap(cfg.MaxConns)), metricsOnly(met))
 	}
 	background, stopBackground := context.WithCancel(context.Background())
 	g.Add(func() error { return m.RunReaper(background) }, func(error) { stopBackground() })
@@ -283,30 +314,4 @@ func Run(ctx context.Context, cfg Config) error {
 		return nil
 	}
 	return err
-}
-
-// addServer serves h on ln until the group stops. Stopping ends every event
-// stream first, so the graceful shutdown does not wait on them.
-func addServer(g *run.Group, log *zap.Logger, ln net.Listener, h http.Handler) {
-	base, cancel := context.WithCancel(context.Background())
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
-	}
-	g.Add(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve %s: %w", ln.Addr(), err)
-		}
-		return nil
-	}, func(error) {
-		cancel()
-		ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
-		defer done()
-		if err := srv.Shutdown(ctx); err != nil {
-			srv.Close()
-		}
-	})
 }

@@ -20,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if state := os.Getenv(floodEnv); state != "" {
+		os.Exit(floodDaemon(state))
+	}
 	if os.Getenv(fakerunner.EnvVar) != "" {
 		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
@@ -139,7 +142,7 @@ func TestStaleSocketIsReplacedLiveOneRefused(t *testing.T) {
 
 func TestTCPNeedsTheGeneratedToken(t *testing.T) {
 	state := t.TempDir()
-	where := serve(t, state, func(c *Config) { c.ListenTCP = "127.0.0.1:0" })
+	where := serve(t, state, func(c *Config) { c.Listen = "127.0.0.1:0" })
 	tokenFile := filepath.Join(state, TokenName)
 	fi, err := os.Stat(tokenFile)
 	if err != nil || fi.Mode().Perm() != 0o600 {

@@ -12,13 +12,15 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/corral-dev/corral/internal/ownedfile"
 )
 
 // lockState takes the state folder's lock, so that two supervisors never
 // drive the same sessions. The lock dies with the process.
 func lockState(state string) (unlock func(), err error) {
 	path := filepath.Join(state, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := ownedfile.Open(path, os.O_RDWR|os.O_CREATE, 0o600, false)
 	if err != nil {
 		return nil, fmt.Errorf("lock state folder: %w", err)
 	}
@@ -39,10 +41,11 @@ func lockState(state string) (unlock func(), err error) {
 // listenUnix listens on a socket only its owner may use. A socket file left
 // by a supervisor that died is removed, but only once nothing answers on it.
 func listenUnix(path string) (net.Listener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != os.ModeSocket {
-			return nil, fmt.Errorf("%s exists and is not a socket; move it away", path)
-		}
+	exists, err := ownedfile.Socket(path)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
 		conn, err := net.DialTimeout("unix", path, time.Second)
 		if err == nil {
 			conn.Close()
@@ -76,7 +79,7 @@ func loadToken(state, file string) (string, error) {
 		if _, err := rand.Read(raw); err != nil {
 			return "", fmt.Errorf("token: %w", err)
 		}
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 		if err == nil {
 			_, err = f.WriteString(hex.EncodeToString(raw) + "\n")
 			if cerr := f.Close(); err == nil {
@@ -92,17 +95,13 @@ func loadToken(state, file string) (string, error) {
 	return ReadToken(file)
 }
 
-// ReadToken reads a bearer token file, refusing one that anyone but its
-// owner may read.
+// maxToken bounds a token file.
+const maxToken = 4 << 10
+
+// ReadToken reads a bearer token file, refusing one that is not the running
+// user's, that anyone else may read, or that is a symbolic link.
 func ReadToken(file string) (string, error) {
-	fi, err := os.Stat(file)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("token file %s has mode %#o; it must be 0600 (chmod 600 %s)", file, fi.Mode().Perm(), file)
-	}
-	raw, err := os.ReadFile(file)
+	raw, err := ownedfile.ReadPrivate(file, maxToken)
 	if err != nil {
 		return "", fmt.Errorf("token file: %w", err)
 	}

@@ -25,7 +25,9 @@ func get(t *testing.T, dial func(ctx context.Context, _, _ string) (net.Conn, er
 	t.Helper()
 	tr := &http.Transport{DialContext: dial}
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("GET", "http://supervisor"+path, nil)
+	// A loopback name: the TCP listener refuses a Host that does not name
+	// the supervisor (webauth).
+	req, _ := http.NewRequest("GET", "http://localhost"+path, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -47,7 +49,7 @@ func dialer(network, addr string) func(ctx context.Context, _, _ string) (net.Co
 func TestMetricsAreServedOnEveryListenerBehindItsAuth(t *testing.T) {
 	state := t.TempDir()
 	where := serve(t, state, func(c *Config) {
-		c.ListenTCP = "127.0.0.1:0"
+		c.Listen = "127.0.0.1:0"
 		c.MetricsListen = "127.0.0.1:0"
 	})
 	c, _ := client.ForState(state)

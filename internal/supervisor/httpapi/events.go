@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -76,8 +77,10 @@ func parseEventsQuery(r *http.Request) (eventsQuery, error) {
 	// the from of the URL it reuses.
 	if s := r.Header.Get("Last-Event-ID"); s != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil || n < 0 {
-			return q, wire.Errorf(wire.CodeBadRequest, "Last-Event-ID %q: want a seq", s)
+		// The largest seq has no next one: n+1 would wrap round to a
+		// replay from the start.
+		if err != nil || n < 0 || n == math.MaxInt64 {
+			return q, wire.Errorf(wire.CodeBadRequest, "Last-Event-ID %q: want a seq below %d", s, int64(math.MaxInt64))
 		}
 		q.from = n + 1
 	}

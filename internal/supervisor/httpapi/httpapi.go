@@ -8,18 +8,19 @@
 package httpapi
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/graph/service"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -47,6 +48,10 @@ type Options struct {
 	Graphs *service.Service
 	// Credentials, when set, is the store /v1/credentials manages.
 	Credentials CredentialStore
+	// Auth serves the browser sign-in routes (/v1/auth/...); without it
+	// they answer not_found. Its Guard must wrap the handler on every
+	// listener: the handler itself checks no credential, Origin or Host.
+	Auth *webauth.Authority
 }
 
 type server struct {
@@ -55,11 +60,12 @@ type server struct {
 	keepAlive time.Duration
 	notReady  func() []string
 	creds     CredentialStore
+	auth      *webauth.Authority
 }
 
 // New returns the API handler for m.
 func New(m *supervisor.Manager, opts Options) http.Handler {
-	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady, creds: opts.Credentials}
+	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady, creds: opts.Credentials, auth: opts.Auth}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -102,6 +108,10 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("POST "+v+"/graphs/{run}/nodes/{node}/submit", g.submit)
 	mux.HandleFunc("POST "+v+"/graphs/{run}/retry", g.retry)
 	mux.HandleFunc("GET "+v+"/graphs/{run}/events", g.events)
+	mux.HandleFunc("POST "+v+"/auth/session", s.signIn) // webauth.SessionPath
+	mux.HandleFunc("DELETE "+v+"/auth/session", s.signOut)
+	mux.HandleFunc("POST "+v+"/auth/ticket", s.ticket)  // webauth.TicketPath
+	mux.HandleFunc("POST "+v+"/auth/code", s.loginCode) // webauth.CodePath
 	// Known paths with another method, and unknown paths, still answer
 	// in JSON.
 	for path, allow := range map[string]string{
@@ -124,6 +134,9 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 		v + "/engines":                          "GET",
 		v + "/credentials":                      "GET",
 		v + "/credentials/{item}":               "PUT, DELETE",
+		v + "/auth/session":                     "POST, DELETE",
+		v + "/auth/ticket":                      "POST",
+		v + "/auth/code":                        "POST",
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
@@ -134,20 +147,19 @@ func New(m *supervisor.Manager, opts Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.Errorf(wire.CodeNotFound, "no such endpoint: %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
-	return mux
+	return cleanPaths(mux)
 }
 
-// RequireBearer admits only requests carrying Authorization: Bearer token.
-func RequireBearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
+// cleanPaths answers a path that is not in its clean form (".", "..",
+// doubled slashes: session ids like "..", "//etc/passwd") with the JSON
+// not_found, where ServeMux would answer an HTML redirect to another path.
+func cleanPaths(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="corral"`)
-			writeError(w, wire.Errorf(wire.CodeUnauthorized, "missing or wrong bearer token (send Authorization: Bearer <token>)"))
+		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+			writeError(w, wire.Errorf(wire.CodeNotFound, "no such endpoint: %s %q (a path has no empty, \".\" or \"..\" parts)", r.Method, p))
 			return
 		}
-		next.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r)
 	})
 }
 
@@ -235,7 +247,12 @@ func (s *server) command(w http.ResponseWriter, r *http.Request) {
 // decodeBody reads one JSON object into v, refusing unknown fields, trailing
 // data and bodies over maxBody.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	return decodeBodyLimit(w, r, v, maxBody)
+}
+
+// decodeBodyLimit is decodeBody with a bound of limit bytes.
+func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
@@ -90,7 +91,10 @@ func send(t *testing.T, c *websocket.Conn, typ websocket.MessageType, p string) 
 func TestTerminalRefusesBadRequestsBeforeOpening(t *testing.T) {
 	f := newFixture(t, "")
 	id := f.create()
-	upgrade := []string{"Connection", "Upgrade", "Upgrade", "websocket"}
+	upgrade := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
+		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
+	noVersion := upgrade[:4]
+	badKey := append(upgrade[:6:6], "Sec-WebSocket-Key", "c2hvcnQ=")
 	tests := []struct {
 		name, path string
 		hdr        []string
@@ -104,6 +108,8 @@ func TestTerminalRefusesBadRequestsBeforeOpening(t *testing.T) {
 		{"rows too large", "/v1/sessions/" + id + "/terminals/main?rows=70000", upgrade, 400, "rows="},
 		{"empty program", "/v1/sessions/" + id + "/terminals/main?command=&command=x", upgrade, 400, "program name"},
 		{"not a WebSocket", "/v1/sessions/" + id + "/terminals/main", nil, http.StatusUpgradeRequired, "WebSocket"},
+		{"no WebSocket version", "/v1/sessions/" + id + "/terminals/main", noVersion, 400, "Sec-WebSocket-Version"},
+		{"bad WebSocket key", "/v1/sessions/" + id + "/terminals/main", badKey, 400, "Sec-WebSocket-Key"},
 		{"unknown session", "/v1/sessions/000000000000/terminals/main", upgrade, 404, "000000000000"},
 		{"wrong method", "/v1/sessions/" + id + "/terminals/main", nil, http.StatusMethodNotAllowed, "not allowed"},
 	}
@@ -200,7 +206,14 @@ func TestTerminalRunnerCrashEndsEveryStreamWithAnError(t *testing.T) {
 func TestTerminalNeedsTheBearerTokenOnTCP(t *testing.T) {
 	f := newFixture(t, "")
 	id := f.create()
-	guarded := httptest.NewServer(RequireBearer("s3cret", New(f.m, Options{Logger: zaptest.NewLogger(t)})))
+	auth, err := webauth.New(webauth.Config{Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guarded := httptest.NewUnstartedServer(nil)
+	guarded.Config.Handler = auth.Guard(webauth.Listener{Addr: guarded.Listener.Addr().String()},
+		New(f.m, Options{Logger: zaptest.NewLogger(t), Auth: auth}))
+	guarded.Start()
 	defer guarded.Close()
 	path := "/v1/sessions/" + id + "/terminals/main?role=owner"
 	for _, token := range []string{"", "wrong"} {
@@ -216,6 +229,16 @@ func TestTerminalNeedsTheBearerTokenOnTCP(t *testing.T) {
 		if e := errorOf(t, resp.StatusCode, raw); e.Code != wire.CodeUnauthorized {
 			t.Fatalf("token %q: %+v", token, e)
 		}
+	}
+	// Another origin is refused before the terminal opens, with the JSON
+	// error.
+	_, resp, err := dialTerm(t, guarded.URL, path, http.Header{"Authorization": {"Bearer s3cret"}, "Origin": {"http://evil.example"}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("another origin: dial err %v, response %v", err, resp)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if e := errorOf(t, resp.StatusCode, raw); e.Code != wire.CodeForbidden {
+		t.Fatalf("another origin: %+v", e)
 	}
 	c, _, err := dialTerm(t, guarded.URL, path, http.Header{"Authorization": {"Bearer s3cret"}})
 	if err != nil {
