@@ -18,9 +18,9 @@ import (
 )
 
 // read handles the runner's stdout until it closes. Bad lines are logged and
-// skipped; mirrors and term.data lines take the fast decoders that pkg/wire
-// keeps beside their encoders, and binary terminal frames carry output
-// without any decoding.
+// skipped; mirror, state and term.data lines take the fast decoders that
+// pkg/wire keeps beside their encoders, and binary terminal frames carry
+// output without any decoding.
 func (c *child) read(r io.Reader, maxLine int) {
 	lr := wire.NewLineReader(r, maxLine)
 	if c.frames {
@@ -67,6 +67,10 @@ func (c *child) read(r io.Reader, maxLine int) {
 			continue
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if st, ok := wire.ParseState(line); ok {
+			c.report(&st)
 			continue
 		}
 		if d, ok := wire.ParseTermData(line); ok {

@@ -195,9 +195,20 @@ func fragment(b []byte) string {
 // object whose "t" comes first, then "reqId" when reqID is set, then the
 // message type's fields.
 func AppendMessage(dst []byte, reqID string, m Message) ([]byte, error) {
-	if d, ok := asTermData(m); ok && reqID == "" {
-		return AppendTermData(dst, d.TermID, d.ClientID, d.Data), nil
+	if reqID == "" {
+		if d, ok := asTermData(m); ok {
+			return AppendTermData(dst, d.TermID, d.ClientID, d.Data), nil
+		}
+		if st, ok := asState(m); ok {
+			return AppendState(dst, st), nil
+		}
 	}
+	return appendJSON(dst, reqID, m)
+}
+
+// appendJSON is AppendMessage through encoding/json, for every message
+// without an encoder of its own.
+func appendJSON(dst []byte, reqID string, m Message) ([]byte, error) {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return dst, fmt.Errorf("encode %s: %w", m.Type(), err)
@@ -218,6 +229,19 @@ func AppendMessage(dst []byte, reqID string, m Message) ([]byte, error) {
 		dst = append(dst, '}')
 	}
 	return append(dst, '\n'), nil
+}
+
+// asState returns m when it is a state report.
+func asState(m Message) (StateReport, bool) {
+	switch st := m.(type) {
+	case *StateReport:
+		if st != nil {
+			return *st, true
+		}
+	case StateReport:
+		return st, true
+	}
+	return StateReport{}, false
 }
 
 // asTermData returns m when it is a term.data message.
