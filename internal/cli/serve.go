@@ -30,7 +30,7 @@ type serveOptions struct {
 func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs := newFlags(e, "serve", "", "Run the supervisor daemon until SIGINT or SIGTERM, which stop every runner. SIGHUP reloads --config.")
 	cfg := &o.cfg
-	fs.StringVar(&o.config, "config", "", "settings file: one flag a line, NAME = VALUE; flags on the command line win over it. SIGHUP reloads its log-level and max-live (docs/deploy.md)")
+	fs.StringVar(&o.config, "config", "", "settings file: one flag a line, NAME = VALUE; flags on the command line win over it. SIGHUP reloads its log-level, max-live, allow-origin and allow-host (docs/deploy.md)")
 	fs.StringVar(&o.state, "state", "", "state folder (default $CORRAL_STATE, else $XDG_STATE_HOME/corral, else ~/.local/state/corral)")
 	fs.StringVar(&cfg.RunnerPath, "runner", "", "runner executable (default: runner next to this program, else on PATH)")
 	fs.StringVar(&cfg.PluginRunnerPath, "plugin-runner", "", "runner with plugin engines, for sessions on them (default: plugin-runner next to the runner, else on PATH)")
@@ -148,7 +148,6 @@ func reloadServe(e *env, args []string, running *serveOptions, log *zap.Logger) 
 		{"plugin-runner", running.cfg.PluginRunnerPath, o.cfg.PluginRunnerPath},
 		{"spare-runner", running.cfg.SpareRunner, o.cfg.SpareRunner},
 		{"listen", running.cfg.Listen, o.cfg.Listen}, {"token-file", running.cfg.TokenFile, o.cfg.TokenFile},
-		{"allow-origin", running.origins.String(), o.origins.String()}, {"allow-host", running.hosts.String(), o.hosts.String()},
 		{"tls-cert", running.cfg.TLSCert, o.cfg.TLSCert}, {"tls-key", running.cfg.TLSKey, o.cfg.TLSKey},
 		{"max-conns", running.cfg.MaxConns, o.cfg.MaxConns},
 		{"metrics-listen", running.cfg.MetricsListen, o.cfg.MetricsListen},
@@ -161,7 +160,7 @@ func reloadServe(e *env, args []string, running *serveOptions, log *zap.Logger) 
 		}
 	}
 	lvl, _ := parseLevel(o.level)
-	return daemon.Settings{LogLevel: lvl, MaxLive: o.cfg.MaxLive}, nil
+	return daemon.Settings{LogLevel: lvl, MaxLive: o.cfg.MaxLive, AllowOrigins: o.cfg.AllowOrigins, AllowHosts: o.cfg.AllowHosts}, nil
 }
 
 type discard struct{}

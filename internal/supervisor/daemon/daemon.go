@@ -255,6 +255,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	reload.auth = auth
 	api := httpapi.New(m, httpapi.Options{Logger: log, Auth: auth, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs, Credentials: secrets})
 	socket := filepath.Join(state, SocketName)
 	unixLn, err := listenUnix(socket)

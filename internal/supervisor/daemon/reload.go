@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/sdnotify"
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -22,6 +23,9 @@ type Settings struct {
 	// MaxLive caps the live sessions; lowered, quiet runners past it are
 	// stopped (supervisor.Manager.SetMaxLive).
 	MaxLive int
+	// AllowOrigins and AllowHosts replace serve's --allow-origin and
+	// --allow-host for every listener from the next request on.
+	AllowOrigins, AllowHosts []string
 }
 
 // reloader applies Settings on SIGHUP.
@@ -30,6 +34,7 @@ type reloader struct {
 	level   *zap.AtomicLevel // nil: the level is not ours to change
 	load    func() (Settings, error)
 	m       *supervisor.Manager
+	auth    *webauth.Authority
 	met     *metrics.Metrics
 	notify  *sdnotify.Notifier
 	signals chan os.Signal
@@ -85,6 +90,9 @@ func (r *reloader) reload(ctx context.Context) {
 			r.log.Error("applying --max-live", zap.Error(err))
 		}
 		r.met.SetMaxLive(r.m.MaxLive())
+	}
+	if err := r.auth.SetAllowed(s.AllowOrigins, s.AllowHosts); err != nil {
+		r.log.Error("applying --allow-origin and --allow-host; the allowed origins and hosts are as before", zap.Error(err))
 	}
 	r.log.Info("settings reloaded")
 }

@@ -2,10 +2,8 @@ package webauth
 
 import (
 	"encoding/json"
-	"maps"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,15 +72,6 @@ func (a *Authority) Guard(l Listener, next http.Handler) http.Handler {
 				g.anyIP = true
 			}
 		}
-		for _, o := range slices.Sorted(maps.Keys(a.origins)) {
-			g.hosts = append(g.hosts, originHost(o))
-		}
-		for _, h := range a.hosts {
-			if h.port == "" {
-				h.port = port
-			}
-			g.hosts = append(g.hosts, h)
-		}
 	}
 	return g
 }
@@ -94,7 +83,6 @@ type guard struct {
 	port       string
 	listenHost string
 	anyIP      bool // listening on 0.0.0.0 or [::]
-	hosts      []hostPort
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -161,8 +149,19 @@ func (g *guard) hostAllowed(host string) bool {
 			return true
 		}
 	}
-	for _, allowed := range g.hosts {
-		if hp == allowed {
+	// The allowed origins' hosts, and the extra names (on this listener's
+	// port when they name none), as the policy is now.
+	p := g.a.allowed.Load()
+	for o := range p.origins {
+		if hp == originHost(o) {
+			return true
+		}
+	}
+	for _, h := range p.hosts {
+		if h.port == "" {
+			h.port = g.port
+		}
+		if hp == h {
 			return true
 		}
 	}
@@ -188,7 +187,7 @@ func (g *guard) originAllowed(values []string, host string) (cross, ok bool) {
 	if own, err := ParseOrigin(scheme + "://" + host); err == nil && own == o {
 		return false, true
 	}
-	return true, g.a.origins[o]
+	return true, g.a.allowed.Load().origins[o]
 }
 
 // preflight answers a CORS preflight from an allowed origin.

@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-dev/corral/pkg/wire"
@@ -117,8 +118,7 @@ type Config struct {
 type Authority struct {
 	token   [sha256.Size]byte
 	noToken bool
-	origins map[string]bool
-	hosts   []hostPort
+	allowed atomic.Pointer[allowed] // SetAllowed replaces it while requests read it
 	public  []string
 	now     func() time.Time
 
@@ -134,7 +134,6 @@ func New(cfg Config) (*Authority, error) {
 	a := &Authority{
 		token:    sha256.Sum256([]byte(cfg.Token)),
 		noToken:  cfg.Token == "",
-		origins:  make(map[string]bool),
 		public:   cfg.PublicPaths,
 		now:      cfg.Now,
 		sessions: newVault(orDefault(cfg.SessionTTL, DefaultSessionTTL), maxSessions),
@@ -144,21 +143,41 @@ func New(cfg Config) (*Authority, error) {
 	if a.now == nil {
 		a.now = time.Now
 	}
-	for _, o := range cfg.AllowOrigins {
-		norm, err := ParseOrigin(o)
-		if err != nil {
-			return nil, err
-		}
-		a.origins[norm] = true
-	}
-	for _, h := range cfg.AllowHosts {
-		norm, err := parseAllowHost(h)
-		if err != nil {
-			return nil, err
-		}
-		a.hosts = append(a.hosts, norm)
+	if err := a.SetAllowed(cfg.AllowOrigins, cfg.AllowHosts); err != nil {
+		return nil, err
 	}
 	return a, nil
+}
+
+// allowed is the policy on origins and extra host names.
+type allowed struct {
+	origins map[string]bool
+	hosts   []hostPort
+}
+
+// SetAllowed replaces the origins whose pages may call (Config.AllowOrigins)
+// and the extra host names (Config.AllowHosts), for every listener from the
+// next request on (a SIGHUP reload). An origin or host it cannot read is an
+// error naming it, and changes nothing. Cookies, tickets and codes already
+// handed out stay valid: each request is still checked against the policy.
+func (a *Authority) SetAllowed(origins, hosts []string) error {
+	p := &allowed{origins: make(map[string]bool)}
+	for _, o := range origins {
+		norm, err := ParseOrigin(o)
+		if err != nil {
+			return err
+		}
+		p.origins[norm] = true
+	}
+	for _, h := range hosts {
+		norm, err := parseAllowHost(h)
+		if err != nil {
+			return err
+		}
+		p.hosts = append(p.hosts, norm)
+	}
+	a.allowed.Store(p)
+	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -199,6 +199,48 @@ func TestOriginAndCORS(t *testing.T) {
 	}
 }
 
+// SetAllowed (a SIGHUP reload) changes the origins and host names every
+// existing guard admits from the next request on; a policy it cannot read
+// changes nothing.
+func TestSetAllowedTakesEffectOnExistingGuards(t *testing.T) {
+	a := newTestAuthority(t, nil, Config{AllowOrigins: []string{"http://localhost:5173"}})
+	g := a.Guard(Listener{Addr: "0.0.0.0:7777"}, echo)
+	bearer := "Bearer " + testToken
+	fromOrigin := func(origin string) int {
+		return do(g, "GET", "/v1/sessions", map[string]string{"Authorization": bearer, "Origin": origin}).Code
+	}
+	forHost := func(host string) int {
+		return do(g, "GET", "/v1/sessions", map[string]string{"Authorization": bearer, "Host": host}).Code
+	}
+	steps := []struct {
+		name            string
+		origins, hosts  []string
+		wantErr         bool
+		old, new, named int // the old origin, the new origin, Host corral.example:7777
+	}{
+		{"as started", nil, nil, false, 200, 403, 403},
+		{"reloaded", []string{"https://console.example"}, []string{"corral.example"}, false, 403, 200, 200},
+		{"unreadable: nothing changes", []string{"not an origin"}, nil, true, 403, 200, 200},
+		{"emptied", []string{}, []string{}, false, 403, 403, 403},
+	}
+	for i, st := range steps {
+		if i > 0 {
+			if err := a.SetAllowed(st.origins, st.hosts); (err != nil) != st.wantErr {
+				t.Fatalf("%s: SetAllowed = %v", st.name, err)
+			}
+		}
+		if got := fromOrigin("http://localhost:5173"); got != st.old {
+			t.Errorf("%s: the first origin gets %d, want %d", st.name, got, st.old)
+		}
+		if got := fromOrigin("https://console.example"); got != st.new {
+			t.Errorf("%s: the reloaded origin gets %d, want %d", st.name, got, st.new)
+		}
+		if got := forHost("corral.example:7777"); got != st.named {
+			t.Errorf("%s: Host corral.example:7777 gets %d, want %d", st.name, got, st.named)
+		}
+	}
+}
+
 func TestBearerToken(t *testing.T) {
 	a := newTestAuthority(t, nil, Config{})
 	g := a.Guard(Listener{Addr: "127.0.0.1:7777"}, echo)
