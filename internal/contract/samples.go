@@ -83,7 +83,7 @@ func events() []event.Event {
 			Command: "ls -la && curl example.invalid", Parts: mustJSON([]gate.Part{{Command: "ls -la", Decision: gate.Allow, Category: gate.CategoryShell, Reason: "reads only"},
 				{Command: "curl example.invalid", Decision: gate.Ask, Category: gate.CategoryNetwork, Reason: "reaches the network"}})}),
 		logged(10, event.AskAnswered, event.AskAnsweredData{AskID: "a5", Decision: command.DecisionAllow, Note: "fine", By: "user"}),
-		logged(11, event.ToolFinished, event.ToolFinishedData{ToolID: "tool-1", Tool: "Bash", Outcome: "ok", DurationMS: 12, ExitCode: ptr(0), Output: "total 8"}),
+		logged(11, event.ToolFinished, event.ToolFinishedData{ToolID: "tool-1", Tool: "Bash", Outcome: "ok", DurationMS: 12, ExitCode: ptr(0), Output: "total 8", Gate: &event.GateVerdict{Decision: "allow", Category: "shell"}}),
 		logged(12, event.SteerDelivered, event.SteerData{Text: "use British spelling", ToolID: "tool-1"}),
 		logged(13, event.HunkStaged, event.HunkStagedData{EditID: "e2", ToolID: "tool-2", Path: "hello.txt", Edit: edit}),
 		logged(14, event.HunkDecided, event.HunkDecidedData{EditID: "e2", HunkID: "h1", Decision: command.DecisionAccept, By: "user"}),

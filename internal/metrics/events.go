@@ -13,8 +13,8 @@ import (
 // Event records one mirrored event (supervisor.Observer). Every event costs
 // a map look-up and an atomic add; only the few types that carry what a
 // metric needs (usage, failure, turnEnded, askOpened, askAnswered,
-// hunkDecided) are decoded, and they are rare beside the assistant's
-// streamed text.
+// toolFinished, hunkDecided) are decoded, and they are rare beside the
+// assistant's streamed text.
 func (m *Metrics) Event(session, engine string, typ, line []byte) {
 	k, ok := m.events.known[string(typ)]
 	if !ok {
@@ -76,6 +76,21 @@ var decoders = map[event.Type]func(m *Metrics, session, engine string, line []by
 		}
 		category := m.asks.answer(session, ev.Data.AskID)
 		m.gateDecided.WithLabelValues(oneOf(ev.Data.Decision, askDecisions), category, oneOf(ev.Data.By, deciders)).Inc()
+	},
+	event.ToolFinished: func(m *Metrics, _, _ string, line []byte) {
+		var ev struct {
+			Data struct {
+				Gate *event.GateVerdict `json:"gate"`
+			}
+		}
+		if json.Unmarshal(line, &ev) != nil || ev.Data.Gate == nil {
+			return
+		}
+		// An ask is counted when it is answered (askAnswered); here, the
+		// calls the rules decided alone.
+		if d := ev.Data.Gate.Decision; d == command.DecisionAllow || d == command.DecisionDeny {
+			m.gateDecided.WithLabelValues(d, oneOf(ev.Data.Gate.Category, gateCategories), "rule").Inc()
+		}
 	},
 	event.HunkDecided: func(m *Metrics, _, _ string, line []byte) {
 		var ev struct{ Data event.HunkDecidedData }

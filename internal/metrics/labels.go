@@ -41,7 +41,7 @@ var (
 	gateCategories = set("shell", "edit", "read", "network", "web", "mcp", "other")
 	askDecisions   = set(command.DecisionAllow, command.DecisionDeny)
 	hunkDecisions  = set(command.DecisionAccept, command.DecisionReject)
-	deciders       = set("user", "stopped", "shutdown", "cancelled", "expired", "unattended")
+	deciders       = set("user", "stopped", "shutdown", "cancelled", "expired", "unattended", "rule")
 	turnOutcomes   = set("done", "stopped", "failed", "interrupted")
 	failureCodes   = set(string(event.FailEngineError), string(event.FailPermissionUnavailable),
 		string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap),

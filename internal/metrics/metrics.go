@@ -93,7 +93,7 @@ func New(census func() Census) *Metrics {
 	m.gateAsks = f.counterVec("gate_asks_total",
 		"Tool calls the permission gate asked a person about, by category.", "category")
 	m.gateDecided = f.counterVec("gate_decisions_total",
-		"Decisions on tool calls the gate asked about, by decision, the call's category and who decided; and calls refused because the session is unattended (decision deny, by unattended).",
+		"Decisions on tool calls: those the gate asked about, by decision, the call's category and who decided; calls refused because the session is unattended (decision deny, by unattended); and calls the gate's rules decided alone (by rule).",
 		"decision", "category", "by")
 	m.hunks = f.counterVec("hunk_decisions_total", "Staged hunks accepted or rejected, by decision and who decided.", "decision", "by")
 	m.failures = f.counterVec("engine_failures_total", "Failure events, by engine and failure code.", "engine", "code")

@@ -146,7 +146,7 @@ func TestScrapedMetricsMatchTheEventsThatProducedThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := expected(t, filepath.Join(state, "sessions", s.ID, "events.jsonl"))
-	if want.asks == 0 || want.hunks == 0 || want.spend == 0 || len(want.failures) == 0 {
+	if want.asks == 0 || want.ruled == 0 || want.hunks == 0 || want.spend == 0 || len(want.failures) == 0 {
 		t.Fatalf("the scenario did not produce what the test checks: %+v", want)
 	}
 	t.Logf("events.jsonl: %d events %v; asks %v, answers %v, hunks %v, failures %v, turns %v, $%v",
@@ -206,7 +206,7 @@ func TestScrapedMetricsMatchTheEventsThatProducedThem(t *testing.T) {
 type counts struct {
 	events        map[string]int
 	total, asks   int
-	hunks         int
+	hunks, ruled  int
 	gateAsks      map[string]int
 	gateDecisions map[[3]string]int
 	hunkDecisions map[[2]string]int
@@ -248,6 +248,13 @@ func expected(t *testing.T, log string) counts {
 			var d event.AskAnsweredData
 			json.Unmarshal(ev.Data, &d)
 			c.gateDecisions[[3]string{d.Decision, categories[d.AskID], d.By}]++
+		case "toolFinished":
+			var d event.ToolFinishedData
+			json.Unmarshal(ev.Data, &d)
+			if d.Gate != nil && d.Gate.Decision != "ask" {
+				c.gateDecisions[[3]string{d.Gate.Decision, d.Gate.Category, "rule"}]++
+				c.ruled++
+			}
 		case "hunkDecided":
 			var d event.HunkDecidedData
 			json.Unmarshal(ev.Data, &d)

@@ -33,6 +33,10 @@ func (h *host) Emit(typ event.Type, data any) {
 		// What a shell call wrote is staged before the call is seen to
 		// finish, as an edit tool's hunks are.
 		r.stageCaptured(d.ToolID, r.shell.finished(d.ToolID))
+		if v, ok := r.verdicts.take(d.ToolID); ok {
+			d.Gate = &v
+			data = d
+		}
 	}
 	r.emit(typ, data)
 	switch d := data.(type) {

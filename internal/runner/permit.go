@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/engine"
@@ -18,6 +19,7 @@ import (
 // file (review). The session's state says what it waits for meanwhile.
 func (r *Runner) permit(ctx context.Context, call engine.ToolCall) engine.Verdict {
 	j := r.gate.judge(call)
+	r.verdicts.put(call.ID, event.GateVerdict{Decision: string(j.Decision), Category: string(j.Category)})
 	switch j.Action() {
 	case gate.ActionRefuse:
 		return engine.Verdict{Message: "Corral's gate denied this " + string(j.Category) + " call: " + j.Reason}
@@ -132,4 +134,36 @@ func (r *Runner) reviewEdit(ctx context.Context, call engine.ToolCall) engine.Ve
 	r.mu.Unlock()
 	r.presence.touch()
 	return r.review.verdict(se)
+}
+
+// gateVerdicts holds the gate's rule decision on each call it judged until
+// the engine reports the call finished, whose toolFinished carries it (the
+// metrics count decisions by rule from there). A turn's end forgets calls
+// the engine never finished.
+type gateVerdicts struct {
+	mu sync.Mutex
+	m  map[string]event.GateVerdict
+}
+
+func (g *gateVerdicts) put(toolID string, v event.GateVerdict) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[string]event.GateVerdict{}
+	}
+	g.m[toolID] = v
+}
+
+func (g *gateVerdicts) take(toolID string) (event.GateVerdict, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v, ok := g.m[toolID]
+	delete(g.m, toolID)
+	return v, ok
+}
+
+func (g *gateVerdicts) clear() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.m)
 }

@@ -72,6 +72,7 @@ type Runner struct {
 	asks       *askBroker
 	review     *review
 	shell      *shellCapture
+	verdicts   gateVerdicts
 	meter      *meter
 	compaction *compaction
 	goal       *goalPolicy

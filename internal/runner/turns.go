@@ -49,6 +49,7 @@ func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 		exact = &res.Usage
 	}
 	r.stageCaptured("", r.shell.turnEnded())
+	r.verdicts.clear()
 	usage := r.meter.endTurn(exact)
 	changed := r.review.endTurn()
 

@@ -121,6 +121,17 @@ type ToolFinishedData struct {
 	ExitCode   *int   `json:"exitCode,omitempty"`
 	Output     string `json:"output,omitempty"`
 	Message    string `json:"message,omitempty"`
+	// Gate is what the permission gate's rules made of the call, when the
+	// engine asked Corral before running it.
+	Gate *GateVerdict `json:"gate,omitempty"`
+}
+
+// GateVerdict is the gate's rule decision on a tool call (allow, ask or
+// deny; a person's answer to an ask is askAnswered) and the call's
+// category (shell, edit, read, network, web, mcp).
+type GateVerdict struct {
+	Decision string `json:"decision"`
+	Category string `json:"category"`
 }
 
 // AskOpenedData is the data of askOpened.

@@ -510,6 +510,12 @@ export interface ForkSessionCommand {
   cmd: "forkSession";
 }
 
+/** GateVerdict is the gate's rule decision on a tool call (allow, ask or deny; a person's answer to an ask is askAnswered) and the call's category (shell, edit, read, network, web, mcp). */
+export interface GateVerdict {
+  decision: string;
+  category: string;
+}
+
 export interface GetGoalCommand {
   cmd: "getGoal";
 }
@@ -1562,6 +1568,8 @@ export interface ToolFinishedData {
   exitCode?: number;
   output?: string;
   message?: string;
+  /** Gate is what the permission gate's rules made of the call, when the engine asked Corral before running it. */
+  gate?: GateVerdict;
 }
 
 /** ToolFinishedData is the data of toolFinished. */
