@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,6 +76,7 @@ func check(e api.Engine, name string) api.EngineCheck {
 // (engineprobe.PerEngine), not by a shorter one of the test's.
 func TestEnginesReportsReadiness(t *testing.T) {
 	m, _ := realEngineManager(t, map[string]string{creds.AnthropicAPIKey: "sk-ant-probe"})
+	enginesDir := testenv.NeedEngineCLI(t, "claude")
 	r, err := m.Engines(t.Context(), EnginesOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +86,7 @@ func TestEnginesReportsReadiness(t *testing.T) {
 		t.Errorf("script: %+v", script)
 	}
 	claude := engineByName(t, r, "claude")
-	if !claude.Ready || claude.CLI == nil || claude.CLI.Version != "2.1.328" || claude.CLI.Source != "pinned" {
+	if !claude.Ready || claude.CLI == nil || claude.CLI.Version != pinnedVersion(t, enginesDir, "@anthropic-ai/claude-code") || claude.CLI.Source != "pinned" {
 		t.Errorf("claude: %+v %+v", claude, claude.CLI)
 	}
 	if c := check(claude, "accepted"); c.Status != api.CheckSkipped {
@@ -93,7 +96,7 @@ func TestEnginesReportsReadiness(t *testing.T) {
 		t.Errorf("claude credentials: %+v", claude.Credentials)
 	}
 	codex := engineByName(t, r, "codex")
-	if codex.Ready || !strings.Contains(codex.Reason, "openai-api-key") || codex.CLI == nil || !strings.HasPrefix(codex.CLI.Version, "0.169.") {
+	if codex.Ready || !strings.Contains(codex.Reason, "openai-api-key") || codex.CLI == nil || codex.CLI.Version != pinnedVersion(t, enginesDir, "@openai/codex") {
 		t.Errorf("codex without a key: %+v %+v", codex, codex.CLI)
 	}
 	if len(codex.Settings) == 0 || codex.Settings[0].Key != "path" {
@@ -163,4 +166,21 @@ func TestEnginesAcceptedCheck(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(tmp, "corral-*-probe-*")); len(left) > 0 {
 		t.Errorf("probe folders left behind: %v", left)
 	}
+}
+
+// pinnedVersion is the version of npm package pkg that the project pins in
+// enginesDir's package.json (deploy/engines), which the probe must report.
+func pinnedVersion(t *testing.T, enginesDir, pkg string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(enginesDir, "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal(raw, &manifest); err != nil || manifest.Dependencies[pkg] == "" {
+		t.Fatalf("%s pins no %s: %v", enginesDir, pkg, err)
+	}
+	return manifest.Dependencies[pkg]
 }
