@@ -202,13 +202,15 @@ func (m *Manager) spawn(e *entry, id string) {
 		e.lastUsed = m.cfg.Now()
 		c.madeLive.Store(true)
 	}
-	close(e.ready)
 	m.mu.Unlock()
+	// The lifecycle item goes out before whoever waits for the start goes
+	// on, so nothing a command then causes reaches a feed ahead of it.
 	if err != nil {
 		m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: api.NewError(err)})
 	} else if !late {
 		m.publishLife(id, api.Lifecycle{Type: api.LifeLive})
 	}
+	close(e.ready)
 	if late {
 		c.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
 	}
