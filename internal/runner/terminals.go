@@ -178,7 +178,8 @@ func (t *Terminals) open(reqID string, m *wire.TermOpen, send Sender, fail func(
 // with export) and reports whether the open is answered; false means the
 // terminal has other clients and req is to be attached as usual.
 func (t *Terminals) export(reqID string, req term.AttachRequest, send Sender, fail func(error)) bool {
-	ex, err := t.hub.Export(req, &wireSink{send: send, termID: req.TermID, clientID: req.ClientID})
+	sink := &exportSink{w: &wireSink{send: send, termID: req.TermID, clientID: req.ClientID}}
+	ex, err := t.hub.Export(req, sink)
 	switch {
 	case errors.Is(err, term.ErrExportBusy):
 		return false
@@ -186,6 +187,15 @@ func (t *Terminals) export(reqID string, req term.AttachRequest, send Sender, fa
 		fail(err)
 		return true
 	}
+	if ex.FD < 0 {
+		// The program ended before the hand-over: its output is the
+		// replay, and its end follows term.opened.
+		send(reqID, &wire.TermOpened{TermID: req.TermID, ClientID: req.ClientID, Role: string(ex.Grant.Role),
+			Cols: ex.Grant.Cols, Rows: ex.Grant.Rows, Data: ex.Replay})
+		sink.opened()
+		return true
+	}
+	defer sink.opened()
 	err = t.handOver(req.TermID, ex.FD)
 	unix.Close(ex.FD)
 	if err != nil {
@@ -196,6 +206,42 @@ func (t *Terminals) export(reqID string, req term.AttachRequest, send Sender, fa
 	send(reqID, &wire.TermOpened{TermID: req.TermID, ClientID: req.ClientID, Role: string(ex.Grant.Role),
 		Cols: ex.Grant.Cols, Rows: ex.Grant.Rows, Data: ex.Replay, Export: true})
 	return true
+}
+
+// exportSink tells the supervisor how a handed-over terminal ended, but
+// not before term.opened has gone out: the program may end while the
+// hand-over is under way.
+type exportSink struct {
+	w       *wireSink
+	mu      sync.Mutex
+	open    bool
+	pending func() // the end, heard before opened
+}
+
+func (e *exportSink) Exit(code int, signal string) { e.after(func() { e.w.Exit(code, signal) }) }
+func (e *exportSink) Closed(err error)             { e.after(func() { e.w.Closed(err) }) }
+
+func (e *exportSink) after(f func()) {
+	e.mu.Lock()
+	if !e.open {
+		e.pending = f
+		e.mu.Unlock()
+		return
+	}
+	e.mu.Unlock()
+	f()
+}
+
+// opened says term.opened (or the open's failure) has gone out.
+func (e *exportSink) opened() {
+	e.mu.Lock()
+	e.open = true
+	f := e.pending
+	e.pending = nil
+	e.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 func (t *Terminals) forgetSink(s *wireSink) {

@@ -28,7 +28,9 @@ type Exporter interface {
 type Exported struct {
 	// FD is a duplicate of the terminal's master, non-blocking (the
 	// open file is shared with the hub's own descriptor). The caller owns
-	// it and must close it.
+	// it and must close it. It is -1 when the program ended, and its
+	// output was all read, before the hand-over: the whole output is then
+	// Replay, and the exporter hears of the end (Exit) as usual.
 	FD int
 	// Replay is the scrollback: every byte of output the hub read, up to
 	// the moment it stopped reading, as a joining client would get it.
@@ -98,6 +100,14 @@ func (h *Hub) Export(req AttachRequest, to Exporter) (Exported, error) {
 		Grant:  Grant{Role: RoleOwner, Cols: t.cols, Rows: t.rows, Created: created, Pid: t.pid},
 	}
 	ex.Grant.ReplayBytes = len(ex.Replay)
+	select {
+	case <-t.masterClosed:
+		// The program was quicker than the hand-over: there is no master
+		// left to hand over, only what it wrote and its end.
+		ex.FD = -1
+		return ex, nil
+	default:
+	}
 	var dupErr error
 	rc, err := t.master.SyscallConn()
 	if err == nil {
