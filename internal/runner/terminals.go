@@ -187,14 +187,8 @@ func (t *Terminals) export(reqID string, req term.AttachRequest, send Sender, fa
 		fail(err)
 		return true
 	}
-	if ex.FD < 0 {
-		// The program ended before the hand-over: its output is the
-		// replay, and its end follows term.opened.
-		send(reqID, &wire.TermOpened{TermID: req.TermID, ClientID: req.ClientID, Role: string(ex.Grant.Role),
-			Cols: ex.Grant.Cols, Rows: ex.Grant.Rows, Data: ex.Replay})
-		sink.opened()
-		return true
-	}
+	// A program that ends during the hand-over is heard of after
+	// term.opened (or the open's failure) has gone out.
 	defer sink.opened()
 	err = t.handOver(req.TermID, ex.FD)
 	unix.Close(ex.FD)

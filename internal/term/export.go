@@ -28,9 +28,7 @@ type Exporter interface {
 type Exported struct {
 	// FD is a duplicate of the terminal's master, non-blocking (the
 	// open file is shared with the hub's own descriptor). The caller owns
-	// it and must close it. It is -1 when the program ended, and its
-	// output was all read, before the hand-over: the whole output is then
-	// Replay, and the exporter hears of the end (Exit) as usual.
+	// it and must close it.
 	FD int
 	// Replay is the scrollback: every byte of output the hub read, up to
 	// the moment it stopped reading, as a joining client would get it.
@@ -80,6 +78,14 @@ func (h *Hub) Export(req AttachRequest, to Exporter) (Exported, error) {
 		t.mu.Unlock()
 		return Exported{}, fmt.Errorf("export terminal %q: %w", t.id, ErrExportBusy)
 	}
+	// The master is duplicated before anything else: a program that ends
+	// while the hub hands it over gets its master closed by the hub, and
+	// what it wrote last is then read through this duplicate.
+	fd, err := t.dupMasterLocked()
+	if err != nil {
+		t.mu.Unlock()
+		return Exported{}, fmt.Errorf("export terminal %q: duplicate its master: %w", t.id, err)
+	}
 	t.exporter = &exporter{clientID: req.ClientID, to: to}
 	ack := make(chan struct{})
 	t.exportAck = ack
@@ -96,31 +102,21 @@ func (h *Hub) Export(req AttachRequest, to Exporter) (Exported, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ex := Exported{
+		FD:     fd,
 		Replay: t.scroll.Replay(),
 		Grant:  Grant{Role: RoleOwner, Cols: t.cols, Rows: t.rows, Created: created, Pid: t.pid},
 	}
 	ex.Grant.ReplayBytes = len(ex.Replay)
 	select {
 	case <-t.masterClosed:
-		// The program was quicker than the hand-over: there is no master
-		// left to hand over, only what it wrote and its end.
-		ex.FD = -1
-		return ex, nil
+		// The program has ended and the hub closed its master: there is
+		// nothing to set aside.
 	default:
-	}
-	var dupErr error
-	rc, err := t.master.SyscallConn()
-	if err == nil {
-		err = rc.Control(func(fd uintptr) { ex.FD, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) })
-	}
-	if err = errors.Join(err, dupErr); err != nil {
-		t.unexportLocked()
-		return Exported{}, fmt.Errorf("export terminal %q: duplicate its master: %w", t.id, err)
-	}
-	if err := t.parkLocked(); err != nil {
-		unix.Close(ex.FD)
-		t.unexportLocked()
-		return Exported{}, fmt.Errorf("export terminal %q: %w", t.id, err)
+		if err := t.parkLocked(); err != nil {
+			unix.Close(fd)
+			t.unexportLocked()
+			return Exported{}, fmt.Errorf("export terminal %q: %w", t.id, err)
+		}
 	}
 	t.log.Debug("terminal exported", zap.String("client", req.ClientID))
 	return ex, nil
@@ -152,12 +148,14 @@ func (h *Hub) Unexport(termID, clientID string, scrollback []byte) error {
 	return nil
 }
 
-// parkLocked moves the master out of the runtime's poller while the
-// terminal is exported: registered, every batch of output the exporter
-// reads would also wake this process's poller for nothing, which cost an
-// exported terminal's client a tenth of its rate. The hub keeps a plain
-// descriptor, to read again after Unexport.
-func (t *terminal) parkLocked() error {
+// dupMasterLocked duplicates the master (close-on-exec); the duplicate
+// shares its open file, so it reads and writes the same terminal.
+func (t *terminal) dupMasterLocked() (int, error) {
+	select {
+	case <-t.masterClosed:
+		return -1, os.ErrClosed
+	default:
+	}
 	var fd int
 	var dupErr error
 	rc, err := t.master.SyscallConn()
@@ -165,6 +163,19 @@ func (t *terminal) parkLocked() error {
 		err = rc.Control(func(m uintptr) { fd, dupErr = unix.FcntlInt(m, unix.F_DUPFD_CLOEXEC, 0) })
 	}
 	if err = errors.Join(err, dupErr); err != nil {
+		return -1, err
+	}
+	return fd, nil
+}
+
+// parkLocked moves the master out of the runtime's poller while the
+// terminal is exported: registered, every batch of output the exporter
+// reads would also wake this process's poller for nothing, which cost an
+// exported terminal's client a tenth of its rate. The hub keeps a plain
+// descriptor, to read again after Unexport.
+func (t *terminal) parkLocked() error {
+	fd, err := t.dupMasterLocked()
+	if err != nil {
 		return fmt.Errorf("set its master aside: %w", err)
 	}
 	t.master.Close()
