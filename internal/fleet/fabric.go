@@ -1,0 +1,139 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Fabric is a fleet's shared state on NATS JetStream: the node registry,
+// the session leases and the session catalog (key-value buckets), and the
+// event replica (a stream). Every node opens the same fabric; Open makes
+// what is missing and leaves what is there.
+type Fabric struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	names  names
+	timing Timing
+
+	nodes    jetstream.KeyValue
+	leases   jetstream.KeyValue
+	sessions jetstream.KeyValue
+	events   jetstream.Stream
+}
+
+// FabricConfig says which fabric to open.
+type FabricConfig struct {
+	// Fleet names the fleet (default "corral"): its buckets, stream and
+	// subjects start with it.
+	Fleet string
+	// Replicas is how many NATS servers keep each bucket and the stream
+	// (default 3 when the server is part of a cluster, else 1).
+	Replicas int
+	// EventsMaxBytes bounds the event replica (default: unbounded; the
+	// oldest events go first when bounded).
+	EventsMaxBytes int64
+	Timing         Timing
+}
+
+// maxReplicaMsg bounds one message of the event replica: a batch of event
+// lines, or one piece of a longer line.
+const maxReplicaMsg = 1 << 20
+
+// Open opens the fabric over nc, making its buckets and stream when they
+// are missing.
+func Open(ctx context.Context, nc *nats.Conn, cfg FabricConfig) (*Fabric, error) {
+	if cfg.Fleet == "" {
+		cfg.Fleet = "corral"
+	}
+	if !validToken(cfg.Fleet) {
+		return nil, fmt.Errorf("fleet name %q: want 1 to 64 letters, digits, '-' or '_'", cfg.Fleet)
+	}
+	cfg.Timing = cfg.Timing.withDefaults()
+	if err := cfg.Timing.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+		if nc.ConnectedClusterName() != "" {
+			cfg.Replicas = 3
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: jetstream: %w", err)
+	}
+	f := &Fabric{nc: nc, js: js, names: names{cfg.Fleet}, timing: cfg.Timing}
+	t := cfg.Timing
+	// Expiry leaves a marker so that every watcher hears of it; markers
+	// are kept long enough for a node that reconnects to see them.
+	marker := max(t.LeaseTTL, t.NodeTTL)
+	if f.nodes, err = f.bucket(ctx, jetstream.KeyValueConfig{
+		Bucket: f.names.nodesBucket(), Description: "Corral fleet: nodes and their capacity",
+		TTL: t.NodeTTL, LimitMarkerTTL: marker, Replicas: cfg.Replicas, Storage: jetstream.MemoryStorage,
+	}); err != nil {
+		return nil, err
+	}
+	if f.leases, err = f.bucket(ctx, jetstream.KeyValueConfig{
+		Bucket: f.names.leasesBucket(), Description: "Corral fleet: which node holds each live session",
+		TTL: t.LeaseTTL, LimitMarkerTTL: marker, Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
+	}); err != nil {
+		return nil, err
+	}
+	if f.sessions, err = f.bucket(ctx, jetstream.KeyValueConfig{
+		Bucket: f.names.sessionsBucket(), Description: "Corral fleet: every session, its node and its placement",
+		Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
+	}); err != nil {
+		return nil, err
+	}
+	maxBytes := cfg.EventsMaxBytes
+	if maxBytes <= 0 {
+		maxBytes = -1
+	}
+	if f.events, err = f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        f.names.eventsStream(),
+		Description: "Corral fleet: every session's events, replicated from its owner's events.jsonl",
+		Subjects:    []string{f.names.allEvents()},
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxBytes:    maxBytes,
+		MaxMsgSize:  maxReplicaMsg + 4<<10,
+		Duplicates:  2 * time.Minute,
+	}); err != nil {
+		return nil, fmt.Errorf("fleet: event stream: %w", err)
+	}
+	return f, nil
+}
+
+func (f *Fabric) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := f.js.CreateOrUpdateKeyValue(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// Conn is the fabric's NATS connection.
+func (f *Fabric) Conn() *nats.Conn { return f.nc }
+
+// isRevisionMismatch reports a compare-and-set that found another revision
+// (or no key) than the one it expected.
+func isRevisionMismatch(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) ||
+		isWrongLastSeq(err)
+}
+
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}

@@ -1,0 +1,338 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// A session is live on a node only while the node holds the session's
+// lease: a key of the lease bucket naming the node, which the NATS servers
+// remove LeaseTTL after its last renewal. The node renews every lease it
+// holds every Renew with a compare-and-set on the key's revision, so a
+// renewal fails once anyone else has written the key.
+//
+// The node keeps a local deadline for each lease on its monotonic clock:
+// the send time of the last renewal the servers acknowledged, plus
+// LeaseTTL - Margin. The servers stamp a renewal no earlier than it was
+// sent, so the lease cannot expire for others before that deadline unless
+// the servers' clocks disagree by more than Margin. StopBudget before the
+// deadline the node starts to stop the session's runner, so the runner is
+// gone before anyone else may take the session: a node cut off from the
+// fabric gives its sessions up, it does not wait to be told.
+// docs/fleet.md gives the arithmetic.
+
+// leaseValue is what a lease key holds.
+type leaseValue struct {
+	Node     string `json:"node"`
+	Instance string `json:"instance"`
+	// Fence is the revision at which the node took the lease: the token
+	// that tells this holding from every earlier and later one.
+	Fence uint64 `json:"fence,omitempty"`
+}
+
+// Lease errors.
+var (
+	errLeaseGone     = errors.New("lease gone: it expired or another node took it")
+	errLeaseDeadline = errors.New("lease not renewed in time: giving the session up before it can expire")
+	errReleased      = errors.New("lease released")
+)
+
+// Lease is this node's hold on one session. The holder starts the
+// session's runner only with a lease in hand, stops it as soon as Lost is
+// closed, has it stopped before Deadline, and then calls Release.
+type Lease struct {
+	k       *leaseKeeper
+	session string
+	fence   uint64
+
+	mu       sync.Mutex
+	rev      uint64    // the key's revision after the last renewal
+	deadline time.Time // local: the runner must be gone by then
+	timer    *time.Timer
+	lost     chan struct{}
+	why      error
+}
+
+// Session is the session the lease holds.
+func (l *Lease) Session() string { return l.session }
+
+// Fence is the lease's fencing token: the revision of the key when this
+// node took it. A later holding of the session has a greater one.
+func (l *Lease) Fence() uint64 { return l.fence }
+
+// Lost is closed when the holder must stop the session's runner: the
+// lease is gone, or its deadline is StopBudget away.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Deadline is when, by this machine's monotonic clock, the session's
+// runner must be gone.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// Err says why the lease was lost, or nil while it holds.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.why
+}
+
+// Release gives the lease back once the session's runner is gone: the key
+// is deleted (when it is still this holding's), so another node may take
+// the session at once instead of after LeaseTTL.
+func (l *Lease) Release(ctx context.Context) {
+	l.mu.Lock()
+	rev := l.rev
+	l.loseLocked(errReleased)
+	l.mu.Unlock()
+	l.k.forget(l)
+	// Deleting at this holding's revision only: a key someone else wrote
+	// since, or that expired, is left alone.
+	ctx, cancel := context.WithTimeout(ctx, l.k.f.timing.Request)
+	defer cancel()
+	err := l.k.f.leases.Delete(ctx, l.session, jetstream.LastRevision(rev))
+	if err != nil && !isRevisionMismatch(err) {
+		l.k.log.Debug("lease release failed; it expires by itself", zap.String("session", l.session), zap.Error(err))
+	}
+}
+
+// renewed records a renewal sent at sent and acknowledged at revision rev.
+func (l *Lease) renewed(sent time.Time, rev uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.why != nil {
+		return
+	}
+	l.rev = rev
+	l.deadline = sent.Add(l.k.f.timing.holdFor())
+	l.timer.Reset(time.Until(sent.Add(l.k.f.timing.stopAfter())))
+}
+
+func (l *Lease) lose(why error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.loseLocked(why)
+}
+
+func (l *Lease) loseLocked(why error) {
+	if l.why != nil {
+		return
+	}
+	l.why = why
+	l.timer.Stop()
+	close(l.lost)
+	if !errors.Is(why, errReleased) {
+		l.k.log.Warn("lease lost: stopping the session here", zap.String("session", l.session), zap.Error(why))
+	}
+}
+
+// leaseKeeper takes, renews and releases this node's leases.
+type leaseKeeper struct {
+	f        *Fabric
+	node     string
+	instance string
+	log      *zap.Logger
+	// onTaken, when set, hears of every lease taken (tests keep the
+	// history of holders with it).
+	onTaken func(l *Lease)
+
+	mu     sync.Mutex
+	held   map[string]*Lease
+	taking map[string]bool // being acquired: not yet in held
+}
+
+func newLeaseKeeper(f *Fabric, node, instance string, log *zap.Logger) *leaseKeeper {
+	return &leaseKeeper{f: f, node: node, instance: instance, log: log, held: map[string]*Lease{}, taking: map[string]bool{}}
+}
+
+// acquire takes session's lease. It fails with conflict when another
+// holding is on the key, naming its node.
+func (k *leaseKeeper) acquire(ctx context.Context, session string) (*Lease, error) {
+	k.mu.Lock()
+	if k.held[session] != nil || k.taking[session] {
+		k.mu.Unlock()
+		return nil, wire.Errorf(wire.CodeConflict, "session %s: this node already holds its lease", session)
+	}
+	k.taking[session] = true
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		delete(k.taking, session)
+		k.mu.Unlock()
+	}()
+	raw, err := json.Marshal(leaseValue{Node: k.node, Instance: k.instance})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, k.f.timing.Request)
+	defer cancel()
+	sent := time.Now()
+	rev, err := k.f.leases.Create(ctx, session, raw)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			holder := "another node"
+			if v, _, gerr := k.current(ctx, session); gerr == nil && v != nil {
+				holder = "node " + v.Node
+			}
+			return nil, wire.Errorf(wire.CodeConflict, "session %s is live on %s", session, holder)
+		}
+		return nil, wire.Errorf(wire.CodeUnavailable, "take the lease of session %s: %v", session, err)
+	}
+	l := &Lease{k: k, session: session, fence: rev, rev: rev, lost: make(chan struct{})}
+	l.deadline = sent.Add(k.f.timing.holdFor())
+	l.timer = time.AfterFunc(time.Until(sent.Add(k.f.timing.stopAfter())), func() { l.lose(errLeaseDeadline) })
+	k.mu.Lock()
+	k.held[session] = l
+	k.mu.Unlock()
+	if k.onTaken != nil {
+		k.onTaken(l)
+	}
+	// The first renewal writes the fence into the value, so a reader of
+	// the key knows which holding it sees.
+	return l, nil
+}
+
+// current reads session's lease key: its value and revision, nil when
+// there is none.
+func (k *leaseKeeper) current(ctx context.Context, session string) (*leaseValue, uint64, error) {
+	e, err := k.f.leases.Get(ctx, session)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var v leaseValue
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return nil, 0, fmt.Errorf("lease of %s: %w", session, err)
+	}
+	if v.Fence == 0 {
+		v.Fence = e.Revision()
+	}
+	return &v, e.Revision(), nil
+}
+
+func (k *leaseKeeper) forget(l *Lease) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.held[l.session] == l {
+		delete(k.held, l.session)
+	}
+}
+
+// run renews every held lease every Renew until ctx ends. Renewals go out
+// together and are acknowledged together, so a node holding many leases
+// spends one round trip on them.
+func (k *leaseKeeper) run(ctx context.Context) {
+	t := time.NewTicker(k.f.timing.Renew)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		k.renewAll(ctx)
+	}
+}
+
+type pendingRenewal struct {
+	l      *Lease
+	sent   time.Time
+	future jetstream.PubAckFuture
+}
+
+func (k *leaseKeeper) renewAll(ctx context.Context) {
+	k.mu.Lock()
+	leases := make([]*Lease, 0, len(k.held))
+	for _, l := range k.held {
+		leases = append(leases, l)
+	}
+	k.mu.Unlock()
+	if len(leases) == 0 {
+		return
+	}
+	subjectPrefix := "$KV." + k.f.names.leasesBucket() + "."
+	var pending []pendingRenewal
+	for _, l := range leases {
+		l.mu.Lock()
+		rev, gone := l.rev, l.why != nil
+		l.mu.Unlock()
+		if gone {
+			continue
+		}
+		raw, _ := json.Marshal(leaseValue{Node: k.node, Instance: k.instance, Fence: l.fence})
+		msg := &nats.Msg{Subject: subjectPrefix + l.session, Data: raw, Header: nats.Header{}}
+		sent := time.Now()
+		fut, err := k.f.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(rev))
+		if err != nil {
+			k.log.Debug("lease renewal not sent", zap.String("session", l.session), zap.Error(err))
+			continue
+		}
+		pending = append(pending, pendingRenewal{l: l, sent: sent, future: fut})
+	}
+	wait := time.NewTimer(k.f.timing.Renew)
+	defer wait.Stop()
+	for _, p := range pending {
+		select {
+		case ack := <-p.future.Ok():
+			p.l.renewed(p.sent, ack.Sequence)
+		case err := <-p.future.Err():
+			if isRevisionMismatch(err) {
+				p.l.lose(fmt.Errorf("%w (%v)", errLeaseGone, err))
+			} else {
+				k.log.Debug("lease renewal failed", zap.String("session", p.l.session), zap.Error(err))
+			}
+		case <-wait.C:
+			// Unanswered renewals are abandoned; a late acknowledgement
+			// changes nothing here (the next renewal then finds another
+			// revision and the lease is given up, which is safe).
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sweep deletes a lease key that names this instance but that it does not
+// hold: a renewal the servers acknowledged after the node had given the
+// session up (the acknowledgement lost in a cut) would otherwise keep
+// everyone off the session until it expires.
+func (k *leaseKeeper) sweep(ctx context.Context, session string, rev uint64) {
+	k.mu.Lock()
+	busy := k.held[session] != nil || k.taking[session]
+	k.mu.Unlock()
+	if busy {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, k.f.timing.Request)
+	defer cancel()
+	if err := k.f.leases.Delete(ctx, session, jetstream.LastRevision(rev)); err == nil {
+		k.log.Info("removed a lease this node no longer holds", zap.String("session", session))
+	}
+}
+
+// releaseAll gives up every held lease (the holder has stopped every
+// runner): used when the node leaves the fleet.
+func (k *leaseKeeper) releaseAll(ctx context.Context) {
+	k.mu.Lock()
+	leases := make([]*Lease, 0, len(k.held))
+	for _, l := range k.held {
+		leases = append(leases, l)
+	}
+	k.mu.Unlock()
+	for _, l := range leases {
+		l.Release(ctx)
+	}
+}
