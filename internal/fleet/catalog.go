@@ -103,6 +103,11 @@ func (c *catalog) watch(ctx context.Context, ready chan<- struct{}) error {
 }
 
 func (c *catalog) apply(e jetstream.KeyValueEntry) {
+	if !validToken(e.Key()) {
+		// Not a session id: the key would be a path on some node.
+		c.log.Warn("ignoring a catalog key that is no session id", zap.String("key", e.Key()))
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur, ok := c.records[e.Key()]; ok && cur.rev >= e.Revision() {
@@ -111,7 +116,7 @@ func (c *catalog) apply(e jetstream.KeyValueEntry) {
 	switch e.Operation() {
 	case jetstream.KeyValuePut:
 		var rec Record
-		if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.ID != e.Key() {
+		if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.ID != e.Key() || !validToken(rec.Node) {
 			c.log.Warn("ignoring an unreadable session record", zap.String("session", e.Key()), zap.Error(err))
 			return
 		}

@@ -75,18 +75,20 @@ func Open(ctx context.Context, nc *nats.Conn, cfg FabricConfig) (*Fabric, error)
 	if f.nodes, err = f.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: f.names.nodesBucket(), Description: "Corral fleet: nodes and their capacity",
 		TTL: t.NodeTTL, LimitMarkerTTL: marker, Replicas: cfg.Replicas, Storage: jetstream.MemoryStorage,
+		MaxValueSize: 64 << 10,
 	}); err != nil {
 		return nil, err
 	}
 	if f.leases, err = f.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: f.names.leasesBucket(), Description: "Corral fleet: which node holds each live session",
 		TTL: t.LeaseTTL, LimitMarkerTTL: marker, Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
+		MaxValueSize: 1 << 10,
 	}); err != nil {
 		return nil, err
 	}
 	if f.sessions, err = f.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket: f.names.sessionsBucket(), Description: "Corral fleet: every session, its node and its placement",
-		Replicas: cfg.Replicas, Storage: jetstream.FileStorage,
+		Replicas: cfg.Replicas, Storage: jetstream.FileStorage, MaxValueSize: 64 << 10,
 	}); err != nil {
 		return nil, err
 	}

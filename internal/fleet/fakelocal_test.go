@@ -226,7 +226,7 @@ func joinNode(t *testing.T, fleet, name string, store *storage, hist *history, l
 	return joinNodeWith(t, fleet, name, store, hist, labels, nil, urls...)
 }
 
-func joinNodeWith(t *testing.T, fleet, name string, store *storage, hist *history, labels map[string]string, handlers map[string]Handler, urls ...string) *testNode {
+func joinNodeWith(t testing.TB, fleet, name string, store *storage, hist *history, labels map[string]string, handlers map[string]Handler, urls ...string) *testNode {
 	t.Helper()
 	nc := connect(t, urls...)
 	local := newFakeLocal(name, store, hist)

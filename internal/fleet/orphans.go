@@ -83,6 +83,9 @@ func (o *orphans) watchLeases(ctx context.Context, ready chan<- struct{}) error 
 }
 
 func (o *orphans) applyLease(e jetstream.KeyValueEntry) {
+	if !validToken(e.Key()) {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	id := e.Key()

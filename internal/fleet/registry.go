@@ -176,7 +176,7 @@ func (r *registry) apply(e jetstream.KeyValueEntry) {
 	switch e.Operation() {
 	case jetstream.KeyValuePut:
 		var info NodeInfo
-		if err := json.Unmarshal(e.Value(), &info); err != nil || info.Name != e.Key() {
+		if err := json.Unmarshal(e.Value(), &info); err != nil || info.Name != e.Key() || !validToken(info.Name) {
 			r.log.Warn("ignoring an unreadable node record", zap.String("node", e.Key()), zap.Error(err))
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -113,30 +114,9 @@ func replicaUnavailable(err error) error {
 
 func (r *replay) Next(ctx context.Context) (Event, error) {
 	for {
-		if len(r.lines) > 0 {
-			line := r.lines
-			i := bytes.IndexByte(line, '\n')
-			if i < 0 {
-				i = len(line)
-				r.lines = nil
-			} else {
-				r.lines = r.lines[i+1:]
-			}
-			line = line[:i]
-			seq, typ, err := scanEventLine(line)
-			if err != nil {
-				return Event{}, wire.Errorf(wire.CodeInternal, "the fleet's event replica holds an unreadable line: %v", err)
-			}
-			if seq < r.next {
-				continue
-			}
-			if !r.follow && seq > r.end {
-				r.lines = nil
-				return Event{}, io.EOF
-			}
-			r.next = seq + 1
-			r.ev = Event{Seq: seq, Type: typ, Line: line}
-			return r.ev, nil
+		ev, ok, err := r.nextLine()
+		if err != nil || ok {
+			return ev, err
 		}
 		if !r.follow && r.next > r.end {
 			return Event{}, io.EOF
@@ -148,26 +128,66 @@ func (r *replay) Next(ctx context.Context) (Event, error) {
 			}
 			return Event{}, replicaUnavailable(err)
 		}
-		_, _, part, parts, err := replicaHeaders(msg.Headers())
-		if err != nil {
-			return Event{}, replicaUnavailable(err)
-		}
-		if parts == 0 {
-			r.lines = msg.Data()
-			continue
-		}
-		if part == 1 {
-			r.long, r.longPart = r.long[:0], 0
-		}
-		if part != r.longPart+1 {
-			continue // a piece of a line cut short, published again whole later
-		}
-		r.long = append(r.long, msg.Data()...)
-		r.longPart = part
-		if part == parts {
-			r.lines = r.long
+		if err := r.take(msg.Headers(), msg.Data()); err != nil {
+			return Event{}, err
 		}
 	}
+}
+
+// nextLine returns the next event of the current message that is due,
+// false when the message has no more.
+func (r *replay) nextLine() (Event, bool, error) {
+	for len(r.lines) > 0 {
+		line := r.lines
+		i := bytes.IndexByte(line, '\n')
+		if i < 0 {
+			i = len(line)
+			r.lines = nil
+		} else {
+			r.lines = r.lines[i+1:]
+		}
+		line = line[:i]
+		seq, typ, err := scanEventLine(line)
+		if err != nil {
+			return Event{}, false, wire.Errorf(wire.CodeInternal, "the fleet's event replica holds an unreadable line: %v", err)
+		}
+		if seq < r.next {
+			continue
+		}
+		if !r.follow && seq > r.end {
+			r.lines = nil
+			return Event{}, false, io.EOF
+		}
+		r.next = seq + 1
+		r.ev = Event{Seq: seq, Type: typ, Line: line}
+		return r.ev, true, nil
+	}
+	return Event{}, false, nil
+}
+
+// take takes in one message of the replica: a batch of lines, or a piece
+// of a long line.
+func (r *replay) take(h nats.Header, data []byte) error {
+	_, _, part, parts, err := replicaHeaders(h)
+	if err != nil {
+		return replicaUnavailable(err)
+	}
+	if parts == 0 {
+		r.lines = data
+		return nil
+	}
+	if part == 1 {
+		r.long, r.longPart = r.long[:0], 0
+	}
+	if part != r.longPart+1 {
+		return nil // a piece of a line cut short, published again whole later
+	}
+	r.long = append(r.long, data...)
+	r.longPart = part
+	if part == parts {
+		r.lines = r.long
+	}
+	return nil
 }
 
 func (r *replay) Buffered() bool { return len(r.lines) > 0 }
