@@ -49,6 +49,7 @@ type entry struct {
 	holds    int  // calls in flight
 	retiring bool // being stopped: callers wait for the exit, then respawn
 	lastUsed time.Time
+	claims   []Claim // what the fleet granted the runner (Config.Claims)
 }
 
 // New returns a Manager for cfg.StateDir, creating its sessions folder and
@@ -69,10 +70,13 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	cfg.StateDir = state
+	if cfg.StorageDir, err = filepath.Abs(cfg.StorageDir); err != nil {
+		return nil, fmt.Errorf("storage directory: %w", err)
+	}
 	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		sessions: filepath.Join(state, "sessions"),
+		sessions: filepath.Join(cfg.StorageDir, "sessions"),
 		entries:  map[string]*entry{},
 		hubs:     map[string]*hub{},
 		crashes:  map[string]*wire.Error{},
@@ -349,6 +353,7 @@ func (m *Manager) onExit(c *child) {
 				m.crashes[id] = crash
 				m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: api.NewError(crash)})
 			}
+			releaseClaims(e)
 		}
 	}
 }
@@ -379,6 +384,10 @@ func (m *Manager) onRotate(c *child, from, to string) {
 	m.entries[to] = e
 	e.ids = append(e.ids, to)
 	c.log.Info("session rotated", zap.String("from", from), zap.String("to", to))
+	if m.cfg.Claims != nil && !m.closed {
+		m.spawns.Add(1)
+		go m.claimRotated(e, to)
+	}
 	if spec, err := readSpec(m.dir(to), to); err == nil {
 		m.publishLife(to, api.Lifecycle{Type: api.LifeCreated, Spec: &spec})
 	}

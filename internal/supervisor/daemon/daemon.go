@@ -256,7 +256,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	reload.auth = auth
-	api := httpapi.New(m, httpapi.Options{Logger: log, Auth: auth, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs, Credentials: secrets})
+	api := httpapi.New(httpapi.FromManager(m), httpapi.Options{Logger: log, Auth: auth, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs, Credentials: secrets})
 	socket := filepath.Join(state, SocketName)
 	unixLn, err := listenUnix(socket)
 	if err != nil {

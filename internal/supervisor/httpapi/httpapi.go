@@ -55,7 +55,7 @@ type Options struct {
 }
 
 type server struct {
-	m         *supervisor.Manager
+	m         Sessions
 	log       *zap.Logger
 	keepAlive time.Duration
 	notReady  func() []string
@@ -63,8 +63,9 @@ type server struct {
 	auth      *webauth.Authority
 }
 
-// New returns the API handler for m.
-func New(m *supervisor.Manager, opts Options) http.Handler {
+// New returns the API handler for m (FromManager for one supervisor's
+// sessions).
+func New(m Sessions, opts Options) http.Handler {
 	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady, creds: opts.Credentials, auth: opts.Auth}
 	if s.log == nil {
 		s.log = zap.NewNop()
