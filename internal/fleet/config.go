@@ -35,10 +35,11 @@ type Timing struct {
 
 // DefaultTiming is the timing of a production fleet.
 func DefaultTiming() Timing {
-	return Timing{LeaseTTL: 15 * time.Second}.withDefaults()
+	return Timing{LeaseTTL: 15 * time.Second}.WithDefaults()
 }
 
-func (t Timing) withDefaults() Timing {
+// WithDefaults fills in every duration left zero from LeaseTTL.
+func (t Timing) WithDefaults() Timing {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -102,11 +103,25 @@ func (n names) sessionEvents(session string) string { return n.fleet + ".ev." + 
 // allEvents matches every event subject of the fleet.
 func (n names) allEvents() string { return n.fleet + ".ev.>" }
 
+// life is the subject of session's lifecycle changes (life("") is the
+// prefix of them all).
+func (n names) life(session string) string { return n.fleet + ".life." + session }
+
+// allLife matches every lifecycle subject of the fleet.
+func (n names) allLife() string { return n.fleet + ".life.>" }
+
 // rpc is the subject of an operation served by node.
 func (n names) rpc(node, op string) string { return n.fleet + ".rpc." + node + "." + op }
 
 // rpcAll matches every operation served by node.
 func (n names) rpcAll(node string) string { return n.fleet + ".rpc." + node + ".>" }
+
+// term is the subject of one direction of a terminal bridged between two
+// nodes: dir "out" carries the terminal's output to the node of its
+// client, "in" its client's keystrokes to the node of its session.
+func (n names) term(node, bridge, dir string) string {
+	return n.fleet + ".term." + node + "." + bridge + "." + dir
+}
 
 // validToken accepts names safe as one NATS subject token and one key:
 // letters, digits, '-' and '_', 1 to 64 of them.

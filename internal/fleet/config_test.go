@@ -13,11 +13,11 @@ func TestTimingKeepsRoomForRenewalsAndTheStop(t *testing.T) {
 		err    string
 	}{
 		{name: "the defaults", timing: DefaultTiming()},
-		{name: "the tests' timing", timing: testTiming().withDefaults()},
-		{name: "a TTL too short to mean anything", timing: Timing{LeaseTTL: 100 * time.Millisecond}.withDefaults(), err: "too short"},
-		{name: "renewals too rare for the TTL", timing: Timing{LeaseTTL: 10 * time.Second, Renew: 4 * time.Second}.withDefaults(), err: "fewer than two renewals"},
-		{name: "a margin that eats the TTL", timing: Timing{LeaseTTL: 10 * time.Second, Margin: 9 * time.Second}.withDefaults(), err: "fewer than two renewals"},
-		{name: "heartbeats too rare for the node TTL", timing: Timing{LeaseTTL: 10 * time.Second, Heartbeat: 6 * time.Second}.withDefaults(), err: "fewer than two heartbeats"},
+		{name: "the tests' timing", timing: testTiming().WithDefaults()},
+		{name: "a TTL too short to mean anything", timing: Timing{LeaseTTL: 100 * time.Millisecond}.WithDefaults(), err: "too short"},
+		{name: "renewals too rare for the TTL", timing: Timing{LeaseTTL: 10 * time.Second, Renew: 4 * time.Second}.WithDefaults(), err: "fewer than two renewals"},
+		{name: "a margin that eats the TTL", timing: Timing{LeaseTTL: 10 * time.Second, Margin: 9 * time.Second}.WithDefaults(), err: "fewer than two renewals"},
+		{name: "heartbeats too rare for the node TTL", timing: Timing{LeaseTTL: 10 * time.Second, Heartbeat: 6 * time.Second}.WithDefaults(), err: "fewer than two heartbeats"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.timing.Check()

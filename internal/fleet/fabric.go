@@ -53,7 +53,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg FabricConfig) (*Fabric, error)
 	if !validToken(cfg.Fleet) {
 		return nil, fmt.Errorf("fleet name %q: want 1 to 64 letters, digits, '-' or '_'", cfg.Fleet)
 	}
-	cfg.Timing = cfg.Timing.withDefaults()
+	cfg.Timing = cfg.Timing.WithDefaults()
 	if err := cfg.Timing.Check(); err != nil {
 		return nil, err
 	}
@@ -98,8 +98,8 @@ func Open(ctx context.Context, nc *nats.Conn, cfg FabricConfig) (*Fabric, error)
 	}
 	if f.events, err = f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        f.names.eventsStream(),
-		Description: "Corral fleet: every session's events, replicated from its owner's events.jsonl",
-		Subjects:    []string{f.names.allEvents()},
+		Description: "Corral fleet: every session's events, replicated from its owner's events.jsonl, and lifecycle changes",
+		Subjects:    []string{f.names.allEvents(), f.names.allLife()},
 		Storage:     jetstream.FileStorage,
 		Replicas:    cfg.Replicas,
 		Retention:   jetstream.LimitsPolicy,

@@ -233,6 +233,28 @@ func (n *Node) Record(ctx context.Context, id string) (Record, error) {
 	return rec, err
 }
 
+// Refresh reads session id's record from the fabric, not from this
+// node's copy.
+func (n *Node) Refresh(ctx context.Context, id string) (Record, error) {
+	rec, _, err := n.catalog.read(ctx, id)
+	return rec, err
+}
+
+// SetPlacement records how a session of this node was placed.
+func (n *Node) SetPlacement(ctx context.Context, id string, p Placement) error {
+	for range 3 {
+		rec, rev, err := n.catalog.read(ctx, id)
+		if err != nil {
+			return err
+		}
+		rec.Placement = p
+		if _, err = n.catalog.update(ctx, rec, rev); !errors.Is(err, wire.ErrConflict) {
+			return err
+		}
+	}
+	return wire.Errorf(wire.CodeConflict, "session %s: its record kept changing", id)
+}
+
 // Records returns every session's record.
 func (n *Node) Records() []Record {
 	all := n.catalog.all()
@@ -241,6 +263,12 @@ func (n *Node) Records() []Record {
 		out[i] = e.rec
 	}
 	return out
+}
+
+// TermSubject is the subject of one direction ("in" or "out") of a
+// terminal bridged through node.
+func (n *Node) TermSubject(node, bridge, dir string) string {
+	return n.f.names.term(node, bridge, dir)
 }
 
 // Replay reads session id's events from the fleet's replica.
@@ -292,7 +320,9 @@ func (n *Node) Hold(ctx context.Context, id string) (*Claim, error) {
 			return nil, wire.Errorf(wire.CodeTimeout, "session %s: waiting for its last runner's release", id)
 		}
 	}
-	rec, _, err := n.catalog.get(ctx, id)
+	// Read afresh: a session that moved while this node's copy lagged is
+	// not started here.
+	rec, _, err := n.catalog.read(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,11 @@ type Placement struct {
 	Requested bool `json:"requested,omitempty"`
 }
 
+// cliEngines are the engines that need an agent CLI installed on the node
+// (NodeInfo.Engines lists those it has); the script engine and plugins
+// run in the runner.
+var cliEngines = []string{"claude", "codex", "copilot"}
+
 // engineMemory is roughly what a session on an engine takes beside its
 // runner, in bytes: the agent CLI's resident memory (a Claude Code CLI
 // about 190 MB, a Codex app-server about 80 MB); the script engine and
@@ -171,7 +176,7 @@ func misfit(w Want, c candidate) string {
 			return fmt.Sprintf("(lacks label %s=%s)", k, v)
 		}
 	}
-	if w.Engine != "" && len(c.info.Engines) > 0 && !slices.Contains(c.info.Engines, w.Engine) {
+	if slices.Contains(cliEngines, w.Engine) && !slices.Contains(c.info.Engines, w.Engine) {
 		return fmt.Sprintf("(has no engine %s)", w.Engine)
 	}
 	if need := engineMemory(w.Engine); c.info.MemAvailable > 0 && c.info.MemAvailable < need {

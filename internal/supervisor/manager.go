@@ -191,7 +191,17 @@ func (m *Manager) dropLocked(e *entry) {
 func (m *Manager) spawn(e *entry, id string) {
 	defer m.spawns.Done()
 	t0 := time.Now()
-	c, spare, err := m.startRunner(id)
+	ctx, cancel := context.WithTimeout(m.stopping, m.cfg.StartTimeout)
+	claim, err := m.claim(ctx, id)
+	cancel()
+	var c *child
+	spare := false
+	if err == nil {
+		c, spare, err = m.startRunner(id)
+		if err != nil && claim != nil {
+			claim.Release()
+		}
+	}
 	m.cfg.Observer.SessionStart(time.Since(t0), spare, err)
 	m.mu.Lock()
 	late := err == nil && m.closed
@@ -205,6 +215,9 @@ func (m *Manager) spawn(e *entry, id string) {
 		e.child = c
 		e.lastUsed = m.cfg.Now()
 		c.madeLive.Store(true)
+		if claim != nil {
+			e.claims = append(e.claims, claim)
+		}
 	}
 	m.mu.Unlock()
 	// The lifecycle item goes out before whoever waits for the start goes
