@@ -139,26 +139,31 @@ func (c *catalog) get(ctx context.Context, id string) (Record, uint64, error) {
 	return c.read(ctx, id)
 }
 
-// read reads session id's record from the bucket.
+// read reads session id's record from the bucket's leader, so it sees
+// every write acknowledged before it (a read served by a replica may lag).
 func (c *catalog) read(ctx context.Context, id string) (Record, uint64, error) {
 	if !validToken(id) {
 		return Record{}, 0, wire.Errorf(wire.CodeNotFound, "session %s not found", id)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.f.timing.Request)
 	defer cancel()
-	ent, err := c.f.sessions.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	raw, rev, err := c.f.latest(ctx, c.f.names.sessionsBucket(), id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return Record{}, 0, wire.Errorf(wire.CodeNotFound, "session %s not found", id)
 	}
 	if err != nil {
 		return Record{}, 0, wire.Errorf(wire.CodeUnavailable, "the fleet's catalog: %v", err)
 	}
 	var rec Record
-	if err := json.Unmarshal(ent.Value(), &rec); err != nil {
+	if err := json.Unmarshal(raw, &rec); err != nil || rec.ID != id {
 		return Record{}, 0, wire.Errorf(wire.CodeInternal, "session %s: unreadable catalog record: %v", id, err)
 	}
-	c.apply(ent)
-	return rec, ent.Revision(), nil
+	c.mu.Lock()
+	if cur, ok := c.records[id]; !ok || cur.rev < rev {
+		c.records[id] = catalogEntry{rec: rec, rev: rev}
+	}
+	c.mu.Unlock()
+	return rec, rev, nil
 }
 
 // create adds a new session's record.

@@ -10,10 +10,13 @@ import (
 // the bounds; Check enforces them.
 type Timing struct {
 	// LeaseTTL is how long a session's lease lives on the fabric after its
-	// last renewal: the NATS servers remove it then (default 15s).
+	// last renewal: the NATS servers remove it then (default 30s). A node
+	// gives its sessions up 0.7 of it after its last renewal: that must
+	// outlast the election of a new leader when a NATS server dies (the
+	// servers wait 4 to 9 s before they call one).
 	LeaseTTL time.Duration
 	// Renew is how often a node renews the leases it holds (default
-	// LeaseTTL/6).
+	// LeaseTTL/10).
 	Renew time.Duration
 	// Margin is kept between the local deadline of a lease and its expiry
 	// on the servers, for the skew between the NATS servers' clocks and
@@ -21,7 +24,7 @@ type Timing struct {
 	Margin time.Duration
 	// StopBudget is how long a node allows itself to stop a session's
 	// runner: it starts to stop it this long before the local deadline
-	// (default LeaseTTL/5).
+	// (default LeaseTTL/10).
 	StopBudget time.Duration
 	// NodeTTL is how long a node stays in the registry after its last
 	// heartbeat (default LeaseTTL).
@@ -35,7 +38,7 @@ type Timing struct {
 
 // DefaultTiming is the timing of a production fleet.
 func DefaultTiming() Timing {
-	return Timing{LeaseTTL: 15 * time.Second}.WithDefaults()
+	return Timing{LeaseTTL: 30 * time.Second}.WithDefaults()
 }
 
 // WithDefaults fills in every duration left zero from LeaseTTL.
@@ -45,10 +48,10 @@ func (t Timing) WithDefaults() Timing {
 			*d = v
 		}
 	}
-	def(&t.LeaseTTL, 15*time.Second)
-	def(&t.Renew, t.LeaseTTL/6)
+	def(&t.LeaseTTL, 30*time.Second)
+	def(&t.Renew, t.LeaseTTL/10)
 	def(&t.Margin, t.LeaseTTL/5)
-	def(&t.StopBudget, t.LeaseTTL/5)
+	def(&t.StopBudget, t.LeaseTTL/10)
 	def(&t.NodeTTL, t.LeaseTTL)
 	def(&t.Heartbeat, t.NodeTTL/5)
 	def(&t.Request, 10*time.Second)

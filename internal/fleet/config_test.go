@@ -28,7 +28,7 @@ func TestTimingKeepsRoomForRenewalsAndTheStop(t *testing.T) {
 	}
 	// The default arithmetic, as docs/fleet.md states it.
 	d := DefaultTiming()
-	if d.holdFor() != 12*time.Second || d.stopAfter() != 9*time.Second || d.Renew != 2500*time.Millisecond {
+	if d.holdFor() != 24*time.Second || d.stopAfter() != 21*time.Second || d.Renew != 3*time.Second {
 		t.Fatalf("defaults: hold %v, stop after %v, renew %v", d.holdFor(), d.stopAfter(), d.Renew)
 	}
 }

@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -138,4 +140,51 @@ func isWrongLastSeq(err error) bool {
 	}
 	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// latest reads key's value in bucket from the bucket's stream leader: a
+// read that sees every write acknowledged before it, where the key-value
+// client's reads may be served by a replica that lags. A deleted or
+// expired key is jetstream.ErrKeyNotFound.
+func (f *Fabric) latest(ctx context.Context, bucket, key string) ([]byte, uint64, error) {
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
+	var msg *nats.Msg
+	err := f.retry(ctx, func(ctx context.Context) error {
+		var err error
+		msg, err = f.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+		if err == nil && bytes.Contains(msg.Data, []byte(`"code":503`)) {
+			err = jetstream.ErrNoStreamResponse // no leader yet
+		}
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var resp struct {
+		Error *jetstream.APIError `json:"error"`
+		Message *struct {
+			Seq  uint64 `json:"seq"`
+			Hdrs []byte `json:"hdrs"`
+			Data []byte `json:"data"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, 0, fmt.Errorf("read %s/%s: %w", bucket, key, err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return nil, 0, jetstream.ErrKeyNotFound
+		}
+		return nil, 0, resp.Error
+	}
+	if resp.Message == nil {
+		return nil, 0, fmt.Errorf("read %s/%s: an empty answer", bucket, key)
+	}
+	if len(resp.Message.Hdrs) > 0 {
+		hdr, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
+		if err == nil && (hdr.Get("KV-Operation") != "" || hdr.Get(jetstream.MarkerReasonHeader) != "") {
+			return nil, 0, jetstream.ErrKeyNotFound // deleted, purged or expired
+		}
+	}
+	return resp.Message.Data, resp.Message.Seq, nil
 }

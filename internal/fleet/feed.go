@@ -75,7 +75,12 @@ func (n *Node) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 	if len(filters) == 0 {
 		filters = []string{n.f.names.allEvents(), n.f.names.allLife()}
 	}
-	info, err := n.f.events.Info(ctx)
+	var info *jetstream.StreamInfo
+	err := n.f.retry(ctx, func(ctx context.Context) error {
+		var err error
+		info, err = n.f.events.Info(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, replicaUnavailable(err)
 	}
@@ -98,10 +103,15 @@ func (n *Node) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 		}
 		f.backlog, f.from, f.last = ids, max(opts.FromSeq, 1), map[string]int64{}
 	}
-	cons, err := n.f.js.OrderedConsumer(ctx, n.f.names.eventsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    start,
+	var cons jetstream.Consumer
+	err = n.f.retry(ctx, func(actx context.Context) error {
+		var err error
+		cons, err = n.f.js.OrderedConsumer(context.WithoutCancel(actx), n.f.names.eventsStream(), jetstream.OrderedConsumerConfig{
+			FilterSubjects: filters,
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    start,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, replicaUnavailable(err)

@@ -175,10 +175,21 @@ func (k *leaseKeeper) acquire(ctx context.Context, session string) (*Lease, erro
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, k.f.timing.Request)
-	defer cancel()
+	// The deadline counts from the first attempt's send: a later attempt
+	// only moves the servers' stamp later.
 	sent := time.Now()
-	rev, err := k.f.leases.Create(ctx, session, raw)
+	var rev uint64
+	err = k.f.retry(ctx, func(ctx context.Context) error {
+		var err error
+		rev, err = k.f.leases.Create(ctx, session, raw)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			// An attempt that timed out may have been written after all.
+			if v, cur, gerr := k.current(ctx, session); gerr == nil && v != nil && v.Node == k.node && v.Instance == k.instance {
+				rev, err = cur, nil
+			}
+		}
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			holder := "another node"
@@ -206,21 +217,21 @@ func (k *leaseKeeper) acquire(ctx context.Context, session string) (*Lease, erro
 // current reads session's lease key: its value and revision, nil when
 // there is none.
 func (k *leaseKeeper) current(ctx context.Context, session string) (*leaseValue, uint64, error) {
-	e, err := k.f.leases.Get(ctx, session)
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	raw, rev, err := k.f.latest(ctx, k.f.names.leasesBucket(), session)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
 	}
 	if err != nil {
 		return nil, 0, err
 	}
 	var v leaseValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
+	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, 0, fmt.Errorf("lease of %s: %w", session, err)
 	}
 	if v.Fence == 0 {
-		v.Fence = e.Revision()
+		v.Fence = rev
 	}
-	return &v, e.Revision(), nil
+	return &v, rev, nil
 }
 
 func (k *leaseKeeper) forget(l *Lease) {

@@ -240,19 +240,20 @@ func (n *Node) Refresh(ctx context.Context, id string) (Record, error) {
 	return rec, err
 }
 
-// SetPlacement records how a session of this node was placed.
-func (n *Node) SetPlacement(ctx context.Context, id string, p Placement) error {
+// SetPlacement records how a session of this node was placed, and
+// returns its record.
+func (n *Node) SetPlacement(ctx context.Context, id string, p Placement) (Record, error) {
 	for range 3 {
 		rec, rev, err := n.catalog.read(ctx, id)
 		if err != nil {
-			return err
+			return rec, err
 		}
 		rec.Placement = p
 		if _, err = n.catalog.update(ctx, rec, rev); !errors.Is(err, wire.ErrConflict) {
-			return err
+			return rec, err
 		}
 	}
-	return wire.Errorf(wire.CodeConflict, "session %s: its record kept changing", id)
+	return Record{}, wire.Errorf(wire.CodeConflict, "session %s: its record kept changing", id)
 }
 
 // Records returns every session's record.
@@ -274,6 +275,15 @@ func (n *Node) TermSubject(node, bridge, dir string) string {
 // Replay reads session id's events from the fleet's replica.
 func (n *Node) Replay(ctx context.Context, id string, from int64, follow bool) (EventStream, error) {
 	return n.f.Replay(ctx, id, from, follow)
+}
+
+// Holds reports whether this node holds session id's lease now: its
+// runner is live here, and the session is this node's beyond doubt.
+func (n *Node) Holds(id string) bool {
+	n.mu.Lock()
+	c := n.claims[id]
+	n.mu.Unlock()
+	return c != nil && c.lease.Err() == nil
 }
 
 // Claim is this node's hold on a session while its runner is live here:
@@ -356,6 +366,9 @@ func (n *Node) Hold(ctx context.Context, id string) (*Claim, error) {
 	n.claims[id] = c
 	n.mu.Unlock()
 	n.orphans.heldHere(id)
+	// Tests read this line (and "claim released") to check that no
+	// session was ever live on two nodes at once.
+	n.log.Info("fleet: claim taken", zap.String("session", id), zap.Uint64("fence", lease.Fence()))
 	n.spawn(func() {
 		defer close(c.pubDone)
 		newPublisher(n.f, id, lease.Fence(), n.local, n.log).run(pctx, true)
@@ -395,6 +408,7 @@ func (c *Claim) Release() {
 	c.once.Do(func() {
 		n := c.n
 		id := c.lease.Session()
+		n.log.Info("fleet: claim released", zap.String("session", id), zap.Uint64("fence", c.lease.Fence()))
 		done := make(chan struct{})
 		n.mu.Lock()
 		if n.claims[id] == c {

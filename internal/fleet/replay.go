@@ -27,20 +27,33 @@ type replay struct {
 }
 
 // Replay opens session's events in the replica from seq from (from <= 1:
-// from the first).
+// from the first). It waits out a leader election (transient.go).
 func (f *Fabric) Replay(ctx context.Context, session string, from int64, follow bool) (EventStream, error) {
+	var out EventStream
+	err := f.retry(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = f.openReplay(ctx, session, from, follow)
+		return err
+	})
+	if err != nil {
+		return nil, replicaUnavailable(err)
+	}
+	return out, nil
+}
+
+func (f *Fabric) openReplay(ctx context.Context, session string, from int64, follow bool) (EventStream, error) {
 	from = max(from, 1)
 	r := &replay{follow: follow, next: from}
 	// The stream's end is read first: a message of the session published
 	// after it has a higher sequence, so starting past it misses nothing.
 	info, err := f.events.Info(ctx)
 	if err != nil {
-		return nil, replicaUnavailable(err)
+		return nil, err
 	}
 	subject := f.names.sessionEvents(session)
 	last, err := f.events.GetLastMsgForSubject(ctx, subject)
 	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, replicaUnavailable(err)
+		return nil, err
 	}
 	var start uint64
 	switch {
@@ -52,7 +65,7 @@ func (f *Fabric) Replay(ctx context.Context, session string, from int64, follow 
 	default:
 		_, lastEvent, _, _, herr := replicaHeaders(last.Header)
 		if herr != nil {
-			return nil, replicaUnavailable(herr)
+			return nil, herr
 		}
 		r.end = lastEvent
 		if from > lastEvent {
@@ -66,16 +79,17 @@ func (f *Fabric) Replay(ctx context.Context, session string, from int64, follow 
 			return nil, err
 		}
 	}
-	cons, err := f.js.OrderedConsumer(ctx, f.names.eventsStream(), jetstream.OrderedConsumerConfig{
+	// The consumer outlives this call's context.
+	cons, err := f.js.OrderedConsumer(context.WithoutCancel(ctx), f.names.eventsStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    start,
 	})
 	if err != nil {
-		return nil, replicaUnavailable(err)
+		return nil, err
 	}
 	if r.iter, err = cons.Messages(jetstream.PullMaxMessages(512)); err != nil {
-		return nil, replicaUnavailable(err)
+		return nil, err
 	}
 	return r, nil
 }
@@ -88,17 +102,17 @@ func (f *Fabric) findStart(ctx context.Context, session string, from int64) (uin
 		return m.Sequence, nil
 	}
 	if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, replicaUnavailable(err)
+		return 0, err
 	}
 	// No message on from's bucket although later ones exist: the oldest
 	// events went when the replica reached its size limit.
 	first, err := f.events.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(f.names.sessionEvents(session)))
 	if err != nil {
-		return 0, replicaUnavailable(err)
+		return 0, err
 	}
 	firstEvent, _, _, _, err := replicaHeaders(first.Header)
 	if err != nil {
-		return 0, replicaUnavailable(err)
+		return 0, err
 	}
 	if firstEvent > from {
 		return 0, wire.Errorf(wire.CodeUnavailable,
@@ -109,6 +123,10 @@ func (f *Fabric) findStart(ctx context.Context, session string, from int64) (uin
 }
 
 func replicaUnavailable(err error) error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return err
+	}
 	return wire.Errorf(wire.CodeUnavailable, "the fleet's event replica: %v", err)
 }
 

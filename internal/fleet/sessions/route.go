@@ -40,13 +40,29 @@ func (r *routed) route(ctx context.Context, id, op string, req, res any, local f
 		if err := lost(rec); err != nil {
 			return err
 		}
-		if rec.Node == r.f.node.Name() {
-			return local()
+		if rec.Node == r.f.node.Name() && !r.f.node.Holds(id) {
+			// Not live here: this node's copy of the catalog could lag (it
+			// was cut off a moment ago), and an answer from the session's
+			// folder would then be another node's session's.
+			fresh, ferr := r.f.node.Refresh(ctx, id)
+			if ferr != nil {
+				return ferr
+			}
+			if fresh.Node != rec.Node {
+				rec = fresh
+				continue
+			}
 		}
-		err := r.f.node.Call(ctx, rec.Node, op, req, res)
+		if rec.Node == r.f.node.Name() {
+			err = local()
+		} else {
+			err = r.f.node.Call(ctx, rec.Node, op, req, res)
+		}
 		if attempt > 0 || !errors.Is(err, wire.ErrConflict) {
 			return err
 		}
+		// This node's copy of the catalog may lag (it was cut off a
+		// moment ago): the fabric says where the session is now.
 		fresh, ferr := r.f.node.Refresh(ctx, id)
 		if ferr != nil || fresh.Node == rec.Node {
 			return err
@@ -136,13 +152,12 @@ func (f *Fleet) createHere(ctx context.Context, m *supervisor.Manager, spec wire
 		return s, err
 	}
 	// The claim registered it as made here; the record says how it came.
-	if err := f.node.SetPlacement(ctx, s.ID, p); err != nil {
+	rec, err := f.node.SetPlacement(ctx, s.ID, p)
+	if err != nil {
 		f.log.Warn("placement not recorded", logSession(s.ID), logErr(err))
+		return s, nil
 	}
-	rec, err := f.node.Record(ctx, s.ID)
-	if err == nil {
-		s.Fleet = fleetView(rec)
-	}
+	s.Fleet = fleetView(rec)
 	return s, nil
 }
 
