@@ -174,7 +174,7 @@ func (c *catalog) create(ctx context.Context, rec Record) (uint64, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.f.timing.Request)
 	defer cancel()
-	rev, err := c.f.sessions.Create(ctx, rec.ID, raw)
+	rev, err := c.f.create(ctx, c.f.names.sessionsBucket(), rec.ID, raw)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, wire.Errorf(wire.CodeConflict, "session %s is already in the fleet's catalog", rec.ID)
 	}

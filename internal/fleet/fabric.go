@@ -147,9 +147,20 @@ func isWrongLastSeq(err error) bool {
 // client's reads may be served by a replica that lags. A deleted or
 // expired key is jetstream.ErrKeyNotFound.
 func (f *Fabric) latest(ctx context.Context, bucket, key string) ([]byte, uint64, error) {
+	value, rev, live, err := f.lastEntry(ctx, bucket, key)
+	if err == nil && !live {
+		err = jetstream.ErrKeyNotFound
+	}
+	return value, rev, err
+}
+
+// lastEntry reads the last message of key in bucket from the leader: its
+// value and revision, and whether it is a value rather than a delete,
+// purge or expiry marker. A key never written has revision 0.
+func (f *Fabric) lastEntry(ctx context.Context, bucket, key string) (value []byte, rev uint64, live bool, err error) {
 	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
 	var msg *nats.Msg
-	err := f.retry(ctx, func(ctx context.Context) error {
+	err = f.retry(ctx, func(ctx context.Context) error {
 		var err error
 		msg, err = f.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
 		if err == nil && bytes.Contains(msg.Data, []byte(`"code":503`)) {
@@ -158,10 +169,10 @@ func (f *Fabric) latest(ctx context.Context, bucket, key string) ([]byte, uint64
 		return err
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	var resp struct {
-		Error *jetstream.APIError `json:"error"`
+		Error   *jetstream.APIError `json:"error"`
 		Message *struct {
 			Seq  uint64 `json:"seq"`
 			Hdrs []byte `json:"hdrs"`
@@ -169,22 +180,45 @@ func (f *Fabric) latest(ctx context.Context, bucket, key string) ([]byte, uint64
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return nil, 0, fmt.Errorf("read %s/%s: %w", bucket, key, err)
+		return nil, 0, false, fmt.Errorf("read %s/%s: %w", bucket, key, err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return nil, 0, jetstream.ErrKeyNotFound
+			return nil, 0, false, nil
 		}
-		return nil, 0, resp.Error
+		return nil, 0, false, resp.Error
 	}
 	if resp.Message == nil {
-		return nil, 0, fmt.Errorf("read %s/%s: an empty answer", bucket, key)
+		return nil, 0, false, fmt.Errorf("read %s/%s: an empty answer", bucket, key)
 	}
 	if len(resp.Message.Hdrs) > 0 {
 		hdr, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
 		if err == nil && (hdr.Get("KV-Operation") != "" || hdr.Get(jetstream.MarkerReasonHeader) != "") {
-			return nil, 0, jetstream.ErrKeyNotFound // deleted, purged or expired
+			return nil, resp.Message.Seq, false, nil // deleted, purged or expired
 		}
 	}
-	return resp.Message.Data, resp.Message.Seq, nil
+	return resp.Message.Data, resp.Message.Seq, true, nil
+}
+
+// create writes key in bucket if it holds no value (never written,
+// deleted or expired), with a compare-and-set on what the leader says is
+// there: the key-value client's own Create reads a replica, which may not
+// have seen a delete yet, and then refuses a key that is free.
+func (f *Fabric) create(ctx context.Context, bucket, key string, value []byte) (uint64, error) {
+	_, rev, live, err := f.lastEntry(ctx, bucket, key)
+	if err != nil {
+		return 0, err
+	}
+	if live {
+		return 0, jetstream.ErrKeyExists
+	}
+	ack, err := f.js.PublishMsg(ctx, &nats.Msg{Subject: "$KV." + bucket + "." + key, Data: value},
+		jetstream.WithExpectLastSequencePerSubject(rev))
+	if err != nil {
+		if isWrongLastSeq(err) {
+			return 0, jetstream.ErrKeyExists // written meanwhile
+		}
+		return 0, err
+	}
+	return ack.Sequence, nil
 }

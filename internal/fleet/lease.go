@@ -181,7 +181,7 @@ func (k *leaseKeeper) acquire(ctx context.Context, session string) (*Lease, erro
 	var rev uint64
 	err = k.f.retry(ctx, func(ctx context.Context) error {
 		var err error
-		rev, err = k.f.leases.Create(ctx, session, raw)
+		rev, err = k.f.create(ctx, k.f.names.leasesBucket(), session, raw)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			// An attempt that timed out may have been written after all.
 			if v, cur, gerr := k.current(ctx, session); gerr == nil && v != nil && v.Node == k.node && v.Instance == k.instance {

@@ -83,7 +83,7 @@ func (r *registry) join(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_, err = r.f.nodes.Create(ctx, r.self.Name, raw)
+		_, err = r.f.create(ctx, r.f.names.nodesBucket(), r.self.Name, raw)
 		if err == nil {
 			return nil
 		}

@@ -60,6 +60,8 @@ type fleetOptions struct {
 	// proxied nodes reach the servers through proxies the test can cut.
 	proxied []int
 	args    []string
+	// nodeArgs are more flags for one node.
+	nodeArgs map[int][]string
 }
 
 func startFleet(t *testing.T, o fleetOptions) *testFleet {
@@ -110,6 +112,7 @@ func startFleet(t *testing.T, o fleetOptions) *testFleet {
 		args := []string{"--nats", strings.Join(urls, ","), "--node", name, "--fleet", fleetName,
 			"--storage", f.storage, "--lease-ttl", leaseTTL}
 		args = append(args, o.args...)
+		args = append(args, o.nodeArgs[i]...)
 		f.nodes = append(f.nodes, testsupervisor.Start(t, testsupervisor.Options{Args: args}))
 		f.names = append(f.names, name)
 	}
