@@ -95,7 +95,7 @@ func (n names) sessionsBucket() string { return n.fleet + "_sessions" }
 func (n names) eventsStream() string   { return n.fleet + "_events" }
 
 // eventSubject is where the events of session from seq first on go: one
-// subject per 1024 seqs (see replica.go).
+// subject per 4096 seqs (see replica.go).
 func (n names) eventSubject(session string, first int64) string {
 	return fmt.Sprintf("%s.ev.%s.%d", n.fleet, session, first>>eventBucketBits)
 }

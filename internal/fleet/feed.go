@@ -116,7 +116,7 @@ func (n *Node) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 	if err != nil {
 		return nil, replicaUnavailable(err)
 	}
-	if f.iter, err = cons.Messages(jetstream.PullMaxMessages(512)); err != nil {
+	if f.iter, err = cons.Messages(jetstream.PullMaxBytes(8<<20)); err != nil {
 		return nil, replicaUnavailable(err)
 	}
 	return f, nil

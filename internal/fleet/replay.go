@@ -88,7 +88,7 @@ func (f *Fabric) openReplay(ctx context.Context, session string, from int64, fol
 	if err != nil {
 		return nil, err
 	}
-	if r.iter, err = cons.Messages(jetstream.PullMaxMessages(512)); err != nil {
+	if r.iter, err = cons.Messages(jetstream.PullMaxBytes(8<<20)); err != nil {
 		return nil, err
 	}
 	return r, nil

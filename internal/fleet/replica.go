@@ -19,11 +19,13 @@ import (
 // lines exactly as the log holds them (each with its newline), or one
 // piece of a line too long for a message. Its subject is
 //
-//	<fleet>.ev.<session>.<first seq / 1024>
+//	<fleet>.ev.<session>.<first seq / 4096>
 //
 // and a batch never spans two of these buckets, so the message holding
 // seq N is found with one lookup, the first message on N's bucket subject,
-// and a reader starts there and skips at most 1023 events.
+// and a reader starts there and skips at most 4095 events (a few hundred
+// kilobytes, where a search of the stream would take one round trip per
+// step).
 //
 // The owner publishes one message at a time with a compare-and-set on the
 // session's last message (Nats-Expected-Last-Subject-Sequence over the
@@ -34,11 +36,11 @@ import (
 // old owner wrote but never published are not lost.
 
 const (
-	eventBucketBits = 10
+	eventBucketBits = 12
 	// maxBatchEvents and maxBatchBytes bound one message: a batch forms
 	// only from what waits while the previous message is in flight.
 	maxBatchEvents = 1 << eventBucketBits
-	maxBatchBytes  = 256 << 10
+	maxBatchBytes  = 1 << 20
 
 	hdrFirst = "Corral-First" // seq of the first event in the message
 	hdrLast  = "Corral-Last"  // seq of the last event in the message
@@ -83,6 +85,9 @@ type publisher struct {
 	lastEvent  int64  // the last event seq the replica holds
 	msg        nats.Msg
 	buf        []byte
+	// atHand is a context already done: Next(atHand) returns only an
+	// event that needs no waiting.
+	atHand context.Context
 }
 
 func newPublisher(f *Fabric, session string, fence uint64, src EventLog, log *zap.Logger) *publisher {
@@ -90,7 +95,9 @@ func newPublisher(f *Fabric, session string, fence uint64, src EventLog, log *za
 	if mp := int(f.nc.MaxPayload()) - 4<<10; mp > 0 && mp < maxData {
 		maxData = mp
 	}
-	return &publisher{f: f, log: log.With(zap.String("session", session)), session: session, fence: fence, src: src, maxData: maxData}
+	atHand, cancel := context.WithCancel(context.Background())
+	cancel()
+	return &publisher{f: f, log: log.With(zap.String("session", session)), session: session, fence: fence, src: src, maxData: maxData, atHand: atHand}
 }
 
 // errResync means the replica holds something else than the publisher
@@ -184,10 +191,13 @@ func (p *publisher) copyFrom(ctx context.Context, follow bool) error {
 		}
 		first, last, n := ev.Seq, ev.Seq, 1
 		p.buf = append(append(p.buf[:0], ev.Line...), '\n')
-		for src.Buffered() && n < maxBatchEvents {
-			next, err := src.Next(ctx)
+		// The batch takes what the log has at hand: Next with a context
+		// already done returns an event it need not wait for (one in its
+		// buffer or in the file), else the context's error.
+		for n < maxBatchEvents {
+			next, err := src.Next(p.atHand)
 			if err != nil {
-				break // met again on the next call
+				break // an error other than the context's is met again
 			}
 			if next.Seq <= last {
 				continue

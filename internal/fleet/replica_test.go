@@ -32,10 +32,10 @@ func TestReplicaHoldsTheLogAndAnyNodeReadsItFromAnySeq(t *testing.T) {
 	owner := openFabric(t, connect(t, c.Servers[0].URL()), fleet)
 	front := openFabric(t, connect(t, c.Servers[2].URL()), fleet)
 	log := newMemLog()
-	log.add("s1", 2500, 120)
+	log.add("s1", 6000, 120)
 	// A line longer than a message, in the middle of a bucket.
-	log.addLine("s1", eventLine(2501, 700<<10))
-	log.add("s1", 3100, 300)
+	log.addLine("s1", eventLine(6001, 1500<<10))
+	log.add("s1", 9000, 300)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -44,7 +44,7 @@ func TestReplicaHoldsTheLogAndAnyNodeReadsItFromAnySeq(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := log.all("s1")
-	for _, from := range []int64{1, 2, 1023, 1024, 1025, 2048, 2501, 2502, 3100} {
+	for _, from := range []int64{1, 2, 4095, 4096, 4097, 6000, 6001, 6002, 8192, 9000} {
 		s, err := front.Replay(ctx, "s1", from, false)
 		if err != nil {
 			t.Fatalf("from %d: %v", from, err)
@@ -56,7 +56,7 @@ func TestReplicaHoldsTheLogAndAnyNodeReadsItFromAnySeq(t *testing.T) {
 	for _, c := range []struct {
 		session string
 		from    int64
-	}{{"s1", 3101}, {"s2", 1}} {
+	}{{"s1", 9001}, {"s2", 1}} {
 		s, err := front.Replay(ctx, c.session, c.from, false)
 		if err != nil {
 			t.Fatal(err)

@@ -33,7 +33,7 @@ const leaseTTL = "4s"
 // testFleet is NATS servers and supervisor processes on loopback, sharing
 // one storage folder (as nodes on a shared volume do).
 type testFleet struct {
-	t       *testing.T
+	t       testing.TB
 	cluster *fleettest.Cluster
 	storage string
 	// work is the sessions' working folder and scenario the script they
@@ -64,7 +64,7 @@ type fleetOptions struct {
 	nodeArgs map[int][]string
 }
 
-func startFleet(t *testing.T, o fleetOptions) *testFleet {
+func startFleet(t testing.TB, o fleetOptions) *testFleet {
 	t.Helper()
 	c := o.cluster
 	if c == nil {
@@ -135,13 +135,13 @@ func rotate(s []string, n int) []string {
 	return append(append([]string{}, s[n:]...), s[:n]...)
 }
 
-func ctxFor(t *testing.T) context.Context {
+func ctxFor(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
