@@ -3,7 +3,9 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,4 +102,70 @@ func BenchmarkRequestToAnotherNode(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkLeaseRenewal measures one round of lease renewals of a node
+// holding 1,000 sessions: every renewal goes out at once and the round
+// ends when every one is acknowledged (docs/scaling.md).
+//
+//	go test -run '^$' -bench LeaseRenewal -benchtime 10x ./internal/fleet/
+func BenchmarkLeaseRenewal(b *testing.B) {
+	const leases = 1000
+	c := fleettest.Shared(b)
+	f := openFabric(b, connect(b, c.Servers[0].URL()), newFleetName())
+	k := newLeaseKeeper(f, "n1", "i1", testLogger(b))
+	ctx := context.Background()
+	for i := range leases {
+		if _, err := k.acquire(ctx, fmt.Sprintf("s%04d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		k.renewAll(ctx)
+	}
+	for _, l := range k.held {
+		if l.Err() != nil {
+			b.Fatalf("lease %s lost: %v", l.session, l.Err())
+		}
+	}
+	b.ReportMetric(float64(leases)*float64(b.N)/b.Elapsed().Seconds(), "renewals/s")
+	k.releaseAll(ctx)
+}
+
+// BenchmarkReplicaManySessions measures the replica's intake when many
+// sessions each append an event now and then, so that every event is a
+// message of its own: 1,000 sessions' publishers, one event each per
+// round (docs/scaling.md).
+//
+//	go test -run '^$' -bench ReplicaManySessions -benchtime 5x ./internal/fleet/
+func BenchmarkReplicaManySessions(b *testing.B) {
+	const sessions = 1000
+	c := fleettest.Shared(b)
+	f := openFabric(b, connect(b, c.Servers[0].URL()), newFleetName())
+	log := newMemLog()
+	pubs := make([]*publisher, sessions)
+	for i := range pubs {
+		pubs[i] = newPublisher(f, fmt.Sprintf("s%04d", i), 1, log, testLogger(b))
+	}
+	ctx := context.Background()
+	round := int64(0)
+	for b.Loop() {
+		round++
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 64)
+		for i, p := range pubs {
+			line := append(eventLine(round, 250), '\n')
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := p.publish(ctx, round, round, 0, 0, line); err != nil {
+					b.Errorf("session %d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(sessions)*float64(b.N)/b.Elapsed().Seconds(), "messages/s")
 }
