@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -116,7 +117,7 @@ func (n *Node) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 	if err != nil {
 		return nil, replicaUnavailable(err)
 	}
-	if f.iter, err = cons.Messages(jetstream.PullMaxBytes(8<<20)); err != nil {
+	if f.iter, err = cons.Messages(jetstream.PullMaxBytes(8 << 20)); err != nil {
 		return nil, replicaUnavailable(err)
 	}
 	return f, nil
@@ -259,7 +260,7 @@ func (f *Feed) nextLine() (FeedItem, bool) {
 			}
 			typ = []byte(l.Type)
 		} else {
-			seq, t, err := scanEventLine(line)
+			seq, t, err := supervisor.ScanEventLine(line)
 			if err != nil {
 				continue
 			}

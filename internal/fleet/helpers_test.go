@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/fleet/fleettest"
+	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -144,7 +145,7 @@ func (s *memStream) Next(ctx context.Context) (Event, error) {
 		s.l.mu.Unlock()
 		if s.next <= int64(len(lines)) {
 			line := lines[s.next-1]
-			seq, typ, err := scanEventLine(line)
+			seq, typ, err := supervisor.ScanEventLine(line)
 			if err != nil {
 				return Event{}, err
 			}

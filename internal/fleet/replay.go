@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -88,7 +89,7 @@ func (f *Fabric) openReplay(ctx context.Context, session string, from int64, fol
 	if err != nil {
 		return nil, err
 	}
-	if r.iter, err = cons.Messages(jetstream.PullMaxBytes(8<<20)); err != nil {
+	if r.iter, err = cons.Messages(jetstream.PullMaxBytes(8 << 20)); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -165,7 +166,7 @@ func (r *replay) nextLine() (Event, bool, error) {
 			r.lines = r.lines[i+1:]
 		}
 		line = line[:i]
-		seq, typ, err := scanEventLine(line)
+		seq, typ, err := supervisor.ScanEventLine(line)
 		if err != nil {
 			return Event{}, false, wire.Errorf(wire.CodeInternal, "the fleet's event replica holds an unreadable line: %v", err)
 		}
