@@ -121,7 +121,7 @@ func BenchmarkLeaseRenewal(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		k.renewAll(ctx)
+		<-k.renewAll(ctx)
 	}
 	for _, l := range k.held {
 		if l.Err() != nil {

@@ -58,6 +58,7 @@ type Lease struct {
 	rev      uint64    // the key's revision after the last renewal
 	deadline time.Time // local: the runner must be gone by then
 	timer    *time.Timer
+	inFlight bool // a renewal is on its way
 	lost     chan struct{}
 	why      error
 }
@@ -117,6 +118,24 @@ func (l *Lease) renewed(sent time.Time, rev uint64) {
 	l.rev = rev
 	l.deadline = sent.Add(l.k.f.timing.holdFor())
 	l.timer.Reset(time.Until(sent.Add(l.k.f.timing.stopAfter())))
+}
+
+// adopt moves the lease from revision from to rev, a renewal of its own
+// that was written after the node stopped waiting for it. The deadline
+// does not move: that renewal's send time is not known here.
+func (l *Lease) adopt(from, rev uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.why == nil && l.rev == from {
+		l.rev = rev
+	}
+}
+
+// settled records that the renewal in flight is answered or given up.
+func (l *Lease) settled() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inFlight = false
 }
 
 func (l *Lease) lose(why error) {
@@ -242,9 +261,7 @@ func (k *leaseKeeper) forget(l *Lease) {
 	}
 }
 
-// run renews every held lease every Renew until ctx ends. Renewals go out
-// together and are acknowledged together, so a node holding many leases
-// spends one round trip on them.
+// run renews every held lease every Renew until ctx ends.
 func (k *leaseKeeper) run(ctx context.Context) {
 	t := time.NewTicker(k.f.timing.Renew)
 	defer t.Stop()
@@ -258,29 +275,30 @@ func (k *leaseKeeper) run(ctx context.Context) {
 	}
 }
 
-type pendingRenewal struct {
-	l      *Lease
-	sent   time.Time
-	future jetstream.PubAckFuture
-}
-
-func (k *leaseKeeper) renewAll(ctx context.Context) {
+// renewAll sends a renewal of every held lease that has none in flight,
+// all at once, so a node holding many leases spends one round trip on
+// them, and returns without waiting for the answers: a renewal answered
+// late (a loaded machine, a NATS leader election) still counts from its
+// send time when its answer comes, and the next round leaves its lease
+// alone until then. The channel returned is closed once every renewal
+// sent is answered or given up.
+func (k *leaseKeeper) renewAll(ctx context.Context) <-chan struct{} {
 	k.mu.Lock()
 	leases := make([]*Lease, 0, len(k.held))
 	for _, l := range k.held {
 		leases = append(leases, l)
 	}
 	k.mu.Unlock()
-	if len(leases) == 0 {
-		return
-	}
 	subjectPrefix := "$KV." + k.f.names.leasesBucket() + "."
-	var pending []pendingRenewal
+	var wg sync.WaitGroup
 	for _, l := range leases {
 		l.mu.Lock()
-		rev, gone := l.rev, l.why != nil
+		rev, skip := l.rev, l.why != nil || l.inFlight
+		if !skip {
+			l.inFlight = true
+		}
 		l.mu.Unlock()
-		if gone {
+		if skip {
 			continue
 		}
 		raw, _ := json.Marshal(leaseValue{Node: k.node, Instance: k.instance, Fence: l.fence})
@@ -288,32 +306,73 @@ func (k *leaseKeeper) renewAll(ctx context.Context) {
 		sent := time.Now()
 		fut, err := k.f.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(rev))
 		if err != nil {
+			l.settled()
 			k.log.Debug("lease renewal not sent", zap.String("session", l.session), zap.Error(err))
 			continue
 		}
-		pending = append(pending, pendingRenewal{l: l, sent: sent, future: fut})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k.await(ctx, l, rev, sent, fut)
+		}()
 	}
-	wait := time.NewTimer(k.f.timing.Renew)
-	defer wait.Stop()
-	for _, p := range pending {
-		select {
-		case ack := <-p.future.Ok():
-			p.l.renewed(p.sent, ack.Sequence)
-		case err := <-p.future.Err():
-			if isRevisionMismatch(err) {
-				p.l.lose(fmt.Errorf("%w (%v)", errLeaseGone, err))
-			} else {
-				k.log.Debug("lease renewal failed", zap.String("session", p.l.session), zap.Error(err))
-			}
-		case <-wait.C:
-			// Unanswered renewals are abandoned; a late acknowledgement
-			// changes nothing here (the next renewal then finds another
-			// revision and the lease is given up, which is safe).
-			return
-		case <-ctx.Done():
-			return
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
+}
+
+// await takes the answer to one renewal of l, sent at sent on the key's
+// revision rev.
+func (k *leaseKeeper) await(ctx context.Context, l *Lease, rev uint64, sent time.Time, fut jetstream.PubAckFuture) {
+	defer l.settled()
+	// A renewal whose answer never comes (its server died with it) is
+	// given up after two renewal periods, so that the next one can go
+	// out; should it have been written after all, the next renewal finds
+	// the key moved and mismatch sorts it out.
+	giveUp := time.NewTimer(2 * k.f.timing.Renew)
+	defer giveUp.Stop()
+	select {
+	case ack := <-fut.Ok():
+		l.renewed(sent, ack.Sequence)
+	case err := <-fut.Err():
+		if isRevisionMismatch(err) {
+			k.mismatch(ctx, l, rev, err)
+		} else {
+			k.log.Debug("lease renewal failed", zap.String("session", l.session), zap.Error(err))
 		}
+	case <-giveUp.C:
+		k.log.Debug("lease renewal unanswered; the next one goes out", zap.String("session", l.session))
+	case <-l.lost:
+	case <-ctx.Done():
 	}
+}
+
+// mismatch handles a renewal refused because the key is no longer at the
+// revision rev this node last saw. When the key still holds this holding's
+// value (this node, this instance, this fence), the write that moved it was
+// one of this holding's own renewals answered too late to be counted:
+// nobody else writes that value, and another node can only create the key
+// once it is gone, so the node carries on from the key's revision (its
+// deadline stays where the last counted renewal put it). Anything else
+// means the lease is gone.
+func (k *leaseKeeper) mismatch(ctx context.Context, l *Lease, rev uint64, refusal error) {
+	ctx, cancel := context.WithTimeout(ctx, k.f.timing.Request)
+	defer cancel()
+	v, cur, err := k.current(ctx, l.session)
+	if err != nil {
+		// Unknown: the next renewal asks again, and the deadline holds
+		// meanwhile.
+		k.log.Debug("lease renewal refused and the key unreadable", zap.String("session", l.session), zap.Error(err))
+		return
+	}
+	if v != nil && v.Node == k.node && v.Instance == k.instance && v.Fence == l.fence && cur > rev {
+		l.adopt(rev, cur)
+		return
+	}
+	l.lose(fmt.Errorf("%w (%v)", errLeaseGone, refusal))
 }
 
 // sweep deletes a lease key that names this instance but that it does not
