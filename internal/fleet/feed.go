@@ -104,20 +104,7 @@ func (n *Node) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 		}
 		f.backlog, f.from, f.last = ids, max(opts.FromSeq, 1), map[string]int64{}
 	}
-	var cons jetstream.Consumer
-	err = n.f.retry(ctx, func(actx context.Context) error {
-		var err error
-		cons, err = n.f.js.OrderedConsumer(context.WithoutCancel(actx), n.f.names.eventsStream(), jetstream.OrderedConsumerConfig{
-			FilterSubjects: filters,
-			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-			OptStartSeq:    start,
-		})
-		return err
-	})
-	if err != nil {
-		return nil, replicaUnavailable(err)
-	}
-	if f.iter, err = cons.Messages(jetstream.PullMaxBytes(8 << 20)); err != nil {
+	if f.src, err = n.f.follow(ctx, filters, start); err != nil {
 		return nil, replicaUnavailable(err)
 	}
 	return f, nil
@@ -142,7 +129,7 @@ func parseCursor(c string) (seq uint64, line int, ok bool) {
 type Feed struct {
 	n     *Node
 	types map[string]bool
-	iter  jetstream.MessagesContext
+	src   *follower
 
 	mark, reason string
 
@@ -186,7 +173,7 @@ func (f *Feed) Next(ctx context.Context) (FeedItem, error) {
 		if it, ok := f.nextLine(); ok {
 			return it, nil
 		}
-		msg, err := f.iter.Next(jetstream.NextContext(ctx))
+		msg, err := f.src.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return FeedItem{}, ctx.Err()
@@ -328,6 +315,6 @@ func (f *Feed) Close() error {
 	if f.stream != nil {
 		f.stream.Close()
 	}
-	f.iter.Stop()
+	f.src.Stop()
 	return nil
 }

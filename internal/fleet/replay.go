@@ -16,7 +16,7 @@ import (
 // from seq from on, following new ones or ending at what the replica held
 // when it was opened. It implements EventStream.
 type replay struct {
-	iter   jetstream.MessagesContext
+	src    *follower
 	follow bool
 	next   int64 // lowest seq not yet delivered
 	end    int64 // without follow: the last seq to deliver
@@ -80,16 +80,7 @@ func (f *Fabric) openReplay(ctx context.Context, session string, from int64, fol
 			return nil, err
 		}
 	}
-	// The consumer outlives this call's context.
-	cons, err := f.js.OrderedConsumer(context.WithoutCancel(ctx), f.names.eventsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    start,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if r.iter, err = cons.Messages(jetstream.PullMaxBytes(8 << 20)); err != nil {
+	if r.src, err = f.follow(ctx, []string{subject}, start); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -140,7 +131,7 @@ func (r *replay) Next(ctx context.Context) (Event, error) {
 		if !r.follow && r.next > r.end {
 			return Event{}, io.EOF
 		}
-		msg, err := r.iter.Next(jetstream.NextContext(ctx))
+		msg, err := r.src.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return Event{}, ctx.Err()
@@ -212,7 +203,7 @@ func (r *replay) take(h nats.Header, data []byte) error {
 func (r *replay) Buffered() bool { return len(r.lines) > 0 }
 
 func (r *replay) Close() error {
-	r.iter.Stop()
+	r.src.Stop()
 	return nil
 }
 
