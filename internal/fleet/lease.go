@@ -98,6 +98,7 @@ func (l *Lease) Release(ctx context.Context) {
 	l.loseLocked(errReleased)
 	l.mu.Unlock()
 	l.k.forget(l)
+	defer l.k.released(l.session)
 	// Deleting at this holding's revision only: a key someone else wrote
 	// since, or that expired, is left alone.
 	ctx, cancel := context.WithTimeout(ctx, l.k.f.timing.Request)
@@ -169,10 +170,13 @@ type leaseKeeper struct {
 	mu     sync.Mutex
 	held   map[string]*Lease
 	taking map[string]bool // being acquired: not yet in held
+	// releasing are sessions whose key a Release is deleting: the key
+	// still names this node, but it is the old holding's.
+	releasing map[string]bool
 }
 
 func newLeaseKeeper(f *Fabric, node, instance string, log *zap.Logger) *leaseKeeper {
-	return &leaseKeeper{f: f, node: node, instance: instance, log: log, held: map[string]*Lease{}, taking: map[string]bool{}}
+	return &leaseKeeper{f: f, node: node, instance: instance, log: log, held: map[string]*Lease{}, taking: map[string]bool{}, releasing: map[string]bool{}}
 }
 
 // acquire takes session's lease. It fails with conflict when another
@@ -199,11 +203,24 @@ func (k *leaseKeeper) acquire(ctx context.Context, session string) (*Lease, erro
 	sent := time.Now()
 	var rev uint64
 	err = k.f.retry(ctx, func(ctx context.Context) error {
+		if k.isReleasing(session) {
+			// The last holding's key is on its way out: wait for it
+			// rather than take it for this one's.
+			return errTryAgain
+		}
 		var err error
 		rev, err = k.f.create(ctx, k.f.names.leasesBucket(), session, raw)
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			// An attempt that timed out may have been written after all.
-			if v, cur, gerr := k.current(ctx, session); gerr == nil && v != nil && v.Node == k.node && v.Instance == k.instance {
+			v, cur, gerr := k.current(ctx, session)
+			switch {
+			case gerr != nil:
+			case v == nil:
+				// Gone since: expired or released meanwhile.
+				err = errTryAgain
+			case v.Node == k.node && v.Instance == k.instance && !k.isReleasing(session):
+				// An attempt that timed out was written after all: no
+				// other holding of this node's can be on the key, as
+				// none is held, being taken or being released.
 				rev, err = cur, nil
 			}
 		}
@@ -253,12 +270,27 @@ func (k *leaseKeeper) current(ctx context.Context, session string) (*leaseValue,
 	return &v, rev, nil
 }
 
+// forget drops l, which Release is deleting the key of.
 func (k *leaseKeeper) forget(l *Lease) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.held[l.session] == l {
 		delete(k.held, l.session)
 	}
+	k.releasing[l.session] = true
+}
+
+// released records that Release is done with session's key.
+func (k *leaseKeeper) released(session string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.releasing, session)
+}
+
+func (k *leaseKeeper) isReleasing(session string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.releasing[session]
 }
 
 // run renews every held lease every Renew until ctx ends.
@@ -381,7 +413,7 @@ func (k *leaseKeeper) mismatch(ctx context.Context, l *Lease, rev uint64, refusa
 // everyone off the session until it expires.
 func (k *leaseKeeper) sweep(ctx context.Context, session string, rev uint64) {
 	k.mu.Lock()
-	busy := k.held[session] != nil || k.taking[session]
+	busy := k.held[session] != nil || k.taking[session] || k.releasing[session]
 	k.mu.Unlock()
 	if busy {
 		return

@@ -18,8 +18,15 @@ import (
 // transientFor bounds how long a request waits out an election.
 const transientFor = 30 * time.Second
 
-// transient reports an error that a leader election explains.
+// errTryAgain is a state a moment changes (a key on its way out).
+var errTryAgain = errors.New("try again")
+
+// transient reports an error that a leader election explains, or
+// errTryAgain.
 func transient(err error) bool {
+	if errors.Is(err, errTryAgain) {
+		return true
+	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && apiErr.Code == 503 {
 		return true
