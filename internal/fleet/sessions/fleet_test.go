@@ -64,9 +64,16 @@ func TestEveryCommandAndStreamWorksThroughEveryNode(t *testing.T) {
 			}
 		}
 		for via := range 3 {
-			s, err := f.c(via).Session(ctx, id)
+			// The session's status takes in a turn's end as the event
+			// reaches its supervisor, which may be after a reader saw it.
+			var s *api.Session
+			var err error
+			waitFor(t, 10*time.Second, "the status to reach turn 3", func() bool {
+				s, err = f.c(via).Session(ctx, id)
+				return err != nil || s.Status == nil || s.Status.Turn >= 3
+			})
 			if err != nil || !s.Live || s.Status == nil || s.Status.Turn != 3 || s.Fleet == nil {
-				t.Fatalf("get %s through %s: %+v, %v", id, f.names[via], s, err)
+				t.Fatalf("get %s through %s: %+v (status %+v), %v", id, f.names[via], s, s.Status, err)
 			}
 			reply, err := f.c(via).Command(ctx, id, wire.Command{Cmd: wire.CmdStatus})
 			if err != nil || !reply.OK {
