@@ -50,7 +50,8 @@ type Config struct {
 	// identity is kept there); StorageDir the folder of its sessions and
 	// workspaces, which nodes on shared storage have in common.
 	StateDir, StorageDir string
-	// MaxLive is the supervisor's cap on live runners, now.
+	// MaxLive is the supervisor's cap on live runners until the manager
+	// is attached; then the manager's own (which a reload changes) counts.
 	MaxLive func() int
 	// Engines are the engines this supervisor can run.
 	Engines []string
@@ -300,8 +301,10 @@ func (l *local) Capacity() fleet.Capacity {
 	if l.maxLive != nil {
 		c.MaxLive = l.maxLive()
 	}
+	// Once attached, the manager's cap is the one that holds: a reload
+	// (SIGHUP) changes it there.
 	if m := l.m.Load(); m != nil {
-		c.Live = m.LiveCount()
+		c.Live, c.MaxLive = m.LiveCount(), m.MaxLive()
 	}
 	return c
 }
