@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -77,29 +76,7 @@ func newCatalog(f *Fabric, log *zap.Logger) *catalog {
 // watch follows the bucket until ctx ends; ready is closed once the
 // records that were there at the start are in.
 func (c *catalog) watch(ctx context.Context, ready chan<- struct{}) error {
-	w, err := c.f.sessions.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("fleet: watch sessions: %w", err)
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil
-			}
-			if e == nil {
-				if ready != nil {
-					close(ready)
-					ready = nil
-				}
-				continue
-			}
-			c.apply(e)
-		}
-	}
+	return watchBucket(ctx, c.f.sessions, "sessions", ready, c.apply)
 }
 
 func (c *catalog) apply(e jetstream.KeyValueEntry) {

@@ -222,3 +222,31 @@ func (f *Fabric) create(ctx context.Context, bucket, key string, value []byte) (
 	}
 	return ack.Sequence, nil
 }
+
+// watchBucket hands every entry of kv to apply, the values already there
+// first, until ctx ends; ready is closed once those are in.
+func watchBucket(ctx context.Context, kv jetstream.KeyValue, what string, ready chan<- struct{}, apply func(jetstream.KeyValueEntry)) error {
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("fleet: watch %s: %w", what, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil
+			}
+			if e == nil { // the values already there are all in
+				if ready != nil {
+					close(ready)
+					ready = nil
+				}
+				continue
+			}
+			apply(e)
+		}
+	}
+}

@@ -57,29 +57,7 @@ func newOrphans(n *Node) *orphans {
 // watchLeases follows the lease bucket: who holds what, and which leases
 // expired rather than being released.
 func (o *orphans) watchLeases(ctx context.Context, ready chan<- struct{}) error {
-	w, err := o.n.f.leases.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("fleet: watch leases: %w", err)
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil
-			}
-			if e == nil {
-				if ready != nil {
-					close(ready)
-					ready = nil
-				}
-				continue
-			}
-			o.applyLease(e)
-		}
-	}
+	return watchBucket(ctx, o.n.f.leases, "leases", ready, o.applyLease)
 }
 
 func (o *orphans) applyLease(e jetstream.KeyValueEntry) {

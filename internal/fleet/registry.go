@@ -145,29 +145,7 @@ func (r *registry) heartbeat(ctx context.Context) {
 
 // watch follows the node bucket until ctx ends.
 func (r *registry) watch(ctx context.Context, ready chan<- struct{}) error {
-	w, err := r.f.nodes.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("fleet: watch nodes: %w", err)
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil
-			}
-			if e == nil { // the initial values are all in
-				if ready != nil {
-					close(ready)
-					ready = nil
-				}
-				continue
-			}
-			r.apply(e)
-		}
-	}
+	return watchBucket(ctx, r.f.nodes, "nodes", ready, r.apply)
 }
 
 func (r *registry) apply(e jetstream.KeyValueEntry) {
