@@ -87,8 +87,8 @@ func BenchmarkRequestToAnotherNode(b *testing.B) {
 		}
 		return status{Session: r.Session, State: "idle"}, nil
 	}}
-	front := joinNodeWith(b, fleet, "front", store, hist, nil, nil, c.Servers[0].URL())
-	joinNodeWith(b, fleet, "owner", store, hist, nil, handlers, c.Servers[1].URL())
+	front := joinNodeWith(b, fleet, "front", store, hist, nil, nil, testTiming(), c.Servers[0].URL())
+	joinNodeWith(b, fleet, "owner", store, hist, nil, handlers, testTiming(), c.Servers[1].URL())
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {

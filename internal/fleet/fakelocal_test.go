@@ -223,17 +223,17 @@ type testNode struct {
 // joinNode joins a fake node to fleet over a connection to urls.
 func joinNode(t *testing.T, fleet, name string, store *storage, hist *history, labels map[string]string, urls ...string) *testNode {
 	t.Helper()
-	return joinNodeWith(t, fleet, name, store, hist, labels, nil, urls...)
+	return joinNodeWith(t, fleet, name, store, hist, labels, nil, testTiming(), urls...)
 }
 
-func joinNodeWith(t testing.TB, fleet, name string, store *storage, hist *history, labels map[string]string, handlers map[string]Handler, urls ...string) *testNode {
+func joinNodeWith(t testing.TB, fleet, name string, store *storage, hist *history, labels map[string]string, handlers map[string]Handler, timing Timing, urls ...string) *testNode {
 	t.Helper()
 	nc := connect(t, urls...)
 	local := newFakeLocal(name, store, hist)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := Join(ctx, nc, Config{
-		Fabric: FabricConfig{Fleet: fleet, Timing: testTiming()},
+		Fabric: FabricConfig{Fleet: fleet, Timing: timing},
 		Node:   name, Labels: labels, Engines: []string{"script"}, Storage: store.name,
 		Handlers: handlers, Logger: testLogger(t),
 	}, local)

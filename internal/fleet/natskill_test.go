@@ -14,8 +14,12 @@ func TestKilledNATSServerLosesNothing(t *testing.T) {
 	fleet := newFleetName()
 	hist, store := newHistory(), newStorage("shared")
 	urls := c.URLs()
-	a := joinNode(t, fleet, "a", store, hist, nil, urls...)
-	b := joinNode(t, fleet, "b", store, hist, nil, urls[2], urls[1], urls[0])
+	// Leases outlive the election of new leaders for what the dead server
+	// led (4 to 9 s, longer on a loaded machine), as they do at the
+	// default TTL (docs/fleet.md): the nodes keep their sessions.
+	timing := Timing{LeaseTTL: 30 * time.Second, Request: 5 * time.Second}.WithDefaults()
+	a := joinNodeWith(t, fleet, "a", store, hist, nil, nil, timing, urls...)
+	b := joinNodeWith(t, fleet, "b", store, hist, nil, nil, timing, urls[2], urls[1], urls[0])
 	var ids []string
 	for i := range 5 {
 		id := fmt.Sprintf("n%d", i)

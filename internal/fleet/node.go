@@ -213,7 +213,11 @@ func (n *Node) Alive(node string) bool {
 func (n *Node) Place(w Want) (Placement, error) {
 	n.placeMu.Lock()
 	defer n.placeMu.Unlock()
-	return n.placer.place(w, n.reg.list())
+	held := map[string]int{}
+	for _, e := range n.catalog.all() {
+		held[e.rec.Node]++
+	}
+	return n.placer.place(w, n.reg.list(), held)
 }
 
 // Register records a session created on this node in the catalog.

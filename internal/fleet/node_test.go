@@ -68,7 +68,7 @@ func TestPlacementByCapacityAndFit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPlacer(func(n int) int { return 0 })
-			got, err := p.place(tc.want, nodes)
+			got, err := p.place(tc.want, nodes, nil)
 			if tc.errCode != "" {
 				var we *wire.Error
 				if !errors.As(err, &we) || we.Code != tc.errCode || !strings.Contains(we.Message, tc.reason) {
@@ -80,6 +80,19 @@ func TestPlacementByCapacityAndFit(t *testing.T) {
 				t.Fatalf("got %+v, %v; want node %s for a reason saying %q", got, err, tc.node, tc.reason)
 			}
 		})
+	}
+}
+
+func TestPlacementOfAFullFleetGoesToTheNodeHoldingFewerSessions(t *testing.T) {
+	nodes := []NodeInfo{
+		{Name: "a", Live: 50, MaxLive: 50, MemAvailable: 9 << 30},
+		{Name: "b", Live: 50, MaxLive: 50, MemAvailable: 1 << 30},
+	}
+	draws := []int{0, 1}
+	p := newPlacer(func(int) int { d := draws[0]; draws = append(draws[1:], d); return d })
+	pl, err := p.place(Want{}, nodes, map[string]int{"a": 150, "b": 60})
+	if err != nil || pl.Node != "b" || !strings.Contains(pl.Reason, "holding fewer sessions (60)") {
+		t.Fatalf("got %+v, %v; want b, which holds fewer sessions", pl, err)
 	}
 }
 
@@ -96,7 +109,7 @@ func TestPlacementSpreadsABurstBetweenHeartbeats(t *testing.T) {
 	})
 	count := map[string]int{}
 	for range 300 {
-		pl, err := p.place(Want{}, nodes) // every heartbeat is stale
+		pl, err := p.place(Want{}, nodes, nil) // every heartbeat is stale
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +149,7 @@ func TestRequestsKeepTypedErrorsAcrossNodes(t *testing.T) {
 		return echo{strings.ToUpper(e.Text)}, nil
 	}
 	a := joinNode(t, fleet, "a", store, hist, nil, c.Servers[0].URL())
-	b := joinNodeWith(t, fleet, "b", store, hist, nil, map[string]Handler{"echo": echoHandler}, c.Servers[2].URL())
+	b := joinNodeWith(t, fleet, "b", store, hist, nil, map[string]Handler{"echo": echoHandler}, testTiming(), c.Servers[2].URL())
 	// Every node sees b only once it answers.
 	eventually(t, 10*time.Second, "b in a's view", func() bool { return a.Alive("b") })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

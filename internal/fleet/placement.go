@@ -84,8 +84,9 @@ func (c candidate) free() float64 {
 	return 1 - float64(c.live)/float64(c.info.MaxLive)
 }
 
-// place chooses a node among nodes for w. Not safe for concurrent use.
-func (p *placer) place(w Want, nodes []NodeInfo) (Placement, error) {
+// place chooses a node among nodes for w; held counts the sessions each
+// node holds by the catalog. Not safe for concurrent use.
+func (p *placer) place(w Want, nodes []NodeInfo, held map[string]int) (Placement, error) {
 	if len(nodes) == 0 {
 		return Placement{}, wire.Errorf(wire.CodeUnavailable, "no node is in the fleet")
 	}
@@ -124,7 +125,14 @@ func (p *placer) place(w Want, nodes []NodeInfo) (Placement, error) {
 	if len(fit) > 1 {
 		a, b := fit[p.pick(len(fit))], fit[p.pick(len(fit))]
 		best = a
-		if b.free() > a.free() || (b.free() == a.free() && b.info.MemAvailable > a.info.MemAvailable) {
+		switch {
+		case full:
+			// Every one is at its cap and reports it (a node never runs
+			// more): the one holding fewer sessions.
+			if held[b.info.Name] < held[a.info.Name] {
+				best = b
+			}
+		case b.free() > a.free() || (b.free() == a.free() && b.info.MemAvailable > a.info.MemAvailable):
 			best = b
 		}
 	}
@@ -146,7 +154,11 @@ func (p *placer) place(w Want, nodes []NodeInfo) (Placement, error) {
 	if full {
 		why.WriteString("; every fitting node is full, so this one stops an idle session to make room or refuses")
 	}
-	if !pl.Requested && len(fit) > 1 {
+	switch {
+	case pl.Requested || len(fit) < 2:
+	case full:
+		fmt.Fprintf(&why, "; of two drawn from %d fitting nodes, the one holding fewer sessions (%d)", len(fit), held[best.info.Name])
+	default:
 		fmt.Fprintf(&why, "; the emptier of two drawn from %d fitting nodes", len(fit))
 	}
 	if len(refusals) > 0 {
