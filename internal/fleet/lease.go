@@ -237,8 +237,12 @@ func (k *leaseKeeper) acquire(ctx context.Context, session string) (*Lease, erro
 		return nil, wire.Errorf(wire.CodeUnavailable, "take the lease of session %s: %v", session, err)
 	}
 	l := &Lease{k: k, session: session, fence: rev, rev: rev, lost: make(chan struct{})}
+	// Taking the lease may have outlasted its stop time (a loaded machine):
+	// the timer then fires at once, and must find it whole.
+	l.mu.Lock()
 	l.deadline = sent.Add(k.f.timing.holdFor())
 	l.timer = time.AfterFunc(time.Until(sent.Add(k.f.timing.stopAfter())), func() { l.lose(errLeaseDeadline) })
+	l.mu.Unlock()
 	k.mu.Lock()
 	k.held[session] = l
 	k.mu.Unlock()
