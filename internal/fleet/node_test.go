@@ -33,8 +33,10 @@ func TestNodesSeeEachOtherWithLabelsAndCapacity(t *testing.T) {
 		info, ok := b.reg.get("a")
 		return ok && info.Live == 1
 	})
-	// The same name joins only when its earlier registration is gone.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// The same name joins only when its earlier registration is gone: a
+	// renews it meanwhile. (The time also covers opening the fabric, which
+	// takes seconds on a loaded machine.)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := Join(ctx, connect(t, c.Servers[2].URL()), Config{
 		Fabric: FabricConfig{Fleet: fleet, Timing: testTiming()}, Node: "a", Storage: "shared",
