@@ -34,13 +34,13 @@ func TestNodesSeeEachOtherWithLabelsAndCapacity(t *testing.T) {
 		return ok && info.Live == 1
 	})
 	// The same name joins only when its earlier registration is gone: a
-	// renews it meanwhile. (The time also covers opening the fabric, which
-	// takes seconds on a loaded machine.)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// renews it meanwhile. (The fabric is opened first: on a loaded
+	// machine that alone takes seconds.)
+	f2 := openFabric(t, connect(t, c.Servers[2].URL()), fleet)
+	r2 := newRegistry(f2, NodeInfo{Name: "a", Identity: "another", Storage: "shared"}, func() Capacity { return Capacity{} }, testLogger(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_, err := Join(ctx, connect(t, c.Servers[2].URL()), Config{
-		Fabric: FabricConfig{Fleet: fleet, Timing: testTiming()}, Node: "a", Storage: "shared",
-	}, newFakeLocal("a2", store, hist))
+	err := r2.join(ctx)
 	if !errors.Is(err, errNodeTaken) {
 		t.Fatalf("second node a joined: %v", err)
 	}

@@ -78,6 +78,10 @@ var errNodeTaken = errors.New("node name taken")
 // (this node before a crash, or another machine by mistake) is waited for
 // until it expires, as long as ctx allows.
 func (r *registry) join(ctx context.Context) error {
+	taken := func() error {
+		return fmt.Errorf("fleet: node name %s is registered by a live supervisor: %w", r.self.Name, errNodeTaken)
+	}
+	seenTaken := false
 	for {
 		raw, err := r.info()
 		if err != nil {
@@ -88,8 +92,12 @@ func (r *registry) join(ctx context.Context) error {
 			return nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
+			if seenTaken && ctx.Err() != nil {
+				return taken() // the time ran out while waiting for the name
+			}
 			return fmt.Errorf("fleet: join as node %s: %w", r.self.Name, err)
 		}
+		seenTaken = true
 		if e, gerr := r.f.nodes.Get(ctx, r.self.Name); gerr == nil {
 			var old NodeInfo
 			if json.Unmarshal(e.Value(), &old) == nil && r.self.Identity != "" && old.Identity == r.self.Identity {
@@ -106,7 +114,7 @@ func (r *registry) join(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("fleet: node name %s is registered by a live supervisor: %w", r.self.Name, errNodeTaken)
+			return taken()
 		case <-t.C:
 		}
 	}
