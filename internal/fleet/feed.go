@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -247,7 +246,7 @@ func (f *Feed) nextLine() (FeedItem, bool) {
 			}
 			typ = []byte(l.Type)
 		} else {
-			seq, t, err := supervisor.ScanEventLine(line)
+			seq, t, err := wire.ScanEvent(line)
 			if err != nil {
 				continue
 			}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/fleet/fleettest"
-	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -145,7 +145,7 @@ func (s *memStream) Next(ctx context.Context) (Event, error) {
 		s.l.mu.Unlock()
 		if s.next <= int64(len(lines)) {
 			line := lines[s.next-1]
-			seq, typ, err := supervisor.ScanEventLine(line)
+			seq, typ, err := wire.ScanEvent(line)
 			if err != nil {
 				return Event{}, err
 			}

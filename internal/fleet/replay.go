@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 
-	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -157,7 +156,7 @@ func (r *replay) nextLine() (Event, bool, error) {
 			r.lines = r.lines[i+1:]
 		}
 		line = line[:i]
-		seq, typ, err := supervisor.ScanEventLine(line)
+		seq, typ, err := wire.ScanEvent(line)
 		if err != nil {
 			return Event{}, false, wire.Errorf(wire.CodeInternal, "the fleet's event replica holds an unreadable line: %v", err)
 		}

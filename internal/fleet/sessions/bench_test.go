@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/client"
-	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/corral-dev/corral/pkg/command"
 )
 
 // p50 is the median of ds.
@@ -35,7 +35,7 @@ func BenchmarkCommandThroughAnotherNode(b *testing.B) {
 	ctx := ctxFor(b)
 	status := func(i int) time.Duration {
 		start := time.Now()
-		if _, err := f.c(i).Command(ctx, s.ID, wire.Command{Cmd: wire.CmdStatus}); err != nil {
+		if _, err := f.c(i).Command(ctx, s.ID, command.GetStatus{}); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
@@ -105,7 +105,7 @@ func BenchmarkEventsToAnotherNode(b *testing.B) {
 		done := make(chan time.Duration)
 		go func() { done <- read(1, s.ID, before+1) }()
 		time.Sleep(500 * time.Millisecond) // the subscriber waits
-		if _, err := f.c(0).Command(ctx, s.ID, wire.Command{Cmd: wire.CmdSend, Text: "wake"}); err != nil {
+		if _, err := f.c(0).Command(ctx, s.ID, command.Send{Text: "wake"}); err != nil {
 			b.Fatal(err)
 		}
 		other = append(other, events/(<-done).Seconds())

@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/fleet/fleettest"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -171,7 +172,7 @@ func turnThrough(f *testFleet, id string, via, reader, k int) {
 	}
 	defer st.Close()
 	for {
-		_, err := f.c(via).Command(ctx, id, wire.Command{Cmd: wire.CmdSend, Text: fmt.Sprintf("turn %d", k)})
+		_, err := f.c(via).Command(ctx, id, command.Send{Text: fmt.Sprintf("turn %d", k)})
 		if err == nil {
 			break
 		}
@@ -226,7 +227,7 @@ func TestPartitionedNodeGivesItsSessionsUpBeforeAnyoneTakesThem(t *testing.T) {
 	for i, id := range ids {
 		var lines []string
 		waitFor(t, 30*time.Second, "node 0 to serve again", func() bool {
-			_, err := f.c(0).Command(ctxFor(t), id, wire.Command{Cmd: wire.CmdStatus})
+			_, err := f.c(0).Command(ctxFor(t), id, command.GetStatus{})
 			return err == nil
 		})
 		lines = f.turn(id, 0, 2, 1, fmt.Sprintf("after %d", i))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -75,7 +76,7 @@ func TestEveryCommandAndStreamWorksThroughEveryNode(t *testing.T) {
 			if err != nil || !s.Live || s.Status == nil || s.Status.Turn != 3 || s.Fleet == nil {
 				t.Fatalf("get %s through %s: %+v (status %+v), %v", id, f.names[via], s, s.Status, err)
 			}
-			reply, err := f.c(via).Command(ctx, id, wire.Command{Cmd: wire.CmdStatus})
+			reply, err := f.c(via).Command(ctx, id, command.GetStatus{})
 			if err != nil || !reply.OK {
 				t.Fatalf("status of %s through %s: %+v, %v", id, f.names[via], reply, err)
 			}
@@ -84,7 +85,7 @@ func TestEveryCommandAndStreamWorksThroughEveryNode(t *testing.T) {
 				t.Fatalf("wait for %s through %s: %+v, %v", id, f.names[via], w, err)
 			}
 			// A refusal keeps its code through any node.
-			reply, err = f.c(via).Command(ctx, id, wire.Command{Cmd: wire.CmdAnswer, AskID: "a999", Decision: wire.DecisionAllow})
+			reply, err = f.c(via).Command(ctx, id, command.Answer{AskID: "a999", Decision: command.DecisionAllow})
 			var we *wire.Error
 			if err == nil && reply != nil && !reply.OK {
 				err = reply.Error

@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -182,7 +183,7 @@ func (f *testFleet) turn(id string, via, reader int, from int64, text string) []
 		f.t.Fatalf("events of %s through %s: %v", id, f.names[reader], err)
 	}
 	defer st.Close()
-	if _, err := f.c(via).Command(ctx, id, wire.Command{Cmd: wire.CmdSend, Text: text}); err != nil {
+	if _, err := f.c(via).Command(ctx, id, command.Send{Text: text}); err != nil {
 		f.t.Fatalf("send to %s through %s: %v", id, f.names[via], err)
 	}
 	var lines []string

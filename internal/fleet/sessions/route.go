@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -284,11 +285,16 @@ func (f *Fleet) deleteHere(ctx context.Context, m *supervisor.Manager, id string
 	return f.node.Forget(ctx, id)
 }
 
-func (r *routed) Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error) {
+func (r *routed) Command(ctx context.Context, id string, req command.Request) (*wire.Reply, error) {
+	// Encoded once, here: the owner decodes it as the HTTP layer does.
+	raw, err := command.Marshal(req)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeBadRequest, "%v", err)
+	}
 	var reply *wire.Reply
-	err := r.route(ctx, id, opCommand, commandReq{ID: id, Command: cmd}, &reply, func() error {
+	err = r.route(ctx, id, opCommand, commandReq{ID: id, Command: raw}, &reply, func() error {
 		var err error
-		reply, err = r.m.Command(ctx, id, cmd)
+		reply, err = r.m.Command(ctx, id, req)
 		return err
 	})
 	return reply, err
@@ -389,7 +395,7 @@ func (r *routed) WorkspaceMerge(ctx context.Context, id string) (*api.MergeResul
 // Terminals of this node's sessions are the manager's; another node's
 // are bridged to it over the fabric (terms.go).
 
-func (r *routed) OpenTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, error) {
+func (r *routed) OpenTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, error) {
 	node, here, err := r.termNode(ctx, id)
 	if err != nil {
 		return nil, err
@@ -400,7 +406,7 @@ func (r *routed) OpenTerm(ctx context.Context, id string, t wire.Term, sink func
 	return r.f.terms.open(ctx, node, id, t, sink)
 }
 
-func (r *routed) ExportTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, *os.File, error) {
+func (r *routed) ExportTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, *os.File, error) {
 	node, here, err := r.termNode(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -428,25 +434,25 @@ func (r *routed) UnexportTerm(id, termID, clientID string, scrollback []byte) er
 	return r.m.UnexportTerm(id, termID, clientID, scrollback)
 }
 
-func (r *routed) TermInput(id string, t wire.Term) error {
-	if b := r.f.terms.get(id, t.TermID, t.ClientID); b != nil {
-		return b.send(termInput, t)
+func (r *routed) TermInput(id string, in wire.TermInput) error {
+	if b := r.f.terms.get(id, in.TermID, in.ClientID); b != nil {
+		return b.input(in)
 	}
-	return r.m.TermInput(id, t)
+	return r.m.TermInput(id, in)
 }
 
-func (r *routed) TermResize(id string, t wire.Term) error {
-	if b := r.f.terms.get(id, t.TermID, t.ClientID); b != nil {
-		return b.send(termResize, t)
+func (r *routed) TermResize(id string, rs wire.TermResize) error {
+	if b := r.f.terms.get(id, rs.TermID, rs.ClientID); b != nil {
+		return b.resize(rs)
 	}
-	return r.m.TermResize(id, t)
+	return r.m.TermResize(id, rs)
 }
 
-func (r *routed) TermAck(id string, t wire.Term) error {
-	if b := r.f.terms.get(id, t.TermID, t.ClientID); b != nil {
-		return b.send(termAck, t)
+func (r *routed) TermAck(id string, a wire.TermAck) error {
+	if b := r.f.terms.get(id, a.TermID, a.ClientID); b != nil {
+		return b.ack(a)
 	}
-	return r.m.TermAck(id, t)
+	return r.m.TermAck(id, a)
 }
 
 func (r *routed) CloseTerm(id, termID, clientID string) error {

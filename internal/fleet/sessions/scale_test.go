@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -112,7 +113,7 @@ func turnLines(f *testFleet, id string, via, reader int) (lines []string) {
 		panic(fmt.Sprintf("events through %s: %v", f.names[reader], err))
 	}
 	defer st.Close()
-	if _, err := f.c(via).Command(ctx, id, wire.Command{Cmd: wire.CmdSend, Text: "hi"}); err != nil {
+	if _, err := f.c(via).Command(ctx, id, command.Send{Text: "hi"}); err != nil {
 		panic(fmt.Sprintf("send through %s: %v", f.names[via], err))
 	}
 	for {

@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -46,8 +47,10 @@ type listReply struct {
 }
 
 type commandReq struct {
-	ID      string       `json:"id"`
-	Command wire.Command `json:"command"`
+	ID string `json:"id"`
+	// Command is the command's JSON object (command.Marshal), decoded by
+	// the owner as its HTTP layer decodes one.
+	Command json.RawMessage `json:"command"`
 }
 
 type waitReq struct {
@@ -106,7 +109,11 @@ func (f *Fleet) handlers() map[string]fleet.Handler {
 			if err := json.Unmarshal(raw, &req); err != nil {
 				return nil, badRequest(err)
 			}
-			return m.Command(ctx, id, req.Command)
+			cmd, err := command.Decode(req.Command)
+			if err != nil {
+				return nil, err
+			}
+			return m.Command(ctx, id, cmd)
 		}),
 		opWait: f.owned(func(ctx context.Context, m *supervisor.Manager, id string, raw []byte) (any, error) {
 			var req waitReq

@@ -31,28 +31,28 @@ const (
 
 	// Front to owner.
 	termInput  = "input"  // the keystrokes, raw
-	termResize = "resize" // a wire.Term with Cols and Rows
-	termAck    = "ack"    // a wire.Term with Acked
+	termResize = "resize" // a wire.TermResize
+	termAck    = "ack"    // a wire.TermAck
 	termClose  = "close"
 	termPing   = "ping" // a request: the owner answers while it holds the bridge
 	// Owner to front.
 	termData = "data" // output, raw
-	termMsg  = "msg"  // any other message of the terminal (term.exit, term.error) as JSON
+	termMsg  = "msg"  // term.exit or term.error, as its protocol line (wire.AppendMessage)
 
 	bridgePing = 5 * time.Second
 	bridgeIdle = 4 * bridgePing
 )
 
 type termOpenReq struct {
-	ID     string    `json:"id"`
-	Term   wire.Term `json:"term"`
-	Bridge string    `json:"bridge"`
+	ID     string        `json:"id"`
+	Term   wire.TermOpen `json:"term"`
+	Bridge string        `json:"bridge"`
 	// Out is the subject the front reads the terminal's output from.
 	Out string `json:"out"`
 }
 
 type termOpenReply struct {
-	Term *wire.Term `json:"term"`
+	Term *wire.TermOpened `json:"term"`
 	// In is the subject the owner reads the front's messages from.
 	In string `json:"in"`
 }
@@ -90,7 +90,7 @@ type frontBridge struct {
 	b    *bridges
 	key  termKey
 	node string
-	sink func(*wire.Message)
+	sink func(wire.Message)
 	sub  *nats.Subscription
 	in   string
 	done chan struct{}
@@ -98,7 +98,7 @@ type frontBridge struct {
 }
 
 // open bridges a terminal of session id on node to sink.
-func (b *bridges) open(ctx context.Context, node, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, error) {
+func (b *bridges) open(ctx context.Context, node, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, error) {
 	var raw [8]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, err
@@ -148,15 +148,21 @@ func (b *bridges) open(ctx context.Context, node, id string, t wire.Term, sink f
 func (fb *frontBridge) deliver(m *nats.Msg) {
 	switch m.Header.Get(hdrTerm) {
 	case termData:
-		fb.sink(&wire.Message{T: wire.TTermData, Term: &wire.Term{TermID: fb.key.term, ClientID: fb.key.client, Data: m.Data}})
+		fb.sink(&wire.TermData{TermID: fb.key.term, ClientID: fb.key.client, Data: m.Data})
 	case termMsg:
-		var msg wire.Message
-		if err := json.Unmarshal(m.Data, &msg); err != nil || msg.Term == nil {
+		msg, _, err := wire.Unmarshal(m.Data)
+		if err != nil {
 			return
 		}
 		// The terminal is this bridge's, whatever the message says.
-		msg.Term.TermID, msg.Term.ClientID = fb.key.term, fb.key.client
-		fb.sink(&msg)
+		switch msg := msg.(type) {
+		case *wire.TermExit:
+			msg.TermID, msg.ClientID = fb.key.term, fb.key.client
+			fb.sink(msg)
+		case *wire.TermError:
+			msg.TermID, msg.ClientID = fb.key.term, fb.key.client
+			fb.sink(msg)
+		}
 	}
 }
 
@@ -166,19 +172,36 @@ func (fb *frontBridge) inSubject() string {
 	return fb.in
 }
 
+// input passes the client's keystrokes to the owner.
+func (fb *frontBridge) input(in wire.TermInput) error { return fb.send(termInput, in.Data) }
+
+// resize passes the client's new size to the owner.
+func (fb *frontBridge) resize(r wire.TermResize) error {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return fb.send(termResize, body)
+}
+
+// ack passes on how much output the client took.
+func (fb *frontBridge) ack(a wire.TermAck) error {
+	body, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return fb.send(termAck, body)
+}
+
 // send passes a message of the client's to the owner.
-func (fb *frontBridge) send(kind string, t wire.Term) error {
+func (fb *frontBridge) send(kind string, body []byte) error {
 	in := fb.inSubject()
 	if in == "" {
 		return wire.Errorf(wire.CodeUnavailable, "terminal %s is still opening", fb.key.term)
 	}
 	msg := nats.NewMsg(in)
 	msg.Header.Set(hdrTerm, kind)
-	if kind == termInput {
-		msg.Data = t.Data
-	} else {
-		msg.Data, _ = json.Marshal(t)
-	}
+	msg.Data = body
 	if err := fb.b.f.nc.PublishMsg(msg); err != nil {
 		return wire.Errorf(wire.CodeUnavailable, "terminal %s on node %s: %v", fb.key.term, fb.node, err)
 	}
@@ -187,7 +210,7 @@ func (fb *frontBridge) send(kind string, t wire.Term) error {
 
 // close detaches the client: the owner closes its side.
 func (fb *frontBridge) close() error {
-	err := fb.send(termClose, wire.Term{})
+	err := fb.send(termClose, nil)
 	fb.end()
 	return err
 }
@@ -229,7 +252,7 @@ func (fb *frontBridge) keepAlive() {
 		if misses++; misses < 2 {
 			continue
 		}
-		fb.sink(&wire.Message{T: wire.TTermError, Term: &wire.Term{TermID: fb.key.term, ClientID: fb.key.client},
+		fb.sink(&wire.TermError{TermID: fb.key.term, ClientID: fb.key.client,
 			Error: wire.Errorf(wire.CodeUnavailable, "node %s, where terminal %s runs, stopped answering: %v", fb.node, fb.key.term, err)})
 		fb.end()
 		return
@@ -298,17 +321,22 @@ func validBridge(id string) bool {
 
 // sink sends the runner's messages for this client to the front. It runs
 // on the runner's reader: publishing only buffers.
-func (ob *ownerBridge) sink(msg *wire.Message) {
+func (ob *ownerBridge) sink(msg wire.Message) {
 	out := nats.NewMsg(ob.out)
-	if msg.T == wire.TTermData && msg.Term != nil {
+	if d, ok := msg.(*wire.TermData); ok {
 		out.Header.Set(hdrTerm, termData)
-		out.Data = msg.Term.Data
+		out.Data = d.Data
 		ob.b.f.nc.PublishMsg(out) // copies the data into the connection's buffer
-		ob.m.RecycleTermData(msg.Term.Data)
+		ob.m.RecycleTermData(d.Data)
+		return
+	}
+	line, err := wire.AppendMessage(nil, "", msg)
+	if err != nil {
+		ob.b.f.log.Warn("bridged terminal message not encoded", zap.String("session", ob.session), zap.Error(err))
 		return
 	}
 	out.Header.Set(hdrTerm, termMsg)
-	out.Data, _ = json.Marshal(msg)
+	out.Data = line
 	ob.b.f.nc.PublishMsg(out)
 }
 
@@ -320,19 +348,20 @@ func (ob *ownerBridge) handle(m *nats.Msg) {
 	var err error
 	switch m.Header.Get(hdrTerm) {
 	case termInput:
-		err = ob.m.TermInput(ob.session, wire.Term{TermID: ob.term, ClientID: ob.client, Data: m.Data})
-	case termResize, termAck:
-		var t wire.Term
-		if json.Unmarshal(m.Data, &t) != nil {
+		err = ob.m.TermInput(ob.session, wire.TermInput{TermID: ob.term, ClientID: ob.client, Data: m.Data})
+	case termResize:
+		var r wire.TermResize
+		if json.Unmarshal(m.Data, &r) != nil {
 			return
 		}
 		// Only what the message may change; the terminal is the bridge's.
-		t = wire.Term{TermID: ob.term, ClientID: ob.client, Cols: t.Cols, Rows: t.Rows, Acked: t.Acked}
-		if m.Header.Get(hdrTerm) == termResize {
-			err = ob.m.TermResize(ob.session, t)
-		} else {
-			err = ob.m.TermAck(ob.session, t)
+		err = ob.m.TermResize(ob.session, wire.TermResize{TermID: ob.term, ClientID: ob.client, Cols: r.Cols, Rows: r.Rows})
+	case termAck:
+		var a wire.TermAck
+		if json.Unmarshal(m.Data, &a) != nil {
+			return
 		}
+		err = ob.m.TermAck(ob.session, wire.TermAck{TermID: ob.term, ClientID: ob.client, Acked: a.Acked})
 	case termClose:
 		ob.end(true)
 	case termPing:
@@ -406,7 +435,7 @@ func (b *bridges) closeAll() {
 	b.mu.Unlock()
 	close(b.stop)
 	for _, fb := range fronts {
-		fb.sink(&wire.Message{T: wire.TTermError, Term: &wire.Term{TermID: fb.key.term, ClientID: fb.key.client},
+		fb.sink(&wire.TermError{TermID: fb.key.term, ClientID: fb.key.client,
 			Error: wire.Errorf(wire.CodeUnavailable, "the supervisor is shutting down")})
 		fb.end()
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -24,7 +25,7 @@ type Sessions interface {
 	Delete(ctx context.Context, id string) error
 	// Command runs a control command; a refused command is a Reply with
 	// an error, the error result one that never got an answer.
-	Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error)
+	Command(ctx context.Context, id string, req command.Request) (*wire.Reply, error)
 	// Events reads a session's events from seq from on.
 	Events(ctx context.Context, id string, from int64, follow bool) (EventStream, error)
 	// Feed opens the multiplexed stream of every session's events.

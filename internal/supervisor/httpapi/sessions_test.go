@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/pkg/api"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap/zaptest"
 )
@@ -72,8 +73,8 @@ func (f *fakeSessions) Get(ctx context.Context, id string) (api.Session, error) 
 
 func (f *fakeSessions) Delete(ctx context.Context, id string) error { return f.call("Delete", id) }
 
-func (f *fakeSessions) Command(ctx context.Context, id string, cmd wire.Command) (*wire.Reply, error) {
-	if err := f.call("Command", id, cmd.Cmd); err != nil {
+func (f *fakeSessions) Command(ctx context.Context, id string, req command.Request) (*wire.Reply, error) {
+	if err := f.call("Command", id, req.Cmd()); err != nil {
 		return nil, err
 	}
 	return f.reply, nil
@@ -115,18 +116,18 @@ func (f *fakeSessions) WorkspaceMerge(ctx context.Context, id string) (*api.Merg
 	return nil, f.call("WorkspaceMerge", id)
 }
 
-func (f *fakeSessions) OpenTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, error) {
+func (f *fakeSessions) OpenTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, error) {
 	return nil, f.call("OpenTerm", id)
 }
 
-func (f *fakeSessions) ExportTerm(ctx context.Context, id string, t wire.Term, sink func(*wire.Message)) (*wire.Term, *os.File, error) {
+func (f *fakeSessions) ExportTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, *os.File, error) {
 	return nil, nil, f.call("ExportTerm", id)
 }
 
 func (f *fakeSessions) UnexportTerm(id, termID, clientID string, scrollback []byte) error { return nil }
-func (f *fakeSessions) TermInput(id string, t wire.Term) error                            { return nil }
-func (f *fakeSessions) TermResize(id string, t wire.Term) error                           { return nil }
-func (f *fakeSessions) TermAck(id string, t wire.Term) error                              { return nil }
+func (f *fakeSessions) TermInput(id string, in wire.TermInput) error                      { return nil }
+func (f *fakeSessions) TermResize(id string, r wire.TermResize) error                     { return nil }
+func (f *fakeSessions) TermAck(id string, a wire.TermAck) error                           { return nil }
 func (f *fakeSessions) CloseTerm(id, termID, clientID string) error                       { return nil }
 func (f *fakeSessions) RecycleTermData(p []byte)                                          {}
 func (f *fakeSessions) TermBuffer(n int) []byte                                           { return make([]byte, n) }
