@@ -116,13 +116,16 @@ func TestEveryCommandAndStreamWorksThroughEveryNode(t *testing.T) {
 			t.Fatalf("unknown session through %s: %v", f.names[via], err)
 		}
 	}
-	// A terminal of node 0's session, attached through node 2.
-	term, err := f.c(2).AttachTerminal(ctx, ids[0], client.TermOptions{TermID: "t1", Command: []string{"sh", "-c", "echo bridged-$((6*7)); read x; echo got-$x"}})
+	// A terminal of node 0's session, attached through node 2: output,
+	// input, a resize and the program's exit all cross the bridge.
+	term, err := f.c(2).AttachTerminal(ctx, ids[0], client.TermOptions{TermID: "t1", Command: []string{"sh", "-c",
+		"echo bridged-$((6*7)); read x; echo got-$x; read y; echo size-$(stty size); exit 3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer term.Close()
 	var out bytes.Buffer
+	var exit *client.TermExit
 	readUntil := func(want string) {
 		t.Helper()
 		for !strings.Contains(out.String(), want) {
@@ -131,6 +134,10 @@ func TestEveryCommandAndStreamWorksThroughEveryNode(t *testing.T) {
 				t.Fatalf("terminal: %v (so far %q)", err, out.String())
 			}
 			out.Write(ev.Output)
+			if ev.Exit != nil {
+				exit = ev.Exit
+				return
+			}
 		}
 	}
 	readUntil("bridged-42")
@@ -138,6 +145,19 @@ func TestEveryCommandAndStreamWorksThroughEveryNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	readUntil("got-yes")
+	// The resize and the input travel in order on one subject, so the
+	// program reads its new size after the line.
+	if err := term.Resize(ctx, 101, 33); err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Input(ctx, []byte("\n")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil("size-33 101")
+	readUntil("\x00never printed")
+	if exit == nil || exit.Code != 3 {
+		t.Fatalf("the program's exit through the bridge: %+v (output %q)", exit, out.String())
+	}
 	// Deleting through another node removes it everywhere.
 	if err := f.c(1).DeleteSession(ctx, ids[2]); err != nil {
 		t.Fatal(err)
