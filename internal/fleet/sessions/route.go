@@ -392,6 +392,12 @@ func (r *routed) WorkspaceMerge(ctx context.Context, id string) (*api.MergeResul
 	return res, err
 }
 
+// Engines are this node's: what a session placed here could start on,
+// with this node's settings and credentials.
+func (r *routed) Engines(ctx context.Context, opts supervisor.EnginesOptions) (api.EnginesReply, error) {
+	return r.m.Engines(ctx, opts)
+}
+
 // Terminals of this node's sessions are the manager's; another node's
 // are bridged to it over the fabric (terms.go).
 

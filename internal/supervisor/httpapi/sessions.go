@@ -36,6 +36,10 @@ type Sessions interface {
 	WorkspaceStatus(ctx context.Context, id string) (*api.WorkspaceStatus, error)
 	WorkspaceCommit(ctx context.Context, id, message string) (string, error)
 	WorkspaceMerge(ctx context.Context, id string) (*api.MergeResult, error)
+	// Engines describes the engines of the supervisor asked, with its own
+	// settings and credentials (in a fleet, of the node the request
+	// reached).
+	Engines(ctx context.Context, opts supervisor.EnginesOptions) (api.EnginesReply, error)
 	termManager
 }
 

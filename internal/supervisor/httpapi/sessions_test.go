@@ -116,6 +116,10 @@ func (f *fakeSessions) WorkspaceMerge(ctx context.Context, id string) (*api.Merg
 	return nil, f.call("WorkspaceMerge", id)
 }
 
+func (f *fakeSessions) Engines(ctx context.Context, opts supervisor.EnginesOptions) (api.EnginesReply, error) {
+	return api.EnginesReply{}, f.call("Engines")
+}
+
 func (f *fakeSessions) OpenTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, error) {
 	return nil, f.call("OpenTerm", id)
 }
