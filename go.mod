@@ -88,4 +88,7 @@ require (
 	honnef.co/go/tools v0.8.2 // indirect
 )
 
-tool honnef.co/go/tools/cmd/staticcheck
+tool (
+	github.com/nats-io/nats-server/v2
+	honnef.co/go/tools/cmd/staticcheck
+)

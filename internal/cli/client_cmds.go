@@ -96,12 +96,16 @@ func runNew(ctx context.Context, e *env, args []string) error {
 	until := fs.String("until", "", "timed loop: stop at this RFC 3339 time")
 	prompt := fs.String("prompt", "", "timed loop: the prompt each run sends")
 	ws := workspaceFlags(fs)
+	place := placementFlags(fs)
 	c, _, err := simple(e, fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
 	if spec.Engine == "" {
 		return usagef("--engine is required")
+	}
+	if spec.Placement, err = place.spec(); err != nil {
+		return err
 	}
 	if *goal != "" {
 		spec.Goal = &wire.Goal{Text: *goal}

@@ -23,6 +23,7 @@ type serveOptions struct {
 	config               string
 	check                bool
 	origins, hosts       multi // --allow-origin, --allow-host
+	fleet                *fleetOpts
 }
 
 // serveFlags defines serve's flags into o. A config file (--config) sets
@@ -51,6 +52,8 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	cfg.EngineDefaults = map[string]wire.EngineConfig{}
 	fs.Var(engineDefaults(cfg.EngineDefaults), "engine-config", "ENGINE.KEY=VALUE: a setting every new session on ENGINE gets unless its own engineConfig sets KEY (repeatable; supervisor engines -v lists the keys)")
 	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.StorageDir, "storage", "", "folder of the sessions and their workspaces (default: the state folder); supervisors of a fleet that share it take over each other's sessions")
+	o.fleet = fleetFlags(fs)
 	fs.BoolVar(&o.check, "check", false, "check the settings (command line and --config) and exit: 0 when they are valid, 2 when not")
 	fs.StringVar(&o.format, "log-format", "console", "log format: console (for a person) or json (one object a line, for a log collector); runners' lines are logged again in it")
 	return fs
@@ -102,6 +105,9 @@ func parseServe(e *env, args []string) (*serveOptions, error) {
 	o.cfg.AllowOrigins, o.cfg.AllowHosts = o.origins, o.hosts
 	if _, err := parseLevel(o.level); err != nil {
 		return nil, usageError{err}
+	}
+	if o.cfg.Fleet, err = o.fleet.config(); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

@@ -74,7 +74,7 @@ func TestScrapedMetricsMatchTheEventsThatProducedThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(m, httpapi.Options{Metrics: met.Handler()}))
+	srv := httptest.NewServer(httpapi.New(httpapi.FromManager(m), httpapi.Options{Metrics: met.Handler()}))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -13,7 +13,8 @@ import (
 // Config configures a Manager. StateDir and RunnerPath are required; every
 // duration has a default.
 type Config struct {
-	// StateDir holds sessions/<id>/ folders.
+	// StateDir is the supervisor's own folder; by default it also holds
+	// sessions/<id>/ folders (StorageDir).
 	StateDir string
 	// RunnerPath is the runner executable.
 	RunnerPath string
@@ -75,6 +76,18 @@ type Config struct {
 	// items, 32 MiB of event lines).
 	FeedItems, FeedBytes int
 
+	// StorageDir holds the sessions/ and workspaces/ folders (default
+	// StateDir). Supervisors of a fleet that share it reach each other's
+	// sessions (docs/fleet.md).
+	StorageDir string
+	// Claims, when set, grants the claim a runner needs before it starts
+	// (a fleet's lease: claims.go).
+	Claims Claimer
+	// OwnsSession, when set, says whether a session folder is this
+	// supervisor's: a runner of one that is not (another supervisor's, on
+	// shared storage) is never swept as stale.
+	OwnsSession func(id string) bool
+
 	Logger *zap.Logger
 	// Observer is told of session starts, mirrored events and runner
 	// exits, for metrics (default: nobody).
@@ -94,6 +107,9 @@ type Credentials interface {
 func (c *Config) setDefaults() error {
 	if c.StateDir == "" {
 		return errors.New("supervisor: state directory is required")
+	}
+	if c.StorageDir == "" {
+		c.StorageDir = c.StateDir
 	}
 	if c.RunnerPath == "" {
 		return errors.New("supervisor: runner path is required")

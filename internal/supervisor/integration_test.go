@@ -474,12 +474,13 @@ func TestRealKilledRunnerReportsCrashAndResumes(t *testing.T) {
 
 // apiSession keeps the test's use of the client type short.
 type apiSession = struct {
-	ID        string          `json:"id"`
-	Spec      wire.Spec       `json:"spec"`
-	Live      bool            `json:"live"`
-	Status    *command.Status `json:"status,omitempty"`
-	UpdatedAt time.Time       `json:"updatedAt"`
-	LastCrash *api.Error      `json:"lastCrash,omitempty"`
+	ID        string            `json:"id"`
+	Spec      wire.Spec         `json:"spec"`
+	Live      bool              `json:"live"`
+	Status    *command.Status   `json:"status,omitempty"`
+	UpdatedAt time.Time         `json:"updatedAt"`
+	LastCrash *api.Error        `json:"lastCrash,omitempty"`
+	Fleet     *api.SessionFleet `json:"fleet,omitempty"`
 }
 
 func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {

@@ -49,6 +49,7 @@ type entry struct {
 	holds    int  // calls in flight
 	retiring bool // being stopped: callers wait for the exit, then respawn
 	lastUsed time.Time
+	claims   []Claim // what the fleet granted the runner (Config.Claims)
 }
 
 // New returns a Manager for cfg.StateDir, creating its sessions folder and
@@ -69,10 +70,13 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	cfg.StateDir = state
+	if cfg.StorageDir, err = filepath.Abs(cfg.StorageDir); err != nil {
+		return nil, fmt.Errorf("storage directory: %w", err)
+	}
 	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		sessions: filepath.Join(state, "sessions"),
+		sessions: filepath.Join(cfg.StorageDir, "sessions"),
 		entries:  map[string]*entry{},
 		hubs:     map[string]*hub{},
 		crashes:  map[string]*wire.Error{},
@@ -187,7 +191,17 @@ func (m *Manager) dropLocked(e *entry) {
 func (m *Manager) spawn(e *entry, id string) {
 	defer m.spawns.Done()
 	t0 := time.Now()
-	c, spare, err := m.startRunner(id)
+	ctx, cancel := context.WithTimeout(m.stopping, m.cfg.StartTimeout)
+	claim, err := m.claim(ctx, id)
+	cancel()
+	var c *child
+	spare := false
+	if err == nil {
+		c, spare, err = m.startRunner(id)
+		if err != nil && claim != nil {
+			claim.Release()
+		}
+	}
 	m.cfg.Observer.SessionStart(time.Since(t0), spare, err)
 	m.mu.Lock()
 	late := err == nil && m.closed
@@ -201,6 +215,9 @@ func (m *Manager) spawn(e *entry, id string) {
 		e.child = c
 		e.lastUsed = m.cfg.Now()
 		c.madeLive.Store(true)
+		if claim != nil {
+			e.claims = append(e.claims, claim)
+		}
 	}
 	m.mu.Unlock()
 	// The lifecycle item goes out before whoever waits for the start goes
@@ -349,6 +366,7 @@ func (m *Manager) onExit(c *child) {
 				m.crashes[id] = crash
 				m.publishLife(id, api.Lifecycle{Type: api.LifeFailed, Error: api.NewError(crash)})
 			}
+			releaseClaims(e)
 		}
 	}
 }
@@ -379,6 +397,10 @@ func (m *Manager) onRotate(c *child, from, to string) {
 	m.entries[to] = e
 	e.ids = append(e.ids, to)
 	c.log.Info("session rotated", zap.String("from", from), zap.String("to", to))
+	if m.cfg.Claims != nil && !m.closed {
+		m.spawns.Add(1)
+		go m.claimRotated(e, to)
+	}
 	if spec, err := readSpec(m.dir(to), to); err == nil {
 		m.publishLife(to, api.Lifecycle{Type: api.LifeCreated, Spec: &spec})
 	}

@@ -76,6 +76,8 @@ func validateSpec(spec wire.Spec) error {
 		return wire.Errorf(wire.CodeBadRequest, "spendCapUsd must not be negative")
 	case spec.Parent != "" && !validID(spec.Parent):
 		return wire.Errorf(wire.CodeBadRequest, "parent %q is not a session id", spec.Parent)
+	case spec.Placement != nil:
+		return wire.Errorf(wire.CodeBadRequest, "placement chooses a node of a fleet, and this supervisor is in none (serve --nats)")
 	}
 	if spec.Cwd != "" {
 		if !filepath.IsAbs(spec.Cwd) {

@@ -25,7 +25,7 @@ func (m *Manager) sweepStaleRunners() {
 		return
 	}
 	for _, de := range des {
-		if !de.IsDir() {
+		if !de.IsDir() || (m.cfg.OwnsSession != nil && !m.cfg.OwnsSession(de.Name())) {
 			continue
 		}
 		dir := filepath.Join(m.sessions, de.Name())

@@ -8,12 +8,13 @@ import (
 
 	"github.com/corral-dev/corral/internal/sessiondir"
 	"github.com/corral-dev/corral/internal/workspace"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
 
 // workspacesDir holds the worktrees of sessions created with a workspace.
-func (m *Manager) workspacesDir() string { return filepath.Join(m.cfg.StateDir, "workspaces") }
+func (m *Manager) workspacesDir() string { return filepath.Join(m.cfg.StorageDir, "workspaces") }
 
 // makeWorkspace creates the worktree spec asks for and points the session
 // at it. undo removes it again (for a create that fails later).
@@ -93,4 +94,32 @@ func (m *Manager) Workspace(id string) (wire.Workspace, error) {
 		return wire.Workspace{}, wire.Errorf(wire.CodeNotFound, "session %s has no workspace (create it with \"workspace\" in its spec)", id)
 	}
 	return *spec.Workspace, nil
+}
+
+// WorkspaceStatus is session id's workspace: its branch's diff against the
+// base and what is not committed yet.
+func (m *Manager) WorkspaceStatus(ctx context.Context, id string) (*api.WorkspaceStatus, error) {
+	ws, err := m.Workspace(id)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.Inspect(ctx, ws)
+}
+
+// WorkspaceCommit commits what session id's worktree holds.
+func (m *Manager) WorkspaceCommit(ctx context.Context, id, message string) (string, error) {
+	ws, err := m.Workspace(id)
+	if err != nil {
+		return "", err
+	}
+	return workspace.Commit(ctx, ws, message)
+}
+
+// WorkspaceMerge merges session id's branch into its base branch.
+func (m *Manager) WorkspaceMerge(ctx context.Context, id string) (*api.MergeResult, error) {
+	ws, err := m.Workspace(id)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.Merge(ctx, ws)
 }

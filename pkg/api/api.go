@@ -31,6 +31,36 @@ type Session struct {
 	// runner_crashed, with exit code, signal and stderr tail), while this
 	// supervisor ran; the next command starts a new runner.
 	LastCrash *Error `json:"lastCrash,omitempty"`
+	// Fleet is where the session stands in a fleet of supervisors
+	// (docs/fleet.md); absent from a supervisor that is not in one.
+	Fleet *SessionFleet `json:"fleet,omitempty"`
+}
+
+// SessionFleet is a session's place in a fleet.
+type SessionFleet struct {
+	// Node is the node the session belongs to: it runs there, or starts
+	// there at its next use.
+	Node string `json:"node"`
+	// Placement is how the session came to its node: the node and, in
+	// words, why (chosen by capacity and fit, asked for, or taken over
+	// from a node that left).
+	Placement FleetPlacement `json:"placement"`
+	// State is empty while the session's node is in the fleet, "orphaned"
+	// once the node left and before another took the session, "failed"
+	// when no node in the fleet reaches the session's folder.
+	State string `json:"state,omitempty"`
+	// Error says why the session is failed, or how it was orphaned.
+	Error string `json:"error,omitempty"`
+	// Moves counts the times the session moved to another node.
+	Moves int `json:"moves,omitempty"`
+}
+
+// FleetPlacement is where a session was placed and why.
+type FleetPlacement struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+	// Requested says the node was asked for in the spec.
+	Requested bool `json:"requested,omitempty"`
 }
 
 // SessionReply is the body of a successful create or get.

@@ -60,6 +60,10 @@ type Spec struct {
 	// prompt, the tools it may use. An engine that cannot honour a part
 	// of it refuses the session with bad_request (docs/engines.md).
 	Agent *AgentPreset `json:"agent,omitempty"`
+	// Placement says which node of a fleet the session may run on
+	// (docs/fleet.md); only a supervisor in a fleet accepts it. It is
+	// used to place the session and not kept in its meta.json.
+	Placement *Placement `json:"placement,omitempty"`
 }
 
 // AgentPreset shapes a session's agent.
@@ -72,6 +76,14 @@ type AgentPreset struct {
 	// the engine's own tool names (Claude Code's Read, Bash...; Copilot's
 	// view, bash...). Every call still passes the gate.
 	Tools []string `json:"tools,omitempty"`
+}
+
+// Placement is what a new session asks of the fleet node it is placed on.
+type Placement struct {
+	// Node, when set, is the node the session must run on.
+	Node string `json:"node,omitempty"`
+	// Labels must all be on the node with these values (gpu=1, region=x).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Workspace asks for a session's own git worktree. Base, Branch and Keep

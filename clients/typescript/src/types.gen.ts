@@ -500,6 +500,14 @@ export interface FeedItem {
   stream?: StreamMark;
 }
 
+/** FleetPlacement is where a session was placed and why. */
+export interface FleetPlacement {
+  node: string;
+  reason: string;
+  /** Requested says the node was asked for in the spec. */
+  requested?: boolean;
+}
+
 /** ForkResult is the result of forkSession: the session continues as To; From is left closed at the branch point. */
 export interface ForkResult {
   from: string;
@@ -886,6 +894,14 @@ export interface Part {
   reason: string;
 }
 
+/** Placement is what a new session asks of the fleet node it is placed on. */
+export interface Placement {
+  /** Node, when set, is the node the session must run on. */
+  node?: string;
+  /** Labels must all be on the node with these values (gpu=1, region=x). */
+  labels?: Record<string, string>;
+}
+
 /** Policy says how a run's nodes are routed and bounded. */
 export interface Policy {
   /** Engine and Model are the run's default: an engine name, "auto" (the candidates in order, each behind a readiness probe, then self) or "self". Default "auto". */
@@ -1136,10 +1152,26 @@ export interface Session {
   updatedAt: string;
   /** LastCrash is how the session's runner last died unasked (code runner_crashed, with exit code, signal and stderr tail), while this supervisor ran; the next command starts a new runner. */
   lastCrash?: HTTPError;
+  /** Fleet is where the session stands in a fleet of supervisors (docs/fleet.md); absent from a supervisor that is not in one. */
+  fleet?: SessionFleet;
 }
 
 /** One line of a session's events.jsonl: one of the event types, told apart by type (docs/events.md). A shell ignores a type it does not know. */
 export type SessionEvent = SessionStartedEvent | SessionResumedEvent | UserMessageEvent | TurnStartedEvent | AssistantDeltaEvent | AssistantTextEvent | ToolStartedEvent | ToolFinishedEvent | AskOpenedEvent | AskAnsweredEvent | SteerDeliveredEvent | SteerRequeuedEvent | TurnEndedEvent | StoppedEvent | FailureEvent | UsageEvent | ContextEvent | RetryEvent | HunkStagedEvent | HunkDecidedEvent | EditAppliedEvent | ModeChangedEvent | GoalSetEvent | GoalClearedEvent | GoalCheckEvent | SpendCapSetEvent | RotatedEvent | CompactedEvent | QueueChangedEvent | LogRepairedEvent | RenamedEvent;
+
+/** SessionFleet is a session's place in a fleet. */
+export interface SessionFleet {
+  /** Node is the node the session belongs to: it runs there, or starts there at its next use. */
+  node: string;
+  /** Placement is how the session came to its node: the node and, in words, why (chosen by capacity and fit, asked for, or taken over from a node that left). */
+  placement: FleetPlacement;
+  /** State is empty while the session's node is in the fleet, "orphaned" once the node left and before another took the session, "failed" when no node in the fleet reaches the session's folder. */
+  state?: string;
+  /** Error says why the session is failed, or how it was orphaned. */
+  error?: string;
+  /** Moves counts the times the session moved to another node. */
+  moves?: number;
+}
 
 /** SessionReply is the body of a successful create or get. */
 export interface SessionReply {
@@ -1254,6 +1286,8 @@ export interface Spec {
   workspace?: Workspace;
   /** Agent shapes the session's agent: instructions added to its system prompt, the tools it may use. An engine that cannot honour a part of it refuses the session with bad_request (docs/engines.md). */
   agent?: AgentPreset;
+  /** Placement says which node of a fleet the session may run on (docs/fleet.md); only a supervisor in a fleet accepts it. It is used to place the session and not kept in its meta.json. */
+  placement?: Placement;
 }
 
 /** SpendCapSetData is the data of spendCapSet, and the result of setSpendCap. */

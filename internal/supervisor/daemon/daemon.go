@@ -17,8 +17,11 @@ import (
 
 	"github.com/corral-dev/corral/internal/console"
 	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/internal/fleet"
+	"github.com/corral-dev/corral/internal/fleet/sessions"
 	"github.com/corral-dev/corral/internal/graph/drivers"
 	"github.com/corral-dev/corral/internal/graph/service"
+	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/ownedfile"
 	"github.com/corral-dev/corral/internal/sdnotify"
 	"github.com/corral-dev/corral/internal/supervisor"
@@ -86,6 +89,13 @@ type Config struct {
 	// /metrics without authentication, for a scraper on this machine.
 	// /metrics is also served on every other listener, behind its auth.
 	MetricsListen string
+
+	// StorageDir holds sessions/ and workspaces/ (default StateDir).
+	StorageDir string
+	// Fleet, when set, joins a fleet of supervisors over NATS
+	// (docs/fleet.md); the daemon fills in the folders, the cap and the
+	// logger.
+	Fleet *sessions.Config
 
 	Logger *zap.Logger
 	// LogLevel, when set, is Logger's level, which a reload changes.
@@ -192,8 +202,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		log.Info("no plugin-runner: sessions on plugin engines cannot start", zap.Error(err))
 	}
+	storage := state
+	if cfg.StorageDir != "" {
+		if storage, err = filepath.Abs(cfg.StorageDir); err != nil {
+			return fmt.Errorf("storage folder: %w", err)
+		}
+	}
 	mcfg := supervisor.Config{
 		StateDir:         state,
+		StorageDir:       storage,
 		RunnerPath:       runner,
 		PluginRunnerPath: pluginRunner,
 		SpareRunner:      cfg.SpareRunner,
@@ -222,6 +239,22 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	mcfg.Credentials = secrets
+	var fl *sessions.Fleet
+	if cfg.Fleet != nil {
+		if fl, err = joinFleet(ctx, cfg, state, storage, log); err != nil {
+			return err
+		}
+		// Left once every runner is stopped (deferred calls run last
+		// first).
+		defer func() {
+			lctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := fl.Leave(lctx); err != nil {
+				log.Error("leaving the fleet", zap.Error(err))
+			}
+		}()
+		mcfg.Claims, mcfg.OwnsSession = fl.Claims(), fl.OwnsSession
+	}
 	m, err = supervisor.New(mcfg)
 	if err != nil {
 		return err
@@ -256,7 +289,16 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	reload.auth = auth
-	api := httpapi.New(m, httpapi.Options{Logger: log, Auth: auth, Console: console.Handler(console.Assets()), Metrics: met.Handler(), Graphs: graphs, Credentials: secrets})
+	served := httpapi.FromManager(m)
+	var notReady func() []string
+	if fl != nil {
+		if served, err = fl.Attach(ctx, m); err != nil {
+			return err
+		}
+		notReady = fl.NotReady
+		fl.OnLink(func(s metrics.LinkState) { met.SetNATSLink(s) })
+	}
+	api := httpapi.New(served, httpapi.Options{Logger: log, Auth: auth, Console: console.Handler(console.Assets()), Metrics: met.Handler(), NotReady: notReady, Graphs: graphs, Credentials: secrets})
 	socket := filepath.Join(state, SocketName)
 	unixLn, err := listenUnix(socket)
 	if err != nil {
@@ -315,4 +357,29 @@ func Run(ctx context.Context, cfg Config) error {
 		return nil
 	}
 	return err
+}
+
+// joinFleet joins the fleet cfg.Fleet names, waiting as long as it takes a
+// registration of this node's name by another supervisor to expire.
+func joinFleet(ctx context.Context, cfg Config, state, storage string, log *zap.Logger) (*sessions.Fleet, error) {
+	fc := *cfg.Fleet
+	fc.StateDir, fc.StorageDir, fc.Logger = state, storage, log
+	maxLive := cfg.MaxLive
+	fc.MaxLive = func() int { return maxLive }
+	if len(fc.Engines) == 0 {
+		fc.Engines = sessions.InstalledEngines(cfg.EnginesDir)
+	}
+	nodeTTL := fc.Timing.NodeTTL
+	if nodeTTL <= 0 {
+		nodeTTL = fleet.DefaultTiming().NodeTTL
+	}
+	wait := 2*nodeTTL + time.Minute
+	jctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	fl, err := sessions.Join(jctx, fc)
+	if err != nil {
+		return nil, fmt.Errorf("join the fleet: %w", err)
+	}
+	log.Info("in the fleet", zap.String("node", fc.Node), zap.Strings("engines", fc.Engines))
+	return fl, nil
 }

@@ -65,7 +65,7 @@ func benchMirrorToSSE(b *testing.B, withMetrics bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &http.Server{Handler: New(m, Options{Logger: zap.NewNop()})}
+	srv := &http.Server{Handler: New(FromManager(m), Options{Logger: zap.NewNop()})}
 	go srv.Serve(ln)
 	defer srv.Close()
 

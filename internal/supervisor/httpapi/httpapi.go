@@ -19,7 +19,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/graph/service"
-	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
@@ -55,7 +54,7 @@ type Options struct {
 }
 
 type server struct {
-	m         *supervisor.Manager
+	m         Sessions
 	log       *zap.Logger
 	keepAlive time.Duration
 	notReady  func() []string
@@ -63,8 +62,9 @@ type server struct {
 	auth      *webauth.Authority
 }
 
-// New returns the API handler for m.
-func New(m *supervisor.Manager, opts Options) http.Handler {
+// New returns the API handler for m (FromManager for one supervisor's
+// sessions).
+func New(m Sessions, opts Options) http.Handler {
 	s := &server{m: m, log: opts.Logger, keepAlive: opts.KeepAlive, notReady: opts.NotReady, creds: opts.Credentials, auth: opts.Auth}
 	if s.log == nil {
 		s.log = zap.NewNop()

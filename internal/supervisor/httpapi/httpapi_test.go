@@ -59,7 +59,7 @@ func newFixture(t *testing.T, modes string, tweak ...func(*Options)) *fixture {
 	for _, f := range tweak {
 		f(&opts)
 	}
-	srv := httptest.NewServer(New(m, opts))
+	srv := httptest.NewServer(New(FromManager(m), opts))
 	t.Cleanup(func() {
 		if err := m.Shutdown(context.Background()); err != nil {
 			t.Error(err)

@@ -212,7 +212,7 @@ func TestTerminalNeedsTheBearerTokenOnTCP(t *testing.T) {
 	}
 	guarded := httptest.NewUnstartedServer(nil)
 	guarded.Config.Handler = auth.Guard(webauth.Listener{Addr: guarded.Listener.Addr().String()},
-		New(f.m, Options{Logger: zaptest.NewLogger(t), Auth: auth}))
+		New(FromManager(f.m), Options{Logger: zaptest.NewLogger(t), Auth: auth}))
 	guarded.Start()
 	defer guarded.Close()
 	path := "/v1/sessions/" + id + "/terminals/main?role=owner"
@@ -264,7 +264,7 @@ func TestTerminalKeepsItsRunnerFromTheReaperUntilTheClientLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(m, Options{Logger: zaptest.NewLogger(t)}))
+	srv := httptest.NewServer(New(FromManager(m), Options{Logger: zaptest.NewLogger(t)}))
 	t.Cleanup(func() {
 		if err := m.Shutdown(context.Background()); err != nil {
 			t.Error(err)
