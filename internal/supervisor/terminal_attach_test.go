@@ -97,8 +97,17 @@ func TestRealAttachInATerminal(t *testing.T) {
 	p.typeLine("stty size")
 	p.waitText("30 100")
 	p.run("resize-window", "-t", "outer", "-x", "90", "-y", "25")
-	p.typeLine("stty size")
-	p.waitText("25 90")
+	// The new size travels (SIGWINCH, the attach client, the supervisor,
+	// the runner) while the shell may already be running what is typed
+	// next, as in any terminal: ask until the shell sees it.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.screen(), "25 90"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's terminal never took the pane's new size:\n%s", p.screen())
+		}
+		p.typeLine("stty size")
+		p.waitText("stty size") // typed and echoed; its answer follows
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	// Ctrl-] q detaches and gives the outer shell its terminal back as it
 	// was: same settings, echo and line editing working.
