@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,6 +27,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakerunner.EnvVar) != "" {
 		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	// The test binary caught SIGHUP it did not send, now and then, in
+	// full runs beside other packages (its death then reads "signal:
+	// hangup"); the source is not found yet. Held here, such a signal
+	// cannot kill the binary between two daemons' own handlers. The
+	// reload tests check each daemon's handling by what it does (its
+	// notifications, its log), not by surviving.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	os.Exit(m.Run())
 }
 

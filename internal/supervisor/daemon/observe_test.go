@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // get does GET path through dial and returns the status and body.
@@ -213,14 +214,22 @@ func TestSIGHUPReloadsLevelAndMaxLiveAndTellsTheServiceManager(t *testing.T) {
 func TestSIGHUPWithoutConfigKeepsTheSupervisorUp(t *testing.T) {
 	state := t.TempDir()
 	notes := notifySocket(t)
-	serve(t, state, nil)
+	core, logs := observer.New(zapcore.WarnLevel)
+	serve(t, state, func(c *Config) { c.Logger = zap.New(core) })
 	next(t, notes)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
+	// The supervisor read the signal, said there is nothing to reload,
+	// and still answers.
+	deadline := time.Now().Add(time.Minute)
+	for logs.FilterMessageSnippet("nothing to reload").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no word of the SIGHUP in the log: %v", logs.All())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	c, _ := client.ForState(state)
-	// The supervisor read the signal (or this test would have died) and
-	// still answers.
 	if _, err := c.Health(context.Background()); err != nil {
 		t.Fatal(err)
 	}
