@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/corral-dev/corral/internal/testenv"
 )
 
 // nobody is a uid that is not the test's; chown to it needs root.
@@ -14,13 +16,7 @@ const nobody = 65534
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test gives files to another user, which needs root (CI runs as root)")
-	}
-	t.Skip("giving a file to another user needs root")
+	testenv.NeedRoot(t, "this test gives files to another user")
 }
 
 func TestOpen(t *testing.T) {

@@ -47,6 +47,19 @@ func Missing(t testing.TB, what, why string) {
 	t.Skip("skipped: " + msg)
 }
 
+// NeedRoot ends the test unless it runs as root: t.Skip outside CI,
+// t.Fatal in CI, which runs as root. why says what needs root.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if InCI() {
+		t.Fatalf("%s, which needs root [CI=%s: CI runs as root]", why, os.Getenv(EnvCI))
+	}
+	t.Skip("skipped: " + why + ", which needs root")
+}
+
 // NeedProgram returns the path of the program name found on PATH, or ends
 // the test through Missing.
 func NeedProgram(t testing.TB, name string) string {

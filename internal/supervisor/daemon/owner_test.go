@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/testenv"
+
 	"github.com/corral-dev/corral/internal/ownedfile"
 	"go.uber.org/zap/zaptest"
 )
@@ -24,12 +26,7 @@ const otherUserName = "corral-test-other"
 // fails under CI=true (CI runs as root).
 func otherUser(t *testing.T) (uid, gid uint32) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("acting as a second local user needs root (CI runs as root)")
-		}
-		t.Skip("acting as a second local user needs root")
-	}
+	testenv.NeedRoot(t, "acting as a second local user")
 	u, err := user.Lookup(otherUserName)
 	if err != nil {
 		useradd, lerr := exec.LookPath("useradd")
