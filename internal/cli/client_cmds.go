@@ -285,7 +285,7 @@ func runAnswer(ctx context.Context, e *env, args []string) error {
 
 func runHunk(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "hunk", "ID [EDIT/]HUNK accept|reject",
-		"Accept or reject a staged hunk. Name it EDIT/HUNK (e1/h2), or HUNK alone when one edit is pending.")
+		"Accept or reject a staged hunk. Name it EDIT/HUNK (e1/h2), or HUNK alone when one edit is pending (in auto mode: when the turn applied one edit).")
 	note := fs.String("note", "", "a note for the agent")
 	c, pos, err := simple(e, fs, args, 3, 3)
 	if err != nil {

@@ -228,8 +228,9 @@ func (rv *review) recordApplied(se *stagedEdit, by string, ids []string, reverte
 }
 
 // decide records a person's decision on one hunk. editID may be empty when
-// hunkID is EDIT/HUNK or when exactly one edit waits for decisions. In auto
-// mode a reject takes the hunk back out of the file at once.
+// hunkID is EDIT/HUNK, when exactly one edit waits for decisions, or, when
+// none waits, when the turn has applied exactly one edit in auto mode. In
+// auto mode a reject takes the hunk back out of the file at once.
 func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecidedData, error) {
 	var accept bool
 	switch decision {
@@ -244,12 +245,22 @@ func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecid
 	}
 	rv.mu.Lock()
 	if editID == "" {
-		pending := rv.pendingLocked()
-		if len(pending) != 1 {
-			rv.mu.Unlock()
-			return event.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "%d edits are pending; name the edit (editId, or hunkId as EDIT/HUNK)", len(pending))
+		open, what := rv.pendingLocked(), "edits are pending"
+		if len(open) == 0 {
+			// Auto mode: nothing waits, but the turn's applied edits may
+			// still be taken back by hunk id alone, as for one pending.
+			open, what = rv.autoLocked(), "edits of this turn were applied in auto mode"
 		}
-		editID = pending[0].id
+		switch len(open) {
+		case 0:
+			rv.mu.Unlock()
+			return event.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "no edit is open for decisions (decisions are final once its turn ends)")
+		case 1:
+		default:
+			rv.mu.Unlock()
+			return event.HunkDecidedData{}, wire.Errorf(wire.CodeBadRequest, "%d %s; name the edit (editId, or hunkId as EDIT/HUNK)", len(open), what)
+		}
+		editID = open[0].id
 	}
 	se, ok := rv.edits[editID]
 	if !ok {
@@ -389,9 +400,19 @@ func (rv *review) pendingIDs() []string {
 // pendingLocked lists review-mode edits still waiting for decisions,
 // oldest first; rv.mu must be held.
 func (rv *review) pendingLocked() []*stagedEdit {
+	return rv.editsLocked(func(e *stagedEdit) bool { return !e.auto && len(e.decisions) < len(e.edit.Hunks) })
+}
+
+// autoLocked returns the turn's auto-mode edits, which stay open for
+// rejects until the turn ends, in order.
+func (rv *review) autoLocked() []*stagedEdit {
+	return rv.editsLocked(func(e *stagedEdit) bool { return e.auto })
+}
+
+func (rv *review) editsLocked(keep func(*stagedEdit) bool) []*stagedEdit {
 	var out []*stagedEdit
 	for _, e := range rv.edits {
-		if !e.auto && len(e.decisions) < len(e.edit.Hunks) {
+		if keep(e) {
 			out = append(out, e)
 		}
 	}

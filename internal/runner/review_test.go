@@ -154,6 +154,28 @@ func TestReviewAutoModeRejectTakesTheHunkBackOut(t *testing.T) {
 	}
 }
 
+func TestReviewAutoModeHunkIDAloneNamesTheTurnsOneEdit(t *testing.T) {
+	rv, _, _, path := stagedTwoHunks(t, true)
+	if _, err := rv.decide("", "h1", command.DecisionReject, ""); err != nil {
+		t.Fatalf("rejecting h1 of the turn's one auto edit by hunk id alone: %v", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != strings.Replace(reviewEdited, "A\n", "1\n", 1) {
+		t.Fatalf("after rejecting h1: %q", got)
+	}
+	ed, err := hunks.Diff("g.txt", hunks.Snapshot{}, hunks.Snapshot{Exists: true, Data: []byte("new\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv.stage("e2", 2, "tool2", filepath.Join(rv.cwd, "g.txt"), ed, true, func([]string) error { return nil })
+	if _, err := rv.decide("", "h1", command.DecisionReject, ""); codeOf(err) != wire.CodeBadRequest || !strings.Contains(err.Error(), "2 edits") {
+		t.Fatalf("hunk id alone among two auto edits: %v", err)
+	}
+	rv.endTurn()
+	if _, err := rv.decide("", "h1", command.DecisionReject, ""); codeOf(err) != wire.CodeNotFound {
+		t.Fatalf("after the turn: %v", err)
+	}
+}
+
 func TestReviewRejectsWhatIsPendingWhenStoppedOrWithdrawn(t *testing.T) {
 	t.Run("stop", func(t *testing.T) {
 		rv, se, ev, _ := stagedTwoHunks(t, false)
