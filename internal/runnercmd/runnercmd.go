@@ -42,7 +42,7 @@ import (
 // exit status.
 func Main(name string, args []string, engines map[string]engine.Factory) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	dir := fs.String("session-dir", "", "the session folder (required)")
+	dir := fs.String("session-dir", "", "the session folder (needed, except in print mode, which makes a temporary one, and with --stdio, where a runner without one is a spare)")
 	stdio := fs.Bool("stdio", false, "speak the wire protocol on stdin/stdout (how the supervisor starts runners)")
 	probe := fs.Bool("probe", false, "check whether sessions on the engines a JSON request on stdin names could start, and answer in JSON on stdout (how the supervisor answers GET /v1/engines)")
 	termFDs := fs.Int("term-fds", -1, "with --stdio: descriptor of a Unix socket on which to hand terminals over to the supervisor (term.open with export)")
@@ -62,8 +62,9 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "json", "json (one object a line; what a supervisor reads) or console (for a person)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: %s --session-dir DIR [--stdio | --engine E ...]\n", name)
-		fmt.Fprintf(fs.Output(), "       %s -p PROMPT --engine E [...]   (print mode; --session-dir optional)\n\n", name)
+		fmt.Fprintf(fs.Output(), "usage: %s -p PROMPT --engine E [...]         (print mode: one prompt, the answer on stdout)\n", name)
+		fmt.Fprintf(fs.Output(), "       %s --session-dir DIR --engine E [...]  (one session in DIR)\n", name)
+		fmt.Fprintf(fs.Output(), "       %s --stdio [--session-dir DIR]         (how the supervisor starts runners)\n\n", name)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -85,7 +86,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 		*dir = tmp
 	}
 	if *dir == "" && !*stdio {
-		fmt.Fprintln(os.Stderr, name+": --session-dir is required")
+		fmt.Fprintln(os.Stderr, name+": --session-dir is needed (or -p PROMPT for print mode); see -h")
 		return 2
 	}
 	log, err := newLogger(*level, *format)
