@@ -10,6 +10,8 @@ command -v ps >/dev/null 2>&1 || need+=(procps)
 # The shell completion scripts are tested in the shells they are for.
 command -v zsh >/dev/null 2>&1 || need+=(zsh)
 command -v fish >/dev/null 2>&1 || need+=(fish)
+# The docs' examples (internal/docexamples) call the API with curl.
+command -v curl >/dev/null 2>&1 || need+=(curl)
 # The web console's browser tests drive Debian's Chromium (playwright-core).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then

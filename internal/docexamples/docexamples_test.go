@@ -37,6 +37,7 @@ func TestDocExamples(t *testing.T) {
 	}
 	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
 	bash := testenv.NeedProgram(t, "bash")
+	testenv.NeedProgram(t, "curl") // docs/api.md's examples
 	var supervisorBin string
 	for _, path := range docs {
 		name, _ := filepath.Rel(root, path)
