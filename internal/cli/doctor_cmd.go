@@ -28,7 +28,8 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&credentials, "credentials", "", "credentials file serve is given (default: the OS keyring)")
 	fs.StringVar(&engines, "engines", strings.Join(doctor.KnownEngines(), ","), "comma-separated engines this host runs: each one's CLI and credential must be there (empty: none)")
 	fs.Var(&natsURLs, "nats", "a NATS server URL of the fleet to reach (repeatable, or comma-separated)")
-	timeout := fs.Duration("timeout", 10*time.Second, "how long a CLI's --version or a NATS connection may take")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long a NATS connection may take")
+	cliTimeout := fs.Duration("cli-timeout", doctor.DefaultCLITimeout, "how long a CLI's --version may take (a first run unpacks an npm CLI: the Copilot CLI's takes a minute or more)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -39,7 +40,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	cfg := doctor.Config{Timeout: *timeout, FindRunner: daemon.FindRunner, EnginesDir: os.Getenv("CORRAL_ENGINES_DIR")}
+	cfg := doctor.Config{Timeout: *timeout, CLITimeout: *cliTimeout, FindRunner: daemon.FindRunner, EnginesDir: os.Getenv("CORRAL_ENGINES_DIR")}
 	if configFile != "" {
 		o, err := parseServe(&env{stdout: io.Discard, stderr: e.stderr}, []string{"--config", configFile})
 		if err != nil {

@@ -90,9 +90,17 @@ type Config struct {
 	Keyring func() (map[string]string, error)
 	// FindRunner finds the runner (default: the supervisor's own rule).
 	FindRunner func(path string) (string, error)
-	// Timeout bounds each check that runs a program or dials (default 10s).
+	// Timeout bounds each dial (default 10s).
 	Timeout time.Duration
+	// CLITimeout bounds each CLI's --version (default DefaultCLITimeout).
+	CLITimeout time.Duration
 }
+
+// DefaultCLITimeout is how long a CLI's --version may take: an npm CLI's
+// first run on a fresh home unpacks it (the Copilot CLI about 235 MB), which
+// takes a minute or more on a busy machine; a --version that answers has
+// done so in well under a second.
+const DefaultCLITimeout = 3 * time.Minute
 
 func (c *Config) setDefaults() {
 	if c.WhoAmI == nil {
@@ -106,6 +114,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Second
+	}
+	if c.CLITimeout <= 0 {
+		c.CLITimeout = DefaultCLITimeout
 	}
 }
 

@@ -79,6 +79,25 @@ func TestAHealthySetupPassesEveryCheck(t *testing.T) {
 	}
 }
 
+// TestACLIsFirstRunMayOutlastTheDialTimeout: a CLI unpacking itself on
+// its first run (the Copilot CLI, about 235 MB) answers --version late;
+// the doctor waits for it (CLITimeout) rather than failing after the
+// dial timeout.
+func TestACLIsFirstRunMayOutlastTheDialTimeout(t *testing.T) {
+	cfg := healthy(t)
+	marker := filepath.Join(t.TempDir(), "unpacked")
+	// The first run "unpacks" until the dial timeout has surely passed:
+	// it waits for a file that only the test's own timer creates.
+	writeScript(t, filepath.Join(cfg.EnginesDir, "node_modules", ".bin", "claude"),
+		"#!/bin/sh\nwhile [ ! -e "+marker+" ]; do sleep 0.05; done\necho '2.1.328 (Claude Code)'\n")
+	cfg.Timeout = 100 * time.Millisecond
+	time.AfterFunc(3*cfg.Timeout, func() { os.WriteFile(marker, nil, 0o600) })
+	rs := Run(context.Background(), cfg)
+	if r := result(t, rs, "engine claude"); r.Status != OK {
+		t.Fatalf("a CLI that answers after the dial timeout: %s %q", r.Status, r.Detail)
+	}
+}
+
 func TestEachBrokenSetupFailsItsCheckAndSaysWhatToDo(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -124,8 +143,8 @@ func TestEachBrokenSetupFailsItsCheckAndSaysWhatToDo(t *testing.T) {
 		}, "engine claude", Fail, "node: not found", "Node.js"},
 		{"CLI hangs", func(t *testing.T, c *Config) {
 			writeScript(t, filepath.Join(c.EnginesDir, "node_modules", ".bin", "claude"), "#!/bin/sh\nexec sleep 60\n")
-			c.Timeout = 200 * time.Millisecond
-		}, "engine claude", Fail, "did not answer", "reinstall"},
+			c.CLITimeout = 200 * time.Millisecond
+		}, "engine claude", Fail, "did not answer within 200ms (a first run unpacks", "reinstall"},
 		{"CLI of an unsupported version", func(t *testing.T, c *Config) {
 			writeScript(t, filepath.Join(c.EnginesDir, "node_modules", ".bin", "claude"), "#!/bin/sh\necho '2.0.77 (Claude Code)'\n")
 		}, "engine claude", Fail, "found Claude Code 2.0.77; need Claude Code 2.1.x with x >= 328", "install a supported CLI"},

@@ -50,7 +50,7 @@ func checkEngine(ctx context.Context, cfg Config, name string) Result {
 		return failed(check, "install the pinned CLIs (deploy/engines/install.sh, into --engines-dir), or leave "+name+" out of --engines if this host does not run it",
 			"%v", err)
 	}
-	version, err := cliVersion(ctx, path, cfg.Timeout)
+	version, err := cliVersion(ctx, path, cfg.CLITimeout)
 	if err != nil {
 		return failed(check, "reinstall the CLI (deploy/engines/install.sh); its runtime (Node.js 20 or newer) must be on PATH", "%s (%s): %v", path, source, err)
 	}
@@ -78,7 +78,7 @@ func cliVersion(ctx context.Context, path string, timeout time.Duration) (string
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("--version did not answer within %v", timeout)
+			return "", fmt.Errorf("--version did not answer within %v (a first run unpacks an npm CLI, the Copilot CLI about 235 MB: give it longer with --cli-timeout)", timeout)
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
