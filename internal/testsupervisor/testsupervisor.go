@@ -8,11 +8,13 @@ package testsupervisor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,12 +32,19 @@ var built struct {
 	err  error
 }
 
+// binariesPrefix names the folders Binaries builds into, followed by the
+// building process's id: a test process has no hook that runs when it
+// exits, so each build sweeps the folders of processes that have ended
+// (40 MB each; hundreds of test runs filled a disk).
+const binariesPrefix = "corral-testsupervisor-pid"
+
 // Binaries builds cmd/supervisor and cmd/runner once per test process, as
 // the Makefile does, and returns their paths.
 func Binaries(tb testing.TB) (supervisorBin, runnerBin string) {
 	tb.Helper()
 	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "corral-testsupervisor-")
+		sweepBinaries(os.TempDir())
+		built.dir, built.err = os.MkdirTemp("", fmt.Sprintf("%s%d-", binariesPrefix, os.Getpid()))
 		if built.err != nil {
 			return
 		}
@@ -57,6 +66,36 @@ func Binaries(tb testing.TB) (supervisorBin, runnerBin string) {
 		tb.Fatal(built.err)
 	}
 	return filepath.Join(built.dir, "supervisor"), filepath.Join(built.dir, "runner")
+}
+
+// sweepBinaries removes the binary folders in tmp of this user's test
+// processes that are gone.
+func sweepBinaries(tmp string) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), binariesPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue // another user's: not ours to judge
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(filepath.Join(tmp, e.Name()))
+		}
+	}
 }
 
 // Options say how to start a supervisor.

@@ -1,0 +1,36 @@
+package testsupervisor
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func TestSweepRemovesOnlyTheFoldersOfEndedProcesses(t *testing.T) {
+	ended := exec.Command("true")
+	if err := ended.Run(); err != nil {
+		t.Skipf("cannot run true: %v", err)
+	}
+	tmp := t.TempDir()
+	folders := map[string]bool{ // name → kept
+		fmt.Sprintf("%s%d-1", binariesPrefix, ended.Process.Pid): false,
+		fmt.Sprintf("%s%d-2", binariesPrefix, os.Getpid()):       true,
+		fmt.Sprintf("%s%d-3", binariesPrefix, os.Getppid()):      true,
+		"corral-testsupervisor-123":                              true, // not named by a process
+		"unrelated":                                              true,
+	}
+	for name := range folders {
+		if err := os.Mkdir(filepath.Join(tmp, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepBinaries(tmp)
+	for name, kept := range folders {
+		_, err := os.Stat(filepath.Join(tmp, name))
+		if (err == nil) != kept {
+			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
+		}
+	}
+}
