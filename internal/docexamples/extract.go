@@ -74,7 +74,7 @@ func Extract(name, src string) ([]Block, error) {
 		if fence == "" {
 			if f, info, ok := openingFence(trimmed); ok {
 				fence = f
-				if shellInfo[info] {
+				if shellInfo[info] || info == "" {
 					cur = &Block{Line: n, Info: info}
 					body = nil
 				}
@@ -83,6 +83,12 @@ func Extract(name, src string) ([]Block, error) {
 		}
 		if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]) == "" {
 			fence = ""
+			if cur != nil && cur.Info == "" {
+				if err := untagged(body); err != nil {
+					return nil, fmt.Errorf("%s:%d: %w", name, cur.Line, err)
+				}
+				cur = nil
+			}
 			if cur != nil {
 				cmds, err := commands(*cur, body)
 				if err != nil {
@@ -105,6 +111,20 @@ func Extract(name, src string) ([]Block, error) {
 		return nil, fmt.Errorf("%s:%d: the %s block is not closed", name, cur.Line, cur.Info)
 	}
 	return blocks, nil
+}
+
+// untagged refuses a block without an info string that holds commands to
+// run: a prompt ("$ ") or a go test line would escape the check untagged.
+// A synopsis (supervisor watch [ID] [--plain]) is not a command to run and
+// passes.
+func untagged(body []string) error {
+	for _, l := range body {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "$ ") || strings.HasPrefix(t, "go test ") {
+			return fmt.Errorf("a block of shell commands without an info string: mark it sh or console, so its commands are run or say why not")
+		}
+	}
+	return nil
 }
 
 // openingFence reports whether line (trimmed) opens a fenced block: three

@@ -63,7 +63,7 @@ func TestExtractReadsCommandsAndMarkers(t *testing.T) {
 		},
 		{
 			name: "other blocks are not examples, an indented fence is",
-			md:   "```json\n{\"a\": 1}\n```\n```\nplain\n```\n- item\n\n  ```sh\n  helm repo add x   # [not run: network]\n  ```\n",
+			md:   "```json\n{\"a\": 1}\n```\n```\nsupervisor watch [ID] [--plain]\n```\n- item\n\n  ```sh\n  helm repo add x   # [not run: network]\n  ```\n",
 			want: []Command{{Line: 10, Text: "helm repo add x", Skip: "network"}},
 		},
 		{
@@ -98,6 +98,8 @@ func TestExtractRefusesWhatWouldPassSilently(t *testing.T) {
 		{"an exit status on a line of its own", "```sh\n# [exits 2]\nx\n```\n", "belongs in the comment"},
 		{"a block that is not shell", "```sh\nif then fi (\n```\n", "not valid shell"},
 		{"a block never closed", "```sh\nx\n", "not closed"},
+		{"an untagged block with a prompt", "```\n$ supervisor engines\nENGINE READY\n```\n", "without an info string"},
+		{"an untagged go test", "```\ngo test -race ./pkg/hunks/\n```\n", "without an info string"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
