@@ -132,7 +132,9 @@ func TestAutoModeRejectReverseAppliesOneHunk(t *testing.T) {
 		t.Fatal("auto mode staged an edit for review")
 	}
 	s.waitType(i, event.ToolFinished)
-	s.do(command.DecideHunk{EditID: d.EditID, HunkID: "h2", Decision: command.DecisionReject})
+	// The hunk id alone names it: the turn applied one edit
+	// (supervisor hunk ID h2 reject, docs/commands.md).
+	s.do(command.DecideHunk{HunkID: "h2", Decision: command.DecisionReject})
 	got, _ := os.ReadFile(path)
 	if want := "A\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"; string(got) != want {
 		t.Fatalf("after rejecting h2: %q, want %q", got, want)
