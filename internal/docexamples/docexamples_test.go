@@ -19,7 +19,7 @@ import (
 )
 
 // docTimeout bounds one document's examples; they take a few seconds.
-const docTimeout = 3 * time.Minute
+const docTimeout = 5 * time.Minute
 
 // TestDocExamples runs every shell example of README.md and docs/*.md as
 // written, in a fresh home and state folder, with the built supervisor and
@@ -144,14 +144,15 @@ func anyMatch(cmds []docexamples.Command, re *regexp.Regexp) bool {
 	return false
 }
 
-// docEnv is a reader's environment on a fresh machine: their own home and
-// state folder, the binaries on PATH, nothing of this process's Corral
-// settings.
+// docEnv is a reader's shell on a fresh machine: their own home and state
+// folder, the binaries on PATH, none of this process's Corral settings (not
+// even the engines folder make exports: a reader's shell has none, and a
+// first probe of the Copilot CLI would unpack 235 MB into the fresh home).
 func docEnv(home, state, binDir, tmp string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "CORRAL_") && k != "CORRAL_ENGINES_DIR" || strings.HasPrefix(k, "XDG_") ||
+		if strings.HasPrefix(k, "CORRAL_") || strings.HasPrefix(k, "XDG_") ||
 			k == "HOME" || k == "PATH" || k == "TMPDIR" {
 			continue
 		}
