@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,11 +177,27 @@ var ErrNoGolden = errors.New("no golden transcript recorded for this CLI version
 // (testdata/golden/2.1.332/allow-turn.ndjson).
 type Golden struct {
 	Dir string
+	// FS, when set, holds Dir: a copy embedded in the program, for
+	// `supervisor doctor engines`, which runs far from the source tree.
+	// Write needs the folder on disk.
+	FS fs.FS
+}
+
+func (g Golden) readFile(p string) ([]byte, error) {
+	if g.FS != nil {
+		return fs.ReadFile(g.FS, filepath.ToSlash(p))
+	}
+	return os.ReadFile(p)
 }
 
 // Versions lists the versions with recorded transcripts, oldest first.
 func (g Golden) Versions() []string {
-	entries, _ := os.ReadDir(g.Dir)
+	var entries []fs.DirEntry
+	if g.FS != nil {
+		entries, _ = fs.ReadDir(g.FS, filepath.ToSlash(g.Dir))
+	} else {
+		entries, _ = os.ReadDir(g.Dir)
+	}
 	var out []string
 	for _, e := range entries {
 		if e.IsDir() {
@@ -209,7 +226,7 @@ func (g Golden) Write(version, file string, got []string) error {
 // compares with the nearest recorded version's, so the error both says the
 // version is new and names what drifted (ErrNoGolden wrapped).
 func (g Golden) Compare(version, file string, got []string) error {
-	raw, err := os.ReadFile(g.Path(version, file))
+	raw, err := g.readFile(g.Path(version, file))
 	if err == nil {
 		if d := Drift(Lines(string(raw)), got); d != "" {
 			return fmt.Errorf("the protocol of CLI %s drifted from %s: %s", version, g.Path(version, file), d)
@@ -220,7 +237,7 @@ func (g Golden) Compare(version, file string, got []string) error {
 	if near == "" {
 		return fmt.Errorf("%w (%s): none is recorded in %s", ErrNoGolden, version, g.Dir)
 	}
-	raw, err = os.ReadFile(g.Path(near, file))
+	raw, err = g.readFile(g.Path(near, file))
 	if err != nil {
 		return fmt.Errorf("%w (%s), and the nearest, %s, has no %s: %v", ErrNoGolden, version, near, file, err)
 	}

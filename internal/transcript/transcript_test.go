@@ -2,6 +2,8 @@ package transcript
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -52,12 +54,19 @@ func TestDriftNamesTheFirstDifferingFrameAndItsFields(t *testing.T) {
 }
 
 func TestCompareFallsBackToTheNearestRecordedVersion(t *testing.T) {
-	g := Golden{Dir: t.TempDir()}
+	root := t.TempDir()
+	disk := Golden{Dir: filepath.Join(root, "golden")}
 	for _, v := range []string{"2.1.9", "2.1.10"} {
-		if err := g.Write(v, "turn.txt", []string{"x: a b", "y: " + v}); err != nil {
+		if err := disk.Write(v, "turn.txt", []string{"x: a b", "y: " + v}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	for name, g := range map[string]Golden{"on disk": disk, "in an FS": {Dir: "golden", FS: os.DirFS(root)}} {
+		t.Run(name, func(t *testing.T) { compareNearest(t, g) })
+	}
+}
+
+func compareNearest(t *testing.T, g Golden) {
 	if got := g.Versions(); strings.Join(got, ",") != "2.1.9,2.1.10" {
 		t.Fatalf("versions %v: want numeric order", got)
 	}

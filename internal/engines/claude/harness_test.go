@@ -39,11 +39,6 @@ type session struct {
 	frames []tappedFrame
 }
 
-type tappedFrame struct {
-	dir  byte
-	line []byte
-}
-
 // sessionOpts adjust a session before it starts.
 type sessionOpts struct {
 	decide   func(ctx context.Context, call engine.ToolCall) engine.Verdict

@@ -1,0 +1,325 @@
+package claude
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/corral-dev/corral/internal/fakemodel"
+	"github.com/corral-dev/corral/internal/locate"
+	"github.com/corral-dev/corral/internal/transcript"
+	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
+)
+
+// The golden turn: the canonical turn (a Write and a Bash, both allowed)
+// whose protocol is recorded per CLI version in testdata/golden. The
+// package's golden test records and checks it; ReplayGolden replays it
+// against whatever CLI is installed (`supervisor doctor engines`).
+const (
+	goldenFile   = "allow-turn.ndjson"
+	goldenPrompt = "Create hello.txt, then show it."
+	replayKey    = "sk-ant-corral-replay-key"
+)
+
+//go:embed testdata/golden
+var goldenFS embed.FS
+
+// golden holds the transcripts, one folder per CLI version: on disk for the
+// tests (which may rewrite them), embedded for a replay.
+var (
+	golden         = transcript.Golden{Dir: filepath.Join("testdata", "golden")}
+	embeddedGolden = transcript.Golden{Dir: "testdata/golden", FS: goldenFS}
+)
+
+// goldenScenario is what the fake model plays for the golden turn.
+func goldenScenario() fakemodel.Scenario {
+	call := func(id, tool string, input map[string]string) fakemodel.ToolCall {
+		raw, _ := json.Marshal(input) // a map of strings always marshals
+		return fakemodel.ToolCall{ID: id, Name: tool, Input: raw}
+	}
+	return fakemodel.Scenario{
+		Name: "write-bash",
+		Steps: []fakemodel.Step{
+			{Name: "write", Text: "I'll create the file.", Tools: fakemodel.ToolSet{Anthropic: []fakemodel.ToolCall{
+				call("toolu_write", "Write", map[string]string{"file_path": "${cwd}/hello.txt", "content": "hello\n"})}}},
+			{Name: "bash", Tools: fakemodel.ToolSet{Anthropic: []fakemodel.ToolCall{
+				call("toolu_bash", "Bash", map[string]string{"command": "cat hello.txt", "description": "Show hello.txt"})}}},
+			{Name: "final", Text: "Done."},
+		},
+	}
+}
+
+// tappedFrame is one protocol frame the engine's tap saw.
+type tappedFrame struct {
+	dir  byte
+	line []byte
+}
+
+// frameTap records the frames of one engine.
+type frameTap struct {
+	mu     sync.Mutex
+	frames []tappedFrame
+}
+
+func (f *frameTap) tap(dir byte, line []byte) {
+	f.mu.Lock()
+	f.frames = append(f.frames, tappedFrame{dir, append([]byte(nil), line...)})
+	f.mu.Unlock()
+}
+
+func (f *frameTap) all() []tappedFrame {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]tappedFrame(nil), f.frames...)
+}
+
+// goldenLines renders a golden turn's frames as its transcript: every
+// frame the adapter wrote, normalised, the kind of every frame the CLI
+// wrote, with the fields of the frames the adapter answers or reads results
+// from, and, apart, the stream events of each model call (the CLI runs a
+// tool's PreToolUse hook while the rest of the stream is still arriving, so
+// how the two interleave varies from run to run). repl maps what changes
+// from run to run (paths, the conversation id) to placeholders.
+func goldenLines(frames []tappedFrame, repl map[string]string) ([]string, error) {
+	n := newNormaliser(repl)
+	var got, streams, stream []string
+	for _, f := range frames {
+		if f.dir == dirIn {
+			if fr, err := parseFrame(f.line); err == nil && fr.Type == typeStreamEvent {
+				kind := strings.TrimPrefix(fr.kind(), typeStreamEvent+"/")
+				stream = append(stream, kind)
+				if kind == "message_stop" {
+					line, _ := json.Marshal(map[string]any{"stream": stream})
+					streams = append(streams, string(line))
+					stream = nil
+				}
+				continue
+			}
+		}
+		line, err := n.record(f)
+		if err != nil {
+			return nil, fmt.Errorf("record %c %s: %w", f.dir, fragment(f.line), err)
+		}
+		got = append(got, line)
+	}
+	return append(got, streams...), nil
+}
+
+// goldenReplacements are the placeholders of a golden transcript.
+func goldenReplacements(cwd, dir, convID string) map[string]string {
+	return map[string]string{
+		cwd:               "<worktree>",
+		configDirFor(dir): "<config>",
+		dir:               "<session-dir>",
+		convID:            "<conversation>",
+	}
+}
+
+// ReplayOptions say which CLI a replay runs.
+type ReplayOptions struct {
+	// EnginesDir is the folder of the pinned CLIs (locate's engines
+	// folder); empty: PATH.
+	EnginesDir string
+	// Env is the CLI's base environment (proc.BaseEnv); HOME is replaced
+	// by a temporary one.
+	Env []string
+}
+
+// ReplayGolden plays the golden turn on the installed Claude Code CLI
+// against a fake model server on loopback, in temporary folders, and
+// compares its protocol with the transcript recorded for its version. It
+// returns the CLI's version, and an error naming the first differing frame
+// and its fields when they differ (transcript.ErrNoGolden wrapped when no
+// transcript is recorded for that version), or when the turn could not be
+// played.
+func ReplayGolden(ctx context.Context, o ReplayOptions) (version string, err error) {
+	tmp, err := os.MkdirTemp("", "corral-replay-claude-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	dir, cwd, home := filepath.Join(tmp, "session"), filepath.Join(tmp, "worktree"), filepath.Join(tmp, "home")
+	for _, d := range []string{dir, cwd, home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return "", err
+		}
+	}
+	sc := goldenScenario()
+	sc.Auth = &fakemodel.Auth{APIKey: replayKey}
+	srv := fakemodel.New(sc, fakemodel.WithVars(map[string]string{"cwd": cwd}))
+	url, err := srv.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("fake model server: %w", err)
+	}
+	defer srv.Close()
+
+	env := []string{"HOME=" + home}
+	for _, kv := range o.Env {
+		if !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	var frames frameTap
+	e := New().(*Engine)
+	e.tap = frames.tap
+	convID, err := e.Start(ctx, engine.StartOptions{
+		SessionID:     "replay",
+		Dir:           dir,
+		Cwd:           cwd,
+		ModelEndpoint: url,
+		Credentials:   map[string]string{CredentialItem: replayKey},
+		Env:           env,
+		Config:        map[string]string{locate.KeyEnginesDir: o.EnginesDir},
+		Host:          replayHost{},
+		Logger:        zap.NewNop(),
+	})
+	if err != nil {
+		e.Close()
+		return e.version, fmt.Errorf("start the CLI: %w", err)
+	}
+	_, turnErr := e.Turn(ctx, engine.TurnInput{ID: "m1", Text: goldenPrompt, Kind: "send"})
+	if err := e.Close(); err != nil && turnErr == nil {
+		turnErr = err
+	}
+	lines, err := goldenLines(frames.all(), goldenReplacements(cwd, dir, convID))
+	if err != nil {
+		return e.version, err
+	}
+	// The protocol first: a turn that failed because a frame changed is
+	// named by the frame.
+	if err := embeddedGolden.Compare(e.version, goldenFile, lines); err != nil {
+		return e.version, err
+	}
+	if turnErr != nil {
+		return e.version, fmt.Errorf("the golden turn: %w", turnErr)
+	}
+	return e.version, nil
+}
+
+// replayHost is the host of a replay: it allows every tool call and
+// records nothing.
+type replayHost struct{}
+
+func (replayHost) Emit(event.Type, any) {}
+func (replayHost) Permit(context.Context, engine.ToolCall) engine.Verdict {
+	return engine.Verdict{Allow: true}
+}
+func (replayHost) TakeSteers(string) []string { return nil }
+
+// normaliser replaces what changes from run to run: paths, conversation and
+// request ids, timestamps.
+type normaliser struct {
+	replacements []string // old, new pairs, longest old first
+	ids          map[string]string
+}
+
+var (
+	uuidPattern      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timestampPattern = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z`)
+)
+
+func newNormaliser(repl map[string]string) *normaliser {
+	olds := make([]string, 0, len(repl))
+	for old := range repl {
+		olds = append(olds, old)
+	}
+	sort.Slice(olds, func(i, j int) bool { return len(olds[i]) > len(olds[j]) })
+	n := &normaliser{ids: map[string]string{}}
+	for _, old := range olds {
+		n.replacements = append(n.replacements, old, repl[old])
+	}
+	return n
+}
+
+func (n *normaliser) text(s string) string {
+	s = strings.NewReplacer(n.replacements...).Replace(s)
+	s = timestampPattern.ReplaceAllString(s, "<time>")
+	return uuidPattern.ReplaceAllStringFunc(s, func(id string) string {
+		if v, ok := n.ids[id]; ok {
+			return v
+		}
+		v := fmt.Sprintf("<id-%d>", len(n.ids)+1)
+		n.ids[id] = v
+		return v
+	})
+}
+
+// record renders one frame for the golden transcript.
+func (n *normaliser) record(f tappedFrame) (string, error) {
+	if f.dir == dirOut {
+		var v any
+		if err := json.Unmarshal(f.line, &v); err != nil {
+			return "", err
+		}
+		norm, err := json.Marshal(map[string]any{"out": n.walk(v)})
+		return string(norm), err
+	}
+	fr, err := parseFrame(f.line)
+	if err != nil {
+		return "", err
+	}
+	rec := map[string]any{"in": fr.kind()}
+	switch fr.Type {
+	case typeControlRequest:
+		rec["request"] = keysOf(fr.Request)
+		var r struct {
+			Input json.RawMessage `json:"input"`
+		}
+		if json.Unmarshal(fr.Request, &r) == nil && bytes.HasPrefix(bytes.TrimSpace(r.Input), []byte("{")) {
+			rec["input"] = keysOf(r.Input)
+		}
+	case typeControlResponse:
+		var r struct {
+			Response json.RawMessage `json:"response"`
+		}
+		_ = json.Unmarshal(fr.Response, &r)
+		rec["response"] = keysOf(r.Response)
+	case typeResult:
+		rec["fields"] = keysOf(fr.raw)
+	}
+	out, err := json.Marshal(rec)
+	return string(out), err
+}
+
+func (n *normaliser) walk(v any) any {
+	switch x := v.(type) {
+	case string:
+		return n.text(x)
+	case []any:
+		for i := range x {
+			x[i] = n.walk(x[i])
+		}
+		return x
+	case map[string]any:
+		for k, val := range x {
+			x[k] = n.walk(val)
+		}
+		return x
+	}
+	return v
+}
+
+// keysOf lists an object's keys, sorted.
+func keysOf(raw json.RawMessage) []string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,64 @@
+package claude
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/corral-dev/corral/internal/enginetest"
+	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/internal/transcript"
+)
+
+// TestReplayGoldenOnTheInstalledCLI replays the golden turn as `supervisor
+// doctor engines` does, on the newest and the oldest supported CLI: both
+// match their recorded transcript.
+func TestReplayGoldenOnTheInstalledCLI(t *testing.T) {
+	enginetest.OnEachVersion(t, func(t *testing.T, oldest bool) {
+		dir := replayEnginesDir(t, oldest)
+		version, err := ReplayGolden(context.Background(), ReplayOptions{EnginesDir: dir, Env: proc.BaseEnv()})
+		if err != nil {
+			t.Fatalf("replay on %s: %v", version, err)
+		}
+		if version == "" {
+			t.Fatal("the replay did not say the CLI's version")
+		}
+	})
+}
+
+// TestReplayGoldenNamesTheFirstDifferingFrame replays against a recorded
+// transcript whose initialize request had another hook: the replay fails
+// naming that frame and the field.
+func TestReplayGoldenNamesTheFirstDifferingFrame(t *testing.T) {
+	dir := replayEnginesDir(t, false)
+	version, err := ReplayGolden(context.Background(), ReplayOptions{EnginesDir: dir, Env: proc.BaseEnv()})
+	if err != nil {
+		t.Fatalf("replay on %s: %v", version, err)
+	}
+	raw, err := goldenFS.ReadFile("testdata/golden/" + version + "/" + goldenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifted := strings.Replace(string(raw), "corral_pre_tool_use", "corral_pre_tool_call", 1)
+	saved := embeddedGolden
+	t.Cleanup(func() { embeddedGolden = saved })
+	embeddedGolden = transcript.Golden{Dir: "golden", FS: fstest.MapFS{
+		"golden/" + version + "/" + goldenFile: {Data: []byte(drifted)},
+	}}
+	_, err = ReplayGolden(context.Background(), ReplayOptions{EnginesDir: dir, Env: proc.BaseEnv()})
+	if err == nil || !strings.Contains(err.Error(), "frame 1 ") || !strings.Contains(err.Error(), "corral_pre_tool_call") {
+		t.Fatalf("replay against a drifted transcript: %v; want frame 1 and the field named", err)
+	}
+}
+
+// replayEnginesDir is the engines folder of the newest or the oldest
+// pinned CLI (the test skips, or fails in CI, when it is missing).
+func replayEnginesDir(t *testing.T, oldest bool) string {
+	t.Helper()
+	if oldest {
+		return testenv.NeedOldestEngineCLI(t, "claude")
+	}
+	return testenv.NeedEngineCLI(t, "claude")
+}
