@@ -16,9 +16,10 @@ import (
 )
 
 func runDoctor(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "doctor", "", "Check that this machine can run a supervisor: the state folder's owner and mode, free disk, the runner, "+
+	fs := newFlags(e, "doctor", "[engines]", "Check that this machine can run a supervisor: the state folder's owner and mode, free disk, the runner, "+
 		"the agent CLIs and their versions, the engines' credentials, the fleet's NATS servers. Prints what to do about each failure; "+
-		"exits 1 when a check fails.")
+		"exits 1 when a check fails. doctor engines checks the runner and the engines alone, and replays each engine's golden turn "+
+		"on its installed CLI against a fake model: the CLI is supported when its protocol is the recorded one, frame by frame.")
 	var configFile, state, runner, enginesDir, credentials, engines string
 	var natsURLs multi
 	fs.StringVar(&configFile, "config", "", "serve's settings file: its state, runner, engines-dir and credentials are checked (flags here win)")
@@ -29,10 +30,14 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&engines, "engines", strings.Join(doctor.KnownEngines(), ","), "comma-separated engines this host runs: each one's CLI and credential must be there (empty: none)")
 	fs.Var(&natsURLs, "nats", "a NATS server URL of the fleet to reach (repeatable, or comma-separated)")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long a NATS connection may take")
-	cliTimeout := fs.Duration("cli-timeout", doctor.DefaultCLITimeout, "how long a CLI's --version may take (a first run unpacks an npm CLI: the Copilot CLI's takes a minute or more)")
+	cliTimeout := fs.Duration("cli-timeout", doctor.DefaultCLITimeout, "how long a CLI's --version, or a golden replay, may take (a first run unpacks an npm CLI: the Copilot CLI's takes a minute or more)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	replay := len(pos) > 0 && pos[0] == "engines"
+	if replay {
+		pos = pos[1:]
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
@@ -40,7 +45,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	cfg := doctor.Config{Timeout: *timeout, CLITimeout: *cliTimeout, FindRunner: daemon.FindRunner, EnginesDir: os.Getenv("CORRAL_ENGINES_DIR")}
+	cfg := doctor.Config{Timeout: *timeout, CLITimeout: *cliTimeout, Replay: replay, FindRunner: daemon.FindRunner, EnginesDir: os.Getenv("CORRAL_ENGINES_DIR")}
 	if configFile != "" {
 		o, err := parseServe(&env{stdout: io.Discard, stderr: e.stderr}, []string{"--config", configFile})
 		if err != nil {

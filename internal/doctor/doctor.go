@@ -2,7 +2,9 @@
 // folder's owner and mode, free disk under it, the runner, the agent CLIs
 // and their versions, the credentials the engines need, and the fleet's
 // NATS servers. Each check says what it found and, when something is
-// wrong, what to do about it. `supervisor doctor` prints them.
+// wrong, what to do about it. `supervisor doctor` prints them;
+// `supervisor doctor engines` checks the engines alone, and replays each
+// one's golden turn on its installed CLI.
 package doctor
 
 import (
@@ -92,8 +94,12 @@ type Config struct {
 	FindRunner func(path string) (string, error)
 	// Timeout bounds each dial (default 10s).
 	Timeout time.Duration
-	// CLITimeout bounds each CLI's --version (default DefaultCLITimeout).
+	// CLITimeout bounds each CLI's --version, and each golden replay
+	// (default DefaultCLITimeout).
 	CLITimeout time.Duration
+	// Replay is `supervisor doctor engines`: the runner and engine checks
+	// alone, each engine's CLI also replaying its golden turn.
+	Replay bool
 }
 
 // DefaultCLITimeout is how long a CLI's --version may take: an npm CLI's
@@ -126,6 +132,9 @@ func Run(ctx context.Context, cfg Config) []Result {
 	cfg.setDefaults()
 	checks := []func(context.Context, Config) []Result{
 		checkState, checkDisk, checkRunner, checkEngines, checkCredentials, checkNATS,
+	}
+	if cfg.Replay {
+		checks = []func(context.Context, Config) []Result{checkRunner, checkEngines, checkReplays}
 	}
 	found := make([][]Result, len(checks))
 	var wg sync.WaitGroup

@@ -16,20 +16,22 @@ import (
 // checkRunner checks that serve will find the runner.
 func checkRunner(_ context.Context, cfg Config) []Result {
 	const check = "runner"
-	find := cfg.FindRunner
-	if find == nil {
-		find = func(path string) (string, error) {
-			if path != "" {
-				return path, nil
-			}
-			return exec.LookPath("runner")
-		}
-	}
-	path, err := find(cfg.RunnerPath)
+	path, err := findRunner(cfg)
 	if err != nil {
 		return []Result{failed(check, "install runner beside the supervisor (make build puts both in bin/) or pass --runner", "%v", err)}
 	}
 	return []Result{ok(check, "%s", path)}
+}
+
+// findRunner finds the runner as serve would.
+func findRunner(cfg Config) (string, error) {
+	if cfg.FindRunner != nil {
+		return cfg.FindRunner(cfg.RunnerPath)
+	}
+	if cfg.RunnerPath != "" {
+		return cfg.RunnerPath, nil
+	}
+	return exec.LookPath("runner")
 }
 
 // checkEngines checks that each engine's CLI is installed, answers

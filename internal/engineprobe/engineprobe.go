@@ -110,11 +110,19 @@ func probeOne(ctx context.Context, engines map[string]engine.Factory, env []stri
 // the runner's whole environment. The runner is killed, with anything it
 // started, when ctx ends first.
 func Run(ctx context.Context, runner string, env []string, req Request) (Reply, error) {
+	var reply Reply
+	err := ask(ctx, runner, Flag, "engine probe", env, req, &reply)
+	return reply, err
+}
+
+// ask starts runner with flag, writes req as JSON on its standard input and
+// reads its JSON answer into reply; what names the exchange in errors.
+func ask(ctx context.Context, runner, flag, what string, env []string, req, reply any) error {
 	in, err := json.Marshal(req)
 	if err != nil {
-		return Reply{}, err
+		return err
 	}
-	cmd := exec.CommandContext(ctx, runner, Flag)
+	cmd := exec.CommandContext(ctx, runner, flag)
 	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(in)
 	var out bytes.Buffer
@@ -126,15 +134,14 @@ func Run(ctx context.Context, runner string, env []string, req Request) (Reply, 
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return Reply{}, fmt.Errorf("engine probe: %w", ctx.Err())
+			return fmt.Errorf("%s: %w", what, ctx.Err())
 		}
-		return Reply{}, fmt.Errorf("engine probe %s: %v: %s", runner, err, lastLine(stderr.Lines()))
+		return fmt.Errorf("%s %s: %v: %s", what, runner, err, lastLine(stderr.Lines()))
 	}
-	var reply Reply
-	if err := json.Unmarshal(out.Bytes(), &reply); err != nil {
-		return Reply{}, fmt.Errorf("engine probe %s: its answer is not a probe reply: %w", runner, err)
+	if err := json.Unmarshal(out.Bytes(), reply); err != nil {
+		return fmt.Errorf("%s %s: its answer is not a %s reply: %w", what, runner, what, err)
 	}
-	return reply, nil
+	return nil
 }
 
 func lastLine(lines []string) string {

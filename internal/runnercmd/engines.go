@@ -1,11 +1,13 @@
 package runnercmd
 
 import (
+	"context"
 	"sort"
 	"strings"
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/engines/acp"
 	"github.com/corral-dev/corral/internal/engines/claude"
 	"github.com/corral-dev/corral/internal/engines/codex"
@@ -25,6 +27,16 @@ func Builtin() map[string]engine.Factory {
 		"codex":   codex.New,
 		"copilot": copilot.New,
 		"acp":     acp.New,
+	}
+}
+
+// goldenReplays are the engines whose golden turn a runner replays on the
+// installed CLI (runner --replay, supervisor doctor engines).
+func goldenReplays() map[string]engineprobe.Replay {
+	return map[string]engineprobe.Replay{
+		"claude": func(ctx context.Context, enginesDir string, env []string) (string, error) {
+			return claude.ReplayGolden(ctx, claude.ReplayOptions{EnginesDir: enginesDir, Env: env})
+		},
 	}
 }
 

@@ -45,6 +45,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	dir := fs.String("session-dir", "", "the session folder (needed, except in print mode, which makes a temporary one, and with --stdio, where a runner without one is a spare)")
 	stdio := fs.Bool("stdio", false, "speak the wire protocol on stdin/stdout (how the supervisor starts runners)")
 	probe := fs.Bool("probe", false, "check whether sessions on the engines a JSON request on stdin names could start, and answer in JSON on stdout (how the supervisor answers GET /v1/engines)")
+	replay := fs.Bool("replay", false, "replay the golden turn of the engine a JSON request on stdin names, on its installed CLI against a fake model, and answer in JSON on stdout (how supervisor doctor engines checks a CLI)")
 	termFDs := fs.Int("term-fds", -1, "with --stdio: descriptor of a Unix socket on which to hand terminals over to the supervisor (term.open with export)")
 	spec := wire.Spec{}
 	fs.StringVar(&spec.Engine, "engine", "", "engine: "+engineNames(engines))
@@ -75,6 +76,9 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	}
 	if *probe {
 		return probeMain(engines)
+	}
+	if *replay {
+		return replayMain()
 	}
 	if *dir == "" && *prompt != "" {
 		tmp, err := os.MkdirTemp("", "corral-print-")
@@ -155,6 +159,17 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	cfg.OutputPaths = []string{"stderr"}
 	cfg.Sampling = nil
 	return cfg.Build()
+}
+
+// replayMain answers one golden replay request (internal/engineprobe).
+func replayMain() int {
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := engineprobe.ServeReplay(ctx, goldenReplays(), proc.BaseEnv(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "runner:", err)
+		return 1
+	}
+	return 0
 }
 
 // probeMain answers one engine probe request (internal/engineprobe).
