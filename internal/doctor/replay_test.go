@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testsupervisor"
 )
@@ -23,7 +24,7 @@ func TestReplayVerdictsFollowTheRunnersReply(t *testing.T) {
 		{"the recorded protocol", `{"engine":"claude","version":"2.1.332","ok":true}`, OK, "2.1.332: the golden turn's protocol is the one recorded", ""},
 		{"a drifted protocol", `{"engine":"claude","version":"2.1.340","ok":false,"error":"frame 3 differs: fields gone: x"}`, Fail, "2.1.340: frame 3 differs", "install a supported CLI"},
 		{"a version never recorded", `{"engine":"claude","version":"2.1.340","ok":false,"noGolden":true,"error":"no golden transcript recorded for this CLI version (2.1.340); it matches the nearest recorded, 2.1.332"}`, Warn, "matches the nearest", "record this version"},
-		{"an engine without a replay", `{"engine":"claude","ok":false,"unknown":true,"error":"this runner cannot replay the claude engine's golden turn"}`, Warn, "cannot replay", "version is checked above"},
+		{"a runner without the replay", `{"engine":"claude","ok":false,"unknown":true,"error":"this runner cannot replay the claude engine's golden turn"}`, Warn, "cannot replay", "the runner built with this supervisor"},
 		{"a runner that answers nonsense", `not json`, Fail, "not a golden replay reply", "check the runner"},
 	}
 	for _, tc := range cases {
@@ -66,5 +67,16 @@ func TestReplayOnTheInstalledClaudeCLI(t *testing.T) {
 	}
 	if r := result(t, rs, "replay claude"); !strings.Contains(r.Detail, "frame by frame") {
 		t.Errorf("replay claude: %q", r.Detail)
+	}
+}
+
+func TestAnEngineWithoutAGoldenScenarioIsNotReplayed(t *testing.T) {
+	cfg := healthy(t)
+	cfg.Engines, cfg.Replay = []string{"codex"}, true
+	os.WriteFile(cfg.CredentialsFile, []byte(`{"`+creds.OpenAIAPIKey+`":"k"}`), 0o600)
+	writeScript(t, filepath.Join(cfg.EnginesDir, "node_modules", ".bin", "codex"), "#!/bin/sh\necho 'codex-cli 0.171.0'\n")
+	r := result(t, Run(context.Background(), cfg), "replay codex")
+	if r.Status != Warn || !strings.Contains(r.Detail, "cannot replay the codex engine") {
+		t.Fatalf("%s %q", r.Status, r.Detail)
 	}
 }

@@ -19,18 +19,27 @@ import (
 // standard output, as for a probe.
 const ReplayFlag = "--replay"
 
-// Replay plays an engine's golden turn on the CLI installed in enginesDir
-// (empty: PATH), with env as the CLI's base environment, against a fake
-// model, and compares the protocol with the transcript recorded for the
-// CLI's version. It returns that version, and an error naming the first
-// differing frame when they differ (transcript.ErrNoGolden wrapped when no
-// transcript is recorded for the version).
-type Replay func(ctx context.Context, enginesDir string, env []string) (version string, err error)
+// Replay plays an engine's golden turn (GoldenPrompt) on the CLI
+// installed in req.EnginesDir (empty: PATH), with env as the CLI's base
+// environment, against the fake model at req.ModelEndpoint playing the
+// engine's GoldenScenario, and compares the protocol with the transcript
+// recorded for the CLI's version. It returns that version, and an error
+// naming the first differing frame when they differ (transcript.ErrNoGolden
+// wrapped when no transcript is recorded for the version).
+type Replay func(ctx context.Context, req ReplayRequest, env []string) (version string, err error)
 
 // ReplayRequest asks a runner to replay one engine's golden turn.
 type ReplayRequest struct {
 	Engine     string `json:"engine"`
 	EnginesDir string `json:"enginesDir,omitempty"`
+	// ModelEndpoint serves the engine's GoldenScenario, accepting Key.
+	ModelEndpoint string `json:"modelEndpoint"`
+	Key           string `json:"key"`
+	// Dir, Cwd and Home are empty folders for the session, its worktree
+	// (the scenario's ${cwd}) and the CLI's home.
+	Dir  string `json:"dir"`
+	Cwd  string `json:"cwd"`
+	Home string `json:"home"`
 }
 
 // ReplayReply is what the replay found.
@@ -64,7 +73,7 @@ func ServeReplay(ctx context.Context, replays map[string]Replay, env []string, r
 		reply.Unknown = true
 		reply.Error = fmt.Sprintf("this runner cannot replay the %s engine's golden turn (it replays: %s)", req.Engine, strings.Join(slices.Sorted(maps.Keys(replays)), ", "))
 	} else {
-		version, err := replay(ctx, req.EnginesDir, env)
+		version, err := replay(ctx, req, env)
 		reply.Version, reply.OK = version, err == nil
 		if err != nil {
 			reply.Error = err.Error()

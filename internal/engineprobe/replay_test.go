@@ -14,9 +14,11 @@ import (
 
 func TestServeReplayReportsWhatTheReplayFound(t *testing.T) {
 	replays := map[string]Replay{
-		"same":    func(context.Context, string, []string) (string, error) { return "1.0.0", nil },
-		"drifted": func(context.Context, string, []string) (string, error) { return "1.0.1", errors.New("frame 2 differs") },
-		"new": func(context.Context, string, []string) (string, error) {
+		"same": func(context.Context, ReplayRequest, []string) (string, error) { return "1.0.0", nil },
+		"drifted": func(context.Context, ReplayRequest, []string) (string, error) {
+			return "1.0.1", errors.New("frame 2 differs")
+		},
+		"new": func(context.Context, ReplayRequest, []string) (string, error) {
 			return "1.1.0", fmt.Errorf("%w (1.1.0)", transcript.ErrNoGolden)
 		},
 	}

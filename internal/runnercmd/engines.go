@@ -34,8 +34,11 @@ func Builtin() map[string]engine.Factory {
 // installed CLI (runner --replay, supervisor doctor engines).
 func goldenReplays() map[string]engineprobe.Replay {
 	return map[string]engineprobe.Replay{
-		"claude": func(ctx context.Context, enginesDir string, env []string) (string, error) {
-			return claude.ReplayGolden(ctx, claude.ReplayOptions{EnginesDir: enginesDir, Env: env})
+		"claude": func(ctx context.Context, req engineprobe.ReplayRequest, env []string) (string, error) {
+			return claude.ReplayGolden(ctx, claude.ReplayOptions{
+				EnginesDir: req.EnginesDir, Env: env, ModelEndpoint: req.ModelEndpoint, Key: req.Key,
+				Dir: req.Dir, Cwd: req.Cwd, Home: req.Home,
+			})
 		},
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -15,22 +14,19 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/corral-dev/corral/internal/fakemodel"
+	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/transcript"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 )
 
-// The golden turn: the canonical turn (a Write and a Bash, both allowed)
-// whose protocol is recorded per CLI version in testdata/golden. The
-// package's golden test records and checks it; ReplayGolden replays it
-// against whatever CLI is installed (`supervisor doctor engines`).
-const (
-	goldenFile   = "allow-turn.ndjson"
-	goldenPrompt = "Create hello.txt, then show it."
-	replayKey    = "sk-ant-corral-replay-key"
-)
+// The golden turn: the canonical turn (a Write and a Bash, both allowed;
+// engineprobe.GoldenScenario and GoldenPrompt) whose protocol is recorded
+// per CLI version in testdata/golden. The package's golden test records and
+// checks it; ReplayGolden replays it on whatever CLI is installed
+// (`supervisor doctor engines`).
+const goldenFile = "allow-turn.ndjson"
 
 //go:embed testdata/golden
 var goldenFS embed.FS
@@ -41,24 +37,6 @@ var (
 	golden         = transcript.Golden{Dir: filepath.Join("testdata", "golden")}
 	embeddedGolden = transcript.Golden{Dir: "testdata/golden", FS: goldenFS}
 )
-
-// goldenScenario is what the fake model plays for the golden turn.
-func goldenScenario() fakemodel.Scenario {
-	call := func(id, tool string, input map[string]string) fakemodel.ToolCall {
-		raw, _ := json.Marshal(input) // a map of strings always marshals
-		return fakemodel.ToolCall{ID: id, Name: tool, Input: raw}
-	}
-	return fakemodel.Scenario{
-		Name: "write-bash",
-		Steps: []fakemodel.Step{
-			{Name: "write", Text: "I'll create the file.", Tools: fakemodel.ToolSet{Anthropic: []fakemodel.ToolCall{
-				call("toolu_write", "Write", map[string]string{"file_path": "${cwd}/hello.txt", "content": "hello\n"})}}},
-			{Name: "bash", Tools: fakemodel.ToolSet{Anthropic: []fakemodel.ToolCall{
-				call("toolu_bash", "Bash", map[string]string{"command": "cat hello.txt", "description": "Show hello.txt"})}}},
-			{Name: "final", Text: "Done."},
-		},
-	}
-}
 
 // tappedFrame is one protocol frame the engine's tap saw.
 type tappedFrame struct {
@@ -126,45 +104,29 @@ func goldenReplacements(cwd, dir, convID string) map[string]string {
 	}
 }
 
-// ReplayOptions say which CLI a replay runs.
+// ReplayOptions say which CLI a replay runs, and where.
 type ReplayOptions struct {
 	// EnginesDir is the folder of the pinned CLIs (locate's engines
 	// folder); empty: PATH.
 	EnginesDir string
-	// Env is the CLI's base environment (proc.BaseEnv); HOME is replaced
-	// by a temporary one.
+	// Env is the CLI's base environment (proc.BaseEnv); HOME becomes Home.
 	Env []string
+	// ModelEndpoint is a fake model server playing
+	// engineprobe.GoldenScenario("claude") and accepting Key.
+	ModelEndpoint, Key string
+	// Dir, Cwd and Home are empty folders: the session's, its worktree
+	// (the scenario's ${cwd}) and the CLI's home.
+	Dir, Cwd, Home string
 }
 
 // ReplayGolden plays the golden turn on the installed Claude Code CLI
-// against a fake model server on loopback, in temporary folders, and
-// compares its protocol with the transcript recorded for its version. It
-// returns the CLI's version, and an error naming the first differing frame
-// and its fields when they differ (transcript.ErrNoGolden wrapped when no
-// transcript is recorded for that version), or when the turn could not be
-// played.
+// against the fake model and compares its protocol with the transcript
+// recorded for its version. It returns the CLI's version, and an error
+// naming the first differing frame and its fields when they differ
+// (transcript.ErrNoGolden wrapped when no transcript is recorded for that
+// version), or when the turn could not be played.
 func ReplayGolden(ctx context.Context, o ReplayOptions) (version string, err error) {
-	tmp, err := os.MkdirTemp("", "corral-replay-claude-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	dir, cwd, home := filepath.Join(tmp, "session"), filepath.Join(tmp, "worktree"), filepath.Join(tmp, "home")
-	for _, d := range []string{dir, cwd, home} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return "", err
-		}
-	}
-	sc := goldenScenario()
-	sc.Auth = &fakemodel.Auth{APIKey: replayKey}
-	srv := fakemodel.New(sc, fakemodel.WithVars(map[string]string{"cwd": cwd}))
-	url, err := srv.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("fake model server: %w", err)
-	}
-	defer srv.Close()
-
-	env := []string{"HOME=" + home}
+	env := []string{"HOME=" + o.Home}
 	for _, kv := range o.Env {
 		if !strings.HasPrefix(kv, "HOME=") {
 			env = append(env, kv)
@@ -175,10 +137,10 @@ func ReplayGolden(ctx context.Context, o ReplayOptions) (version string, err err
 	e.tap = frames.tap
 	convID, err := e.Start(ctx, engine.StartOptions{
 		SessionID:     "replay",
-		Dir:           dir,
-		Cwd:           cwd,
-		ModelEndpoint: url,
-		Credentials:   map[string]string{CredentialItem: replayKey},
+		Dir:           o.Dir,
+		Cwd:           o.Cwd,
+		ModelEndpoint: o.ModelEndpoint,
+		Credentials:   map[string]string{CredentialItem: o.Key},
 		Env:           env,
 		Config:        map[string]string{locate.KeyEnginesDir: o.EnginesDir},
 		Host:          replayHost{},
@@ -188,11 +150,11 @@ func ReplayGolden(ctx context.Context, o ReplayOptions) (version string, err err
 		e.Close()
 		return e.version, fmt.Errorf("start the CLI: %w", err)
 	}
-	_, turnErr := e.Turn(ctx, engine.TurnInput{ID: "m1", Text: goldenPrompt, Kind: "send"})
+	_, turnErr := e.Turn(ctx, engine.TurnInput{ID: "m1", Text: engineprobe.GoldenPrompt, Kind: "send"})
 	if err := e.Close(); err != nil && turnErr == nil {
 		turnErr = err
 	}
-	lines, err := goldenLines(frames.all(), goldenReplacements(cwd, dir, convID))
+	lines, err := goldenLines(frames.all(), goldenReplacements(o.Cwd, o.Dir, convID))
 	if err != nil {
 		return e.version, err
 	}

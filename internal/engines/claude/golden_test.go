@@ -4,7 +4,9 @@ import (
 	"flag"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/enginetest"
+	"github.com/corral-dev/corral/internal/fakemodel"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden from a fresh run")
@@ -22,8 +24,8 @@ func TestGoldenAllowTurn(t *testing.T) {
 }
 
 func goldenAllowTurn(t *testing.T, oldest bool) {
-	s := newSession(t, goldenScenario(), sessionOpts{decide: allowAll, oldest: oldest})
-	s.MustTurn(goldenPrompt)
+	s := newSession(t, goldenScenario(t), sessionOpts{decide: allowAll, oldest: oldest})
+	s.MustTurn(engineprobe.GoldenPrompt)
 	if err := s.eng.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +37,21 @@ func goldenAllowTurn(t *testing.T, oldest bool) {
 		t.Fatal(err)
 	}
 	compareGolden(t, s.eng.version, goldenFile, got)
+}
+
+// goldenScenario is what the fake model plays for the golden turn
+// (engineprobe.GoldenScenario).
+func goldenScenario(t testing.TB) fakemodel.Scenario {
+	t.Helper()
+	raw, ok := engineprobe.GoldenScenario("claude")
+	if !ok {
+		t.Fatal("no golden scenario for claude")
+	}
+	sc, err := fakemodel.ParseScenario(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 // compareGolden compares lines with version's golden file, or records it

@@ -17,8 +17,7 @@ import (
 // match their recorded transcript.
 func TestReplayGoldenOnTheInstalledCLI(t *testing.T) {
 	enginetest.OnEachVersion(t, func(t *testing.T, oldest bool) {
-		dir := replayEnginesDir(t, oldest)
-		version, err := ReplayGolden(context.Background(), ReplayOptions{EnginesDir: dir, Env: proc.BaseEnv()})
+		version, err := ReplayGolden(context.Background(), replayOptions(t, replayEnginesDir(t, oldest)))
 		if err != nil {
 			t.Fatalf("replay on %s: %v", version, err)
 		}
@@ -33,7 +32,7 @@ func TestReplayGoldenOnTheInstalledCLI(t *testing.T) {
 // naming that frame and the field.
 func TestReplayGoldenNamesTheFirstDifferingFrame(t *testing.T) {
 	dir := replayEnginesDir(t, false)
-	version, err := ReplayGolden(context.Background(), ReplayOptions{EnginesDir: dir, Env: proc.BaseEnv()})
+	version, err := ReplayGolden(context.Background(), replayOptions(t, dir))
 	if err != nil {
 		t.Fatalf("replay on %s: %v", version, err)
 	}
@@ -47,10 +46,20 @@ func TestReplayGoldenNamesTheFirstDifferingFrame(t *testing.T) {
 	embeddedGolden = transcript.Golden{Dir: "golden", FS: fstest.MapFS{
 		"golden/" + version + "/" + goldenFile: {Data: []byte(drifted)},
 	}}
-	_, err = ReplayGolden(context.Background(), ReplayOptions{EnginesDir: dir, Env: proc.BaseEnv()})
+	_, err = ReplayGolden(context.Background(), replayOptions(t, dir))
 	if err == nil || !strings.Contains(err.Error(), "frame 1 ") || !strings.Contains(err.Error(), "corral_pre_tool_call") {
 		t.Fatalf("replay against a drifted transcript: %v; want frame 1 and the field named", err)
 	}
+}
+
+// replayOptions are a replay's, as the doctor prepares them: fresh
+// folders, and the fake model playing the golden scenario.
+func replayOptions(t *testing.T, enginesDir string) ReplayOptions {
+	t.Helper()
+	o := ReplayOptions{EnginesDir: enginesDir, Env: proc.BaseEnv(), Key: testKey,
+		Dir: t.TempDir(), Cwd: t.TempDir(), Home: t.TempDir()}
+	_, o.ModelEndpoint = startFake(t, goldenScenario(t), map[string]string{"cwd": o.Cwd})
+	return o
 }
 
 // replayEnginesDir is the engines folder of the newest or the oldest
