@@ -69,8 +69,19 @@ func (lr *LineReader) Next() ([]byte, error) {
 	lr.buf = lr.buf[:0]
 	tooLong := false
 	size := 0
-	for {
+	for first := true; ; first = false {
 		chunk, err := lr.r.ReadSlice('\n')
+		if first && err == nil && len(chunk) <= lr.max+1 {
+			// A whole line in the reader's buffer is returned from
+			// there: it is valid until the next read, as promised, and
+			// a busy runner's lines are not each copied once more. Its
+			// capacity ends with it, so an append cannot write over the
+			// lines buffered behind it.
+			lr.terminated = true
+			lr.line++
+			line := trimEOL(chunk)
+			return line[:len(line):len(line)], nil
+		}
 		size += len(chunk)
 		if !tooLong {
 			if len(lr.buf)+len(chunk) > lr.max+1 { // +1: the newline itself
@@ -109,6 +120,18 @@ func (lr *LineReader) Next() ([]byte, error) {
 func trimEOL(b []byte) []byte {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+// LineBuffered reports whether a whole line is already read in, so that
+// the next call to Next (or NextRecord) returns without waiting for input.
+// A reader batching what it got from one read asks it to know when to
+// act on the batch.
+func (lr *LineReader) LineBuffered() bool {
+	b, _ := lr.r.Peek(lr.r.Buffered())
+	if lr.frames && len(b) > 0 && b[0] == TermFrameMarker {
+		return false // a frame's payload may still be on its way
+	}
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // Terminated reports whether the line last returned ended with a newline;

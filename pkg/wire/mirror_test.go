@@ -182,3 +182,87 @@ func FuzzMirrorRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// parseMirrorTwoPass is what ParseMirrorEvent replaces, kept as its
+// reference: the mirror line's shape checked by skipping the event, then
+// the event scanned again by ScanEvent.
+func parseMirrorTwoPass(line []byte) (m MirrorEvent, ok bool) {
+	if !bytes.HasPrefix(line, mirrorPrefix) {
+		return MirrorEvent{}, false
+	}
+	s := scanner{b: line, i: len(mirrorPrefix)}
+	seq, ok := s.uint()
+	if !ok || !bytes.HasPrefix(line[s.i:], mirrorEvent) {
+		return MirrorEvent{}, false
+	}
+	rest := bytes.TrimRight(line[s.i+len(mirrorEvent):], " \t\r")
+	ev := scanner{b: rest}
+	if len(rest) == 0 || rest[0] != '{' || !ev.skipValue(0) || ev.i != len(rest)-1 || rest[ev.i] != '}' {
+		return MirrorEvent{}, false
+	}
+	m = MirrorEvent{Seq: seq, Event: rest[:ev.i]}
+	m.EventSeq, m.Type, m.Err = ScanEvent(m.Event)
+	return m, true
+}
+
+func TestParseMirrorEvent(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		ok      bool
+		seq     int64
+		typ     string
+		wantErr bool
+	}{
+		{"as the runner writes it", `{"t":"mirror","seq":9,"event":{"seq":9,"ts":"2026-01-01T00:00:00Z","type":"assistantDelta","data":{"text":"}}"}}}`, true, 9, "assistantDelta", false},
+		{"type first, decoy in data", `{"t":"mirror","seq":3,"event":{"data":{"type":"no","seq":1},"type":"usage","seq":3}}`, true, 3, "usage", false},
+		{"members after seq and type are skipped, not read", `{"t":"mirror","seq":2,"event":{"seq":2,"type":"x","seq":"no","type":1}}`, true, 2, "x", false},
+		{"event without seq", `{"t":"mirror","seq":1,"event":{"type":"x"}}`, true, 0, "", true},
+		{"empty event", `{"t":"mirror","seq":1,"event":{}}`, true, 0, "", true},
+		{"type not a string", `{"t":"mirror","seq":1,"event":{"seq":1,"type":[]}}`, true, 0, "", true},
+		{"digits then junk before the type", `{"t":"mirror","seq":1,"event":{"seq":1x,"type":"a"}}`, true, 0, "", true},
+		{"digits then junk after the type", `{"t":"mirror","seq":1,"event":{"type":"a","seq":1x}}`, true, 1, "a", false},
+		{"unclosed event", `{"t":"mirror","seq":1,"event":{"seq":1,"type":"a"}`, false, 0, "", false},
+		{"something after the event", `{"t":"mirror","seq":1,"event":{"seq":1},"x":1}`, false, 0, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ok := ParseMirrorEvent([]byte(tc.line))
+			if ok != tc.ok {
+				t.Fatalf("ok = %v, want %v", ok, tc.ok)
+			}
+			if (m.Err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", m.Err, tc.wantErr)
+			}
+			if m.EventSeq != tc.seq || string(m.Type) != tc.typ {
+				t.Fatalf("got %d %q, want %d %q", m.EventSeq, m.Type, tc.seq, tc.typ)
+			}
+			want, _ := parseMirrorTwoPass([]byte(tc.line))
+			if !sameMirrorEvent(m, want) {
+				t.Fatalf("one pass %+v, two passes %+v", m, want)
+			}
+		})
+	}
+}
+
+func sameMirrorEvent(a, b MirrorEvent) bool {
+	return a.Seq == b.Seq && bytes.Equal(a.Event, b.Event) && a.EventSeq == b.EventSeq &&
+		bytes.Equal(a.Type, b.Type) && (a.Type == nil) == (b.Type == nil) && (a.Err == nil) == (b.Err == nil)
+}
+
+// FuzzParseMirrorEvent holds the one-pass reader to the two passes it
+// replaces: the same lines accepted, the same event, and of the event the
+// same seq and type, or an error where ScanEvent has one.
+func FuzzParseMirrorEvent(f *testing.F) {
+	f.Add([]byte(`{"t":"mirror","seq":3,"event":{"seq":3,"ts":"2026-01-01T00:00:00Z","type":"usage","data":{}}}`))
+	f.Add([]byte(`{"t":"mirror","seq":1,"event":{"data":{"type":"x"},"type":"y","seq":1}}`))
+	f.Add([]byte(`{"t":"mirror","seq":1,"event":{"seq":1x,"type":"a"}}`))
+	f.Add([]byte(`{"t":"mirror","seq":1,"event":{"type":"a","seq":99999999999999999999}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got, ok := ParseMirrorEvent(line)
+		want, wantOK := parseMirrorTwoPass(line)
+		if ok != wantOK || !sameMirrorEvent(got, want) {
+			t.Fatalf("ParseMirrorEvent(%q) = %+v %v, two passes %+v %v", line, got, ok, want, wantOK)
+		}
+	})
+}
