@@ -63,10 +63,29 @@ func newBus(items, maxBytes int) *bus {
 
 func (b *bus) publish(it busItem) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed != nil {
-		b.mu.Unlock()
 		return
 	}
+	b.appendLocked(it)
+	b.wakeLocked()
+}
+
+// publishEvents publishes a session's events in one go: one lock, one
+// wake-up of the subscribers.
+func (b *bus) publishEvents(session string, evs []Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed != nil {
+		return
+	}
+	for _, ev := range evs {
+		b.appendLocked(busItem{session: session, seq: ev.Seq, typ: ev.Type, line: ev.Line})
+	}
+	b.wakeLocked()
+}
+
+func (b *bus) appendLocked(it busItem) {
 	it.n = b.next
 	b.next++
 	slot := &b.ring[it.n&b.mask]
@@ -78,12 +97,15 @@ func (b *bus) publish(it busItem) {
 	for b.bytes > b.maxBytes && b.first < it.n {
 		b.dropOldestLocked()
 	}
+}
+
+// wakeLocked wakes the subscribers waiting for an item.
+func (b *bus) wakeLocked() {
 	if b.waiting {
 		b.waiting = false
 		close(b.wake)
 		b.wake = make(chan struct{})
 	}
-	b.mu.Unlock()
 }
 
 func (b *bus) dropOldestLocked() {

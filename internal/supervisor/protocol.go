@@ -32,16 +32,57 @@ func (c *child) read(r io.Reader, maxLine int) {
 	// The session's hub, looked up at the first mirror: a spare has no
 	// session until it is handed one, before its live.ensure.
 	var cur *hub
-	mirror := func(seq int64, event []byte) {
+	// Mirrored lines outlive the reader's buffer (in the hubs' and the
+	// feed's rings): they are copied out into blocks shared by many.
+	var slab lineSlab
+	// Mirrored events read in are published together once no further
+	// whole line is at hand, before anything else the runner wrote after
+	// them is acted on (a reply, a state report), and before a rotation.
+	var pending []Event
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
 		if cur == nil {
 			cur = c.hooks.hub(c.currentSession())
 		}
-		if to := c.mirror(cur, seq, event); to != "" {
+		c.publish(cur, pending)
+		clear(pending)
+		pending = pending[:0]
+	}
+	mirror := func(seq int64, ev Event) {
+		if ev.Seq != seq {
+			c.log.Warn("mirror seq differs from its event's seq; using the event's", zap.Int64("mirror", seq), zap.Int64("event", ev.Seq))
+		}
+		if string(ev.Type) != string(event.Rotated) {
+			pending = append(pending, ev)
+			return
+		}
+		flush()
+		if cur == nil {
+			cur = c.hooks.hub(c.currentSession())
+		}
+		c.publish(cur, []Event{ev})
+		if to := c.rotation(ev); to != "" {
 			cur = c.rotate(to)
 		}
 	}
 	for {
+		if len(pending) >= maxMirrorBatch || len(pending) > 0 && !lr.LineBuffered() {
+			flush()
+		}
 		line, frame, err := lr.NextRecord()
+		if err == nil && frame == nil {
+			if m, ok := wire.ParseMirrorEvent(line); ok {
+				if m.Err != nil {
+					c.log.Warn("skipping unreadable mirrored event", zap.Int64("seq", m.Seq), zap.Error(m.Err))
+					continue
+				}
+				mirror(m.Seq, slab.keep(Event{Seq: m.EventSeq, Type: m.Type, Line: m.Event}))
+				continue
+			}
+		}
+		flush()
 		if err != nil {
 			var le *wire.LineError
 			if errors.As(err, &le) {
@@ -62,10 +103,6 @@ func (c *child) read(r io.Reader, maxLine int) {
 			c.deliver("", frame.Message())
 			continue
 		}
-		if seq, event, ok := wire.ParseMirror(line); ok {
-			mirror(seq, bytes.Clone(event))
-			continue
-		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -84,7 +121,13 @@ func (c *child) read(r io.Reader, maxLine int) {
 		}
 		switch m := m.(type) {
 		case *wire.Mirror:
-			mirror(m.Seq, m.Event)
+			evSeq, typ, err := wire.ScanEvent(m.Event)
+			if err != nil {
+				c.log.Warn("skipping unreadable mirrored event", zap.Int64("seq", m.Seq), zap.Error(err))
+				continue
+			}
+			mirror(m.Seq, Event{Seq: evSeq, Type: typ, Line: m.Event})
+			flush()
 		case *wire.StateReport:
 			c.report(m)
 		default:
@@ -118,34 +161,33 @@ func (c *child) rotate(to string) *hub {
 	return c.hooks.hub(to)
 }
 
-// mirror publishes a mirrored event. It returns the new session id when the
-// event is a rotation. (What the session is doing, the runner reports
-// itself: report.)
-func (c *child) mirror(h *hub, seq int64, line []byte) (rotatedTo string) {
-	evSeq, typ, err := wire.ScanEvent(line)
-	if err != nil {
-		c.log.Warn("skipping unreadable mirrored event", zap.Int64("seq", seq), zap.Error(err))
+// maxMirrorBatch bounds how many mirrored events the reader holds before
+// it publishes them: a subscriber sees a flood's events in steps of at
+// most this many.
+const maxMirrorBatch = 256
+
+// publish publishes mirrored events of h's session, read together. Each is
+// observed before it is published: a shell that saw an event finds it
+// counted. (What the session is doing, the runner reports itself: report.)
+func (c *child) publish(h *hub, evs []Event) {
+	session, engine := c.identity()
+	for _, ev := range evs {
+		c.hooks.observer.Event(session, engine, ev.Type, ev.Line)
+	}
+	h.publishBatch(evs)
+}
+
+// rotation returns the new session id a rotated event names, or "" when
+// it names none usable.
+func (c *child) rotation(ev Event) string {
+	var rot struct {
+		Data event.RotatedData `json:"data"`
+	}
+	if err := json.Unmarshal(ev.Line, &rot); err != nil || !validID(rot.Data.To) {
+		c.log.Warn("rotated event without a usable new session id", zap.Int64("seq", ev.Seq), zap.Error(err))
 		return ""
 	}
-	if evSeq != seq {
-		c.log.Warn("mirror seq differs from its event's seq; using the event's", zap.Int64("mirror", seq), zap.Int64("event", evSeq))
-	}
-	// Observed before it is published: a shell that saw the event finds
-	// it counted.
-	session, engine := c.identity()
-	c.hooks.observer.Event(session, engine, typ, line)
-	h.publish(Event{Seq: evSeq, Type: typ, Line: line})
-	if string(typ) == string(event.Rotated) {
-		var ev struct {
-			Data event.RotatedData `json:"data"`
-		}
-		if err := json.Unmarshal(line, &ev); err != nil || !validID(ev.Data.To) {
-			c.log.Warn("rotated event without a usable new session id", zap.Int64("seq", evSeq), zap.Error(err))
-			return ""
-		}
-		return ev.Data.To
-	}
-	return ""
+	return rot.Data.To
 }
 
 // report records what the runner says its session is doing. The idle clock
