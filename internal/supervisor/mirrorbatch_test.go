@@ -38,7 +38,13 @@ func mirrorLine(seq int64) []byte {
 
 func TestMirroredEventsArePublishedBeforeTheReplyWrittenAfterThem(t *testing.T) {
 	c, pw, h := readerUnderTest(t)
-	reply := make(chan wire.Message, 1)
+	sub, _, err := h.subscribe(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unbuffered and not read until the events are in: a reader that
+	// delivered the reply first would wait here with the events unpublished.
+	reply := make(chan wire.Message)
 	c.pending["1"] = reply
 	var out []byte
 	for seq := int64(1); seq <= 3; seq++ {
@@ -46,16 +52,20 @@ func TestMirroredEventsArePublishedBeforeTheReplyWrittenAfterThem(t *testing.T) 
 	}
 	out = append(out, `{"t":"commandReply","reqId":"1","outcome":"ran","reply":{"ok":true}}`+"\n"...)
 	go pw.Write(out) // one write: the reader finds all four lines at hand
+	for want := int64(1); want <= 3; want++ {
+		select {
+		case ev := <-sub.ch:
+			if ev.Seq != want {
+				t.Fatalf("got seq %d, want %d", ev.Seq, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d not published before the reply that follows it was delivered", want)
+		}
+	}
 	select {
 	case <-reply:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no reply")
-	}
-	h.mu.Lock()
-	last := h.last
-	h.mu.Unlock()
-	if last != 3 {
-		t.Fatalf("when the reply was delivered the hub had published up to seq %d, want 3", last)
 	}
 }
 
