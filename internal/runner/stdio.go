@@ -166,7 +166,22 @@ func (l *Link) command(ctx context.Context, reqID string, m *wire.Command) {
 		l.send(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: r.Do(ctx, req)})
 	}
 	switch req.(type) {
-	case command.Send, command.Steer:
+	case command.Send:
+		// Quick, and on the path of every turn: the state reports the
+		// send causes (a message queued, a turn begun) wait for its
+		// reply and go in the same write, reports first, so that the
+		// supervisor reads them with the reply, in one read. (A steer
+		// may wait on the engine; its reports go as they come.)
+		l.enc.Hold()
+		var reply *wire.Reply
+		defer func() {
+			if err := l.enc.ReleaseID(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: reply}); err != nil {
+				l.Log.Error("write to supervisor", zap.String("t", string(wire.TCommandReply)), zap.Error(err))
+			}
+		}()
+		reply = r.Do(ctx, req)
+		return
+	case command.Steer:
 		run()
 		return
 	}
@@ -203,7 +218,11 @@ func (l *Link) ensure(ctx context.Context, reqID string, m *wire.LiveEnsure) {
 		return
 	}
 	opts.Mirror = l.mirrorBatch
-	opts.Report = func(st wire.StateReport) { l.send("", &st) }
+	opts.Report = func(st wire.StateReport) {
+		if err := l.enc.EncodeOrHold(&st); err != nil {
+			l.Log.Error("write to supervisor", zap.String("t", string(st.Type())), zap.Error(err))
+		}
+	}
 	// The supervisor learns of a rotation from the rotated event, which
 	// ends the old session's log; the runner's side of the link only
 	// follows the session to its new folder.

@@ -285,6 +285,9 @@ type Encoder struct {
 	w      io.Writer
 	buf    []byte
 	frames bool // term.data goes as binary frames
+
+	holds int    // Hold calls not yet released
+	held  []byte // lines EncodeOrHold kept back, written ahead of the next write
 }
 
 // NewEncoder returns an encoder writing to w.
@@ -308,15 +311,27 @@ func (e *Encoder) Encode(m Message) error { return e.EncodeID("", m) }
 func (e *Encoder) EncodeID(reqID string, m Message) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.encodeLocked(reqID, m)
+}
+
+func (e *Encoder) encodeLocked(reqID string, m Message) error {
+	// Lines held back go first, in the same write.
+	start := len(e.held)
+	e.buf = append(e.buf[:0], e.held...)
+	e.held = e.held[:0]
 	if d, ok := asTermData(m); ok && e.frames && reqID == "" {
-		if frame, err := AppendTermFrame(e.buf[:0], d.TermID, d.ClientID, d.Data); err == nil {
+		if frame, err := AppendTermFrame(e.buf, d.TermID, d.ClientID, d.Data); err == nil {
 			e.buf = frame
 			_, err = e.w.Write(frame)
 			return err
 		}
 	}
-	line, err := AppendMessage(e.buf[:0], reqID, m)
+	line, err := AppendMessage(e.buf, reqID, m)
 	if err != nil {
+		if start > 0 {
+			_, werr := e.w.Write(e.buf[:start])
+			err = errors.Join(err, werr)
+		}
 		return err
 	}
 	e.buf = line
@@ -329,6 +344,48 @@ func (e *Encoder) EncodeID(reqID string, m Message) error {
 func (e *Encoder) WriteRaw(lines []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if len(e.held) > 0 {
+		e.held = append(e.held, lines...)
+		lines = e.held
+		e.held = e.held[:0]
+	}
 	_, err := e.w.Write(lines)
 	return err
+}
+
+// Hold makes EncodeOrHold keep its messages back until the next write, at
+// the latest the ReleaseID that ends this Hold: a command whose reply
+// follows at once sends the reports it causes in the same write as the
+// reply, and the reader acts on them in order, reports first, from one
+// read. Every Hold must be ended by one ReleaseID.
+func (e *Encoder) Hold() {
+	e.mu.Lock()
+	e.holds++
+	e.mu.Unlock()
+}
+
+// ReleaseID ends a Hold by writing m (the reply it waited for) with reqID,
+// after every line held back, in one write.
+func (e *Encoder) ReleaseID(reqID string, m Message) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.holds--
+	return e.encodeLocked(reqID, m)
+}
+
+// EncodeOrHold writes m, a message that is neither a request nor a reply,
+// or, while a Hold is under way, keeps it back for the next write. The
+// order of messages on the stream is the order of the calls either way.
+func (e *Encoder) EncodeOrHold(m Message) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.holds == 0 {
+		return e.encodeLocked("", m)
+	}
+	held, err := AppendMessage(e.held, "", m)
+	if err != nil {
+		return err
+	}
+	e.held = held
+	return nil
 }

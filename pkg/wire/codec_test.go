@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -299,3 +300,89 @@ func TestStateReportBusy(t *testing.T) {
 		}
 	}
 }
+
+// writes records each Write as its own string.
+type writes struct{ got []string }
+
+func (w *writes) Write(b []byte) (int, error) {
+	w.got = append(w.got, string(b))
+	return len(b), nil
+}
+
+func TestEncoderHoldSendsHeldMessagesAheadOfTheNextWrite(t *testing.T) {
+	busy := &StateReport{State: StateWorking, Turn: 1}
+	idle := &StateReport{State: StateIdle, Turn: 1}
+	line := func(reqID string, m Message) string {
+		b, err := AppendMessage(nil, reqID, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	reply := &CommandReply{Outcome: OutcomeRan, Reply: &Reply{OK: true}}
+	mirror := string(AppendMirror(nil, 1, []byte(`{"seq":1,"type":"userMessage"}`)))
+
+	t.Run("not held: written at once", func(t *testing.T) {
+		w := &writes{}
+		e := NewEncoder(w)
+		if err := e.EncodeOrHold(busy); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.got) != 1 || w.got[0] != line("", busy) {
+			t.Fatalf("writes %q", w.got)
+		}
+	})
+	t.Run("held: one write with the reply, in order", func(t *testing.T) {
+		w := &writes{}
+		e := NewEncoder(w)
+		e.Hold()
+		e.EncodeOrHold(busy)
+		e.EncodeOrHold(idle)
+		if len(w.got) != 0 {
+			t.Fatalf("written while held: %q", w.got)
+		}
+		if err := e.ReleaseID("7", reply); err != nil {
+			t.Fatal(err)
+		}
+		want := line("", busy) + line("", idle) + line("7", reply)
+		if len(w.got) != 1 || w.got[0] != want {
+			t.Fatalf("writes %q, want one: %q", w.got, want)
+		}
+		// Released: the next report goes at once.
+		e.EncodeOrHold(busy)
+		if len(w.got) != 2 || w.got[1] != line("", busy) {
+			t.Fatalf("after the release: %q", w.got)
+		}
+	})
+	t.Run("held: another write takes the held lines first", func(t *testing.T) {
+		w := &writes{}
+		e := NewEncoder(w)
+		e.Hold()
+		e.EncodeOrHold(busy)
+		e.WriteRaw([]byte(mirror))
+		e.EncodeOrHold(idle)
+		e.ReleaseID("7", reply)
+		want := []string{line("", busy) + mirror, line("", idle) + line("7", reply)}
+		if !slices.Equal(w.got, want) {
+			t.Fatalf("writes %q, want %q", w.got, want)
+		}
+	})
+	t.Run("a message that cannot be encoded still lets the held ones out", func(t *testing.T) {
+		w := &writes{}
+		e := NewEncoder(w)
+		e.Hold()
+		e.EncodeOrHold(busy)
+		if err := e.ReleaseID("7", badMessage{}); err == nil {
+			t.Fatal("encoded a message that is not an object")
+		}
+		if len(w.got) != 1 || w.got[0] != line("", busy) {
+			t.Fatalf("writes %q", w.got)
+		}
+	})
+}
+
+// badMessage encodes as something other than a JSON object.
+type badMessage struct{}
+
+func (badMessage) Type() Type                   { return "bad" }
+func (badMessage) MarshalJSON() ([]byte, error) { return []byte(`[]`), nil }
