@@ -52,16 +52,7 @@ func TestMirroredEventsArePublishedBeforeTheReplyWrittenAfterThem(t *testing.T) 
 	}
 	out = append(out, `{"t":"commandReply","reqId":"1","outcome":"ran","reply":{"ok":true}}`+"\n"...)
 	go pw.Write(out) // one write: the reader finds all four lines at hand
-	for want := int64(1); want <= 3; want++ {
-		select {
-		case ev := <-sub.ch:
-			if ev.Seq != want {
-				t.Fatalf("got seq %d, want %d", ev.Seq, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("event %d not published before the reply that follows it was delivered", want)
-		}
-	}
+	expectSeqs(t, sub, 3, "not published before the reply that follows it was delivered")
 	select {
 	case <-reply:
 	case <-time.After(10 * time.Second):
@@ -80,14 +71,21 @@ func TestMirroredEventsArePublishedWithoutWaitingForMoreOutput(t *testing.T) {
 	out := append(mirrorLine(1), mirrorLine(2)...)
 	out = append(out, `{"t":"mirror","seq":3,"ev`...)
 	go pw.Write(out)
-	for want := int64(1); want <= 2; want++ {
+	expectSeqs(t, sub, 2, "not published while the reader waits for the rest of a line")
+}
+
+// expectSeqs waits for events 1 to last on sub, in order; missing says
+// what it means when one does not come.
+func expectSeqs(t *testing.T, sub *subscription, last int64, missing string) {
+	t.Helper()
+	for want := int64(1); want <= last; want++ {
 		select {
 		case ev := <-sub.ch:
 			if ev.Seq != want {
 				t.Fatalf("got seq %d, want %d", ev.Seq, want)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("event %d not published while the reader waits for the rest of a line", want)
+			t.Fatalf("event %d %s", want, missing)
 		}
 	}
 }
