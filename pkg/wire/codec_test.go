@@ -386,3 +386,55 @@ type badMessage struct{}
 
 func (badMessage) Type() Type                   { return "bad" }
 func (badMessage) MarshalJSON() ([]byte, error) { return []byte(`[]`), nil }
+
+func TestLineReaderLinesOutOfItsBufferStayApart(t *testing.T) {
+	lr := NewLineReader(strings.NewReader("one\ntwo\r\nthree"), 0)
+	first, err := lr.Next()
+	if err != nil || string(first) != "one" {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	// An append to a line must not write over the lines read in behind it.
+	_ = append(first, "XXXXXXXX"...)
+	for _, want := range []string{"two", "three"} {
+		line, err := lr.Next()
+		if err != nil || string(line) != want {
+			t.Fatalf("line %q, %v; want %q", line, err, want)
+		}
+	}
+	if _, err := lr.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last line: %v", err)
+	}
+}
+
+func TestLineReaderSaysWhenAWholeLineIsAtHand(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	lr := NewLineReader(pr, 0)
+	lr.AcceptTermFrames()
+	got := make(chan []byte)
+	go func() {
+		line, _ := lr.Next()
+		got <- append([]byte(nil), line...)
+	}()
+	go pw.Write([]byte("a\nb\npart"))
+	if line := <-got; string(line) != "a" {
+		t.Fatalf("first line %q", line)
+	}
+	if !lr.LineBuffered() {
+		t.Fatal(`"b\n" is read in, but LineBuffered says no`)
+	}
+	if line, err := lr.Next(); err != nil || string(line) != "b" {
+		t.Fatalf("second line %q, %v", line, err)
+	}
+	if lr.LineBuffered() {
+		t.Fatal("only part of a line is read in, but LineBuffered says a whole one is")
+	}
+	// A terminal frame next: its payload may still be on its way, however
+	// many newlines the bytes read in hold.
+	lr2 := NewLineReader(bytes.NewReader(append([]byte{TermFrameMarker}, "x\ny\n"...)), 0)
+	lr2.AcceptTermFrames()
+	lr2.r.Peek(1) // read in
+	if lr2.LineBuffered() {
+		t.Fatal("a frame leads, but LineBuffered says a line is at hand")
+	}
+}
