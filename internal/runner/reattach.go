@@ -127,6 +127,10 @@ func (l *Link) quietCh() chan struct{} {
 	return l.quiet
 }
 
+// Orphaned reports whether Serve ended with no supervisor attached: the
+// runner's own process group then has no supervisor to sweep it.
+func (l *Link) Orphaned() bool { return l.orphaned.Load() }
+
 // pending makes conn the output of the next hello.
 func (l *Link) pending(conn io.Writer) {
 	l.outMu.Lock()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -56,6 +57,7 @@ type Link struct {
 	attach     chan Attachment
 	quietOnce  sync.Once
 	quiet      chan struct{} // see quietCh
+	orphaned   atomic.Bool   // Serve ended with no supervisor (Orphaned)
 
 	mu       sync.Mutex
 	r        *Runner
@@ -104,6 +106,7 @@ func (l *Link) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			return err
 		}
 		if conn = l.await(ctx); conn == nil {
+			l.orphaned.Store(true)
 			return nil
 		}
 		in = conn

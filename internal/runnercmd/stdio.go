@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/run"
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -131,6 +132,13 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int, g
 	err := g.Run()
 	cancel()
 	link.Close()
+	if link.Orphaned() {
+		// No supervisor is left to sweep this runner's group after it
+		// exits: what its programs left behind goes now.
+		if n := proc.KillOwnGroup(); n > 0 {
+			log.Warn("killed what was left in the runner's process group", zap.Int("processes", n))
+		}
+	}
 	var sig run.SignalError
 	if err != nil && !errors.As(err, &sig) {
 		log.Error("runner", zap.Error(err))
