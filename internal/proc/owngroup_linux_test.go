@@ -47,4 +47,3 @@ func TestKillOwnGroupKillsTheRestOfTheGroup(t *testing.T) {
 		t.Fatalf("helper said %q", got)
 	}
 }
-
