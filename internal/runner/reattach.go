@@ -141,10 +141,11 @@ func (l *Link) pending(conn io.Writer) {
 // hello answers a supervisor's hello. On a re-attached link it switches
 // the output over to it, mirroring first what it lacks.
 func (l *Link) hello(m *wire.Hello) {
-	session := l.Options.Spec.ID
+	session, dir := l.Options.Spec.ID, ""
 	r, _ := l.runner()
 	if r != nil {
-		session = r.Spec().ID
+		// Asked before outMu is taken: the runner's locks come first.
+		session, dir = r.Spec().ID, r.Dir()
 	}
 	l.outMu.Lock()
 	defer l.outMu.Unlock()
@@ -171,7 +172,7 @@ func (l *Link) hello(m *wire.Hello) {
 		return
 	}
 	if r != nil && m.MirrorFrom > 0 {
-		if err := l.replayLocked(enc, r.Dir(), m.MirrorFrom); err != nil {
+		if err := l.replayLocked(enc, dir, m.MirrorFrom); err != nil {
 			l.Log.Error("mirror the events a re-attached supervisor lacks", zap.Int64("from", m.MirrorFrom), zap.Error(err))
 		}
 		l.skipBelow = max(m.MirrorFrom, l.mirrored+1)
