@@ -1,9 +1,13 @@
 package proc
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 func setDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
@@ -34,4 +38,26 @@ func KillOwnGroup() int {
 		}
 	}
 	return n
+}
+
+// PeerCredentials returns the pid and uid of the process on the other end
+// of a Unix socket connection, as the kernel recorded them when it was
+// made (SO_PEERCRED): for an accepted connection the process that
+// connected, for a dialled one the process that listens.
+func PeerCredentials(c *net.UnixConn) (pid, uid int, err error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, 0, err
+	}
+	if credErr != nil {
+		return 0, 0, fmt.Errorf("peer credentials: %w", credErr)
+	}
+	return int(cred.Pid), int(cred.Uid), nil
 }

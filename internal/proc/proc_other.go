@@ -2,7 +2,11 @@
 
 package proc
 
-import "syscall"
+import (
+	"errors"
+	"net"
+	"syscall"
+)
 
 // On systems without a parent-death signal, children notice their parent's
 // death by their stdin closing.
@@ -12,3 +16,9 @@ func setDeathSignal(*syscall.SysProcAttr) {}
 // leads; here, without /proc to list them, the whole group but for this
 // process cannot be told apart, so it does nothing and reports 0.
 func KillOwnGroup() int { return 0 }
+
+// PeerCredentials is not known here: it always fails, so a check built on
+// it refuses every peer.
+func PeerCredentials(c *net.UnixConn) (pid, uid int, err error) {
+	return 0, 0, errors.New("peer credentials are not available on this system")
+}

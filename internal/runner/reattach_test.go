@@ -26,6 +26,29 @@ const streamThenReview = `{"turns": [], "fallback": {"steps": [
   {"tool": "write", "path": "held.txt", "content": "held for review\n"},
   {"say": "done"}]}}`
 
+// graceLink is a link on folder dir whose session outlives its
+// supervisor, and the channel Serve's end comes on, served on pipes whose
+// other ends it returns.
+func graceLink(t *testing.T, dir string, grace time.Duration) (link *Link, served chan error, out io.ReadCloser, in io.WriteCloser) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	link = &Link{
+		Build: func(spec wire.Spec, creds map[string]string, opts Options) (*Runner, error) {
+			opts.Spec, opts.Credentials = spec, creds
+			return New(opts)
+		},
+		Options:   Options{Dir: dir, Spec: wire.Spec{ID: "s1"}, Engines: map[string]engine.Factory{"script": script.New}},
+		Terminals: NewTerminals(term.NewHub(term.HubOptions{})),
+		Grace:     grace,
+	}
+	served = make(chan error, 1)
+	go func() {
+		served <- link.Serve(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	return link, served, outR, inW
+}
+
 // peerOn plays one supervisor on a link connection: it decodes what the
 // link writes into msgs, recording mirrored seqs in order.
 func peerOn(t *testing.T, r io.Reader, w io.Writer) *linkPeer {
@@ -62,23 +85,7 @@ func (p *linkPeer) mirrored() []int64 {
 // supervisors together saw the log exactly.
 func TestLinkReattachMirrorsEveryEventOnce(t *testing.T) {
 	dir := t.TempDir()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	terms := NewTerminals(term.NewHub(term.HubOptions{}))
-	link := &Link{
-		Build: func(spec wire.Spec, creds map[string]string, opts Options) (*Runner, error) {
-			opts.Spec, opts.Credentials = spec, creds
-			return New(opts)
-		},
-		Options:   Options{Dir: dir, Spec: wire.Spec{ID: "s1"}, Engines: map[string]engine.Factory{"script": script.New}},
-		Terminals: terms,
-		Grace:     time.Minute,
-	}
-	served := make(chan error, 1)
-	go func() {
-		served <- link.Serve(context.Background(), inR, outW)
-		outW.Close()
-	}()
+	link, served, outR, inW := graceLink(t, dir, time.Minute)
 	first := peerOn(t, outR, inW)
 	first.send("", &wire.Hello{Proto: wire.ProtocolVersion})
 	await[*wire.Ready](first, "ready", "", nil)
@@ -173,22 +180,8 @@ func TestLinkWithoutSupervisorStopsWhenIdle(t *testing.T) {
 		name := map[bool]string{false: "idle", true: "busy until its turn ends"}[busy]
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			link := &Link{
-				Build: func(spec wire.Spec, creds map[string]string, opts Options) (*Runner, error) {
-					opts.Spec, opts.Credentials = spec, creds
-					return New(opts)
-				},
-				Options:   Options{Dir: dir, Spec: wire.Spec{ID: "s1"}, Engines: map[string]engine.Factory{"script": script.New}},
-				Terminals: NewTerminals(term.NewHub(term.HubOptions{})),
-				Grace:     time.Hour, // only the end of the work may stop it
-			}
-			served := make(chan error, 1)
-			go func() {
-				served <- link.Serve(context.Background(), inR, outW)
-				outW.Close()
-			}()
+			// An hour: only the end of the work may stop it.
+			_, served, outR, inW := graceLink(t, dir, time.Hour)
 			p := peerOn(t, outR, inW)
 			p.send("", &wire.Hello{Proto: wire.ProtocolVersion})
 			await[*wire.Ready](p, "ready", "", nil)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
 )
 
@@ -124,22 +125,12 @@ func (a *attachServer) take(ctx context.Context, c *net.UnixConn) bool {
 // checkPeer lets in only a process of this runner's own user: the state
 // folder's owner.
 func checkPeer(c *net.UnixConn) error {
-	rc, err := c.SyscallConn()
+	pid, uid, err := proc.PeerCredentials(c)
 	if err != nil {
 		return err
 	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := rc.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return err
-	}
-	if credErr != nil {
-		return fmt.Errorf("peer credentials: %w", credErr)
-	}
-	if int(cred.Uid) != os.Geteuid() {
-		return fmt.Errorf("peer pid %d runs as uid %d, not %d", cred.Pid, cred.Uid, os.Geteuid())
+	if uid != os.Geteuid() {
+		return fmt.Errorf("peer pid %d runs as uid %d, not %d", pid, uid, os.Geteuid())
 	}
 	return nil
 }

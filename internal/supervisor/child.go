@@ -24,7 +24,7 @@ const stderrTailLines = 40
 type child struct {
 	log *zap.Logger
 	// cmd is the process this supervisor started; nil for a runner it
-	// re-attached to (adopt.go), which only pid names.
+	// re-attached to (adopt_linux.go), which only pid names.
 	cmd  *exec.Cmd
 	pid  int    // the runner, leader of its process group
 	path string // its program, for messages

@@ -59,7 +59,7 @@ type Config struct {
 	// this long for a supervisor to re-attach when theirs goes away
 	// (crash, kill -9, Shutdown, which then lets them go instead of
 	// stopping them); a Manager adopts the runners of its state folder
-	// that are still waiting (adopt.go). Zero: runners die with their
+	// that are still waiting (adopt_linux.go). Zero: runners die with their
 	// supervisor (serve --stop-runners-on-exit).
 	RunnerGrace time.Duration
 	// StartTimeout bounds a runner's start: handshake and live.ensure

@@ -450,7 +450,7 @@ func (m *Manager) Closing() bool {
 // Shutdown stops every runner: shutdown first, SIGTERM to its group after
 // the grace period, SIGKILL after the kill grace. With a RunnerGrace it
 // stops only the spare and lets go of every session's runner instead,
-// which waits for the next supervisor to re-attach (adopt.go). Streams end
+// which waits for the next supervisor to re-attach (adopt_linux.go). Streams end
 // with unavailable and later calls fail with it.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()

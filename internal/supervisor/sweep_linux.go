@@ -15,7 +15,7 @@ import (
 
 // sweepStaleRunners adopts, or else kills, the runners a previous
 // supervisor of this state folder left behind. A runner left waiting for
-// the next supervisor (Config.RunnerGrace) is re-attached to (adopt.go),
+// the next supervisor (Config.RunnerGrace) is re-attached to (adopt_linux.go),
 // its session live again with its turn going on. One that does not answer
 // would write the same event log as the runner this supervisor is about to
 // start: it is killed, with its process group. A pid is only adopted or

@@ -209,22 +209,12 @@ func (c *child) waitAdopted(pidfd int, readerDone <-chan struct{}, stderr io.Clo
 // checkRunnerPeer makes sure the process on the other end of conn is
 // runner pid, of this supervisor's user.
 func checkRunnerPeer(conn *net.UnixConn, pid int) error {
-	rc, err := conn.SyscallConn()
+	peer, uid, err := proc.PeerCredentials(conn)
 	if err != nil {
 		return err
 	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := rc.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return err
-	}
-	if credErr != nil {
-		return fmt.Errorf("peer credentials: %w", credErr)
-	}
-	if int(cred.Pid) != pid || int(cred.Uid) != os.Geteuid() {
-		return fmt.Errorf("runner socket is served by pid %d of uid %d, not runner %d of uid %d", cred.Pid, cred.Uid, pid, os.Geteuid())
+	if peer != pid || uid != os.Geteuid() {
+		return fmt.Errorf("runner socket is served by pid %d of uid %d, not runner %d of uid %d", peer, uid, pid, os.Geteuid())
 	}
 	return nil
 }
