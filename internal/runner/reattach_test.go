@@ -72,6 +72,17 @@ func peerOn(t *testing.T, r io.Reader, w io.Writer) *linkPeer {
 	return p
 }
 
+// goLive says hello and makes the session of spec live.
+func (p *linkPeer) goLive(spec wire.Spec) {
+	p.t.Helper()
+	p.send("", &wire.Hello{Proto: wire.ProtocolVersion})
+	await[*wire.Ready](p, "ready", "", nil)
+	p.send("live", &wire.LiveEnsure{Spec: spec})
+	if m := await[*wire.LiveReady](p, "live.ready", "live", nil); m.Error != nil {
+		p.t.Fatal(m.Error)
+	}
+}
+
 func (p *linkPeer) mirrored() []int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -87,13 +98,7 @@ func TestLinkReattachMirrorsEveryEventOnce(t *testing.T) {
 	dir := t.TempDir()
 	link, served, outR, inW := graceLink(t, dir, time.Minute)
 	first := peerOn(t, outR, inW)
-	first.send("", &wire.Hello{Proto: wire.ProtocolVersion})
-	await[*wire.Ready](first, "ready", "", nil)
-	spec := wire.Spec{ID: "s1", Engine: "script", Cwd: t.TempDir(), Scenario: scenarioFile(t, streamThenReview), Mode: "review"}
-	first.send("1", &wire.LiveEnsure{Spec: spec})
-	if m := await[*wire.LiveReady](first, "live.ready", "1", nil); m.Error != nil {
-		t.Fatal(m.Error)
-	}
+	first.goLive(wire.Spec{ID: "s1", Engine: "script", Cwd: t.TempDir(), Scenario: scenarioFile(t, streamThenReview), Mode: "review"})
 	first.command("2", command.Send{Text: "go"})
 	await[*wire.CommandReply](first, "commandReply", "2", nil)
 	// Gone a few events into the turn, with most of it still to come.
@@ -183,11 +188,7 @@ func TestLinkWithoutSupervisorStopsWhenIdle(t *testing.T) {
 			// An hour: only the end of the work may stop it.
 			_, served, outR, inW := graceLink(t, dir, time.Hour)
 			p := peerOn(t, outR, inW)
-			p.send("", &wire.Hello{Proto: wire.ProtocolVersion})
-			await[*wire.Ready](p, "ready", "", nil)
-			spec := wire.Spec{ID: "s1", Engine: "script", Cwd: t.TempDir(), Scenario: scenarioFile(t, writeAndRun), Mode: "auto"}
-			p.send("1", &wire.LiveEnsure{Spec: spec})
-			await[*wire.LiveReady](p, "live.ready", "1", nil)
+			p.goLive(wire.Spec{ID: "s1", Engine: "script", Cwd: t.TempDir(), Scenario: scenarioFile(t, writeAndRun), Mode: "auto"})
 			if busy {
 				p.command("2", command.Send{Text: "go"})
 				await[*wire.CommandReply](p, "commandReply", "2", nil)
