@@ -166,6 +166,7 @@ func reloadServe(e *env, args []string, running *serveOptions, log *zap.Logger) 
 		{"max-conns", running.cfg.MaxConns, o.cfg.MaxConns},
 		{"metrics-listen", running.cfg.MetricsListen, o.cfg.MetricsListen},
 		{"idle-ttl", running.cfg.IdleTTL, o.cfg.IdleTTL}, {"credentials", running.cfg.CredentialsFile, o.cfg.CredentialsFile},
+		{"runner-grace", running.cfg.RunnerGrace, o.cfg.RunnerGrace},
 		{"engines-dir", running.cfg.EnginesDir, o.cfg.EnginesDir}, {"log-format", running.format, o.format},
 		{"engine-config", engineDefaults(running.cfg.EngineDefaults).String(), engineDefaults(o.cfg.EngineDefaults).String()},
 	} {
