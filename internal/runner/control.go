@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/unixsock"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -31,17 +32,18 @@ func ListenControl(dir string) (net.Listener, error) {
 // ListenAttach creates the session's runner.sock (mode 0600), on which a
 // supervisor re-attaches to a runner that outlived its previous one, as
 // ListenControl does control.sock.
-func ListenAttach(dir string) (*net.UnixListener, error) {
-	ln, err := listenUnix(filepath.Join(dir, RunnerSock), "runner socket")
-	if err != nil {
-		return nil, err
-	}
-	return ln.(*net.UnixListener), nil
+func ListenAttach(dir string) (*unixsock.Listener, error) {
+	return listenUnix(filepath.Join(dir, RunnerSock), "runner socket")
 }
 
-func listenUnix(path, what string) (net.Listener, error) {
+// listenUnix listens on a Unix socket at path, whatever its length
+// (unixsock).
+func listenUnix(path, what string) (*unixsock.Listener, error) {
 	if _, err := os.Stat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		c, err := unixsock.Dial(ctx, path)
+		cancel()
+		if err == nil {
 			c.Close()
 			return nil, fmt.Errorf("%s %s: another runner is serving this session", what, path)
 		}
@@ -49,7 +51,7 @@ func listenUnix(path, what string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale %s: %w", what, err)
 		}
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := unixsock.Listen(path)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", what, err)
 	}

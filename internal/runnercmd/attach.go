@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
+	"github.com/corral-dev/corral/internal/unixsock"
 )
 
 // attachWait bounds how long a re-attaching supervisor's connection waits
@@ -55,7 +56,7 @@ func (a *attachServer) serve(dir string) {
 	}()
 }
 
-func (a *attachServer) accept(ctx context.Context, ln *net.UnixListener) {
+func (a *attachServer) accept(ctx context.Context, ln *unixsock.Listener) {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/sessiondir"
+	"github.com/corral-dev/corral/internal/unixsock"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -73,12 +74,10 @@ func (m *Manager) adopt(id string, pid int) error {
 // handshake; on failure nothing of it is left open.
 func (m *Manager) attachChild(ctx context.Context, id string, pid int) (*child, error) {
 	dir := m.dir(id)
-	var d net.Dialer
-	raw, err := d.DialContext(ctx, "unix", filepath.Join(dir, sessiondir.RunnerSock))
+	conn, err := unixsock.Dial(ctx, filepath.Join(dir, sessiondir.RunnerSock))
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	conn := raw.(*net.UnixConn)
 	if err := checkRunnerPeer(conn, pid); err != nil {
 		conn.Close()
 		return nil, err
