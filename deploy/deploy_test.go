@@ -107,7 +107,7 @@ func TestSystemdUnitIsANotifyServiceHardenedUnderItsOwnUser(t *testing.T) {
 		"PrivateTmp":              "yes",
 		"StateDirectory":          "corral",
 		"StateDirectoryMode":      "0700",
-		"KillMode":                "mixed",
+		"KillMode":                "process",
 		"CapabilityBoundingSet":   "",
 		"SystemCallArchitectures": "native",
 	}

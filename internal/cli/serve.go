@@ -21,7 +21,7 @@ type serveOptions struct {
 	cfg                  daemon.Config
 	state, level, format string
 	config               string
-	check                bool
+	check, stopRunners   bool
 	origins, hosts       multi // --allow-origin, --allow-host
 	fleet                *fleetOpts
 }
@@ -29,7 +29,7 @@ type serveOptions struct {
 // serveFlags defines serve's flags into o. A config file (--config) sets
 // the same flags by name, so this is their one definition.
 func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
-	fs := newFlags(e, "serve", "", "Run the supervisor daemon until SIGINT or SIGTERM, which stop every runner. SIGHUP reloads --config.")
+	fs := newFlags(e, "serve", "", "Run the supervisor daemon until SIGINT or SIGTERM; its sessions' runners go on and wait for the next supervisor to re-attach (--runner-grace). SIGHUP reloads --config.")
 	cfg := &o.cfg
 	fs.StringVar(&o.config, "config", "", "settings file: one flag a line, NAME = VALUE; flags on the command line win over it. SIGHUP reloads its log-level, max-live, allow-origin and allow-host (docs/deploy.md)")
 	fs.StringVar(&o.state, "state", "", "state folder (default $CORRAL_STATE, else $XDG_STATE_HOME/corral, else ~/.local/state/corral)")
@@ -46,6 +46,8 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file for --listen (default <state>/token, generated when missing)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "also serve /metrics, without authentication, on this loopback address (127.0.0.1:PORT) for a scraper on this machine")
 	fs.DurationVar(&cfg.IdleTTL, "idle-ttl", 5*time.Minute, "stop a runner idle this long")
+	fs.DurationVar(&cfg.RunnerGrace, "runner-grace", 5*time.Minute, "sessions outlive the supervisor: when it exits or crashes, its runners go on and wait this long for the next supervisor on this state folder to re-attach, then stop")
+	fs.BoolVar(&o.stopRunners, "stop-runners-on-exit", false, "stop every runner when the supervisor exits, and have runners die with it (no re-attach)")
 	fs.IntVar(&cfg.MaxLive, "max-live", 64, "most sessions live at once: past it the least recently used idle one is stopped, and with none idle a start fails with 503")
 	fs.StringVar(&cfg.CredentialsFile, "credentials", "", "credentials file (mode 0600) handed to runners instead of the keyring")
 	fs.StringVar(&cfg.EnginesDir, "engines-dir", os.Getenv("CORRAL_ENGINES_DIR"), "folder of the installed agent CLIs (CORRAL_ENGINES_DIR for runners)")
@@ -84,6 +86,12 @@ func parseServe(e *env, args []string) (*serveOptions, error) {
 	}
 	if o.cfg.IdleTTL <= 0 {
 		return nil, usagef("--idle-ttl must be positive")
+	}
+	if o.cfg.RunnerGrace <= 0 && !o.stopRunners {
+		return nil, usagef("--runner-grace must be positive (or use --stop-runners-on-exit)")
+	}
+	if o.stopRunners {
+		o.cfg.RunnerGrace = 0
 	}
 	if o.cfg.MaxLive <= 0 {
 		return nil, usagef("--max-live must be positive")
@@ -158,6 +166,7 @@ func reloadServe(e *env, args []string, running *serveOptions, log *zap.Logger) 
 		{"max-conns", running.cfg.MaxConns, o.cfg.MaxConns},
 		{"metrics-listen", running.cfg.MetricsListen, o.cfg.MetricsListen},
 		{"idle-ttl", running.cfg.IdleTTL, o.cfg.IdleTTL}, {"credentials", running.cfg.CredentialsFile, o.cfg.CredentialsFile},
+		{"runner-grace", running.cfg.RunnerGrace, o.cfg.RunnerGrace},
 		{"engines-dir", running.cfg.EnginesDir, o.cfg.EnginesDir}, {"log-format", running.format, o.format},
 		{"engine-config", engineDefaults(running.cfg.EngineDefaults).String(), engineDefaults(o.cfg.EngineDefaults).String()},
 	} {

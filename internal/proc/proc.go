@@ -18,11 +18,18 @@ import (
 // Configure puts cmd's process in its own process group and, where the OS
 // supports it, has it killed when its parent dies. Call before cmd.Start.
 func Configure(cmd *exec.Cmd) {
+	ConfigureDetached(cmd)
+	setDeathSignal(cmd.SysProcAttr)
+}
+
+// ConfigureDetached puts cmd's process in its own process group, without
+// a parent-death signal: for a child meant to outlive this process (a
+// runner whose session survives a supervisor's restart).
+func ConfigureDetached(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	setDeathSignal(cmd.SysProcAttr)
 }
 
 // StopGroup sends SIGTERM to the process group of a started cmd, waits up to
@@ -33,7 +40,13 @@ func StopGroup(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) (killed
 	if cmd.Process == nil {
 		return false
 	}
-	pgid := cmd.Process.Pid
+	return StopGroupOf(cmd.Process.Pid, done, grace)
+}
+
+// StopGroupOf is StopGroup for the process group pgid of a process that
+// may not be this one's child (a runner a previous supervisor started):
+// done is closed once it is gone, however that is learnt.
+func StopGroupOf(pgid int, done <-chan struct{}, grace time.Duration) (killed bool) {
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/unixsock"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -25,23 +26,38 @@ const maxCommandLine = 1 << 20
 // file left by a dead runner is replaced; one a live process answers on is
 // an error.
 func ListenControl(dir string) (net.Listener, error) {
-	path := filepath.Join(dir, ControlSock)
+	return listenUnix(filepath.Join(dir, ControlSock), "control socket")
+}
+
+// ListenAttach creates the session's runner.sock (mode 0600), on which a
+// supervisor re-attaches to a runner that outlived its previous one, as
+// ListenControl does control.sock.
+func ListenAttach(dir string) (*unixsock.Listener, error) {
+	return listenUnix(filepath.Join(dir, RunnerSock), "runner socket")
+}
+
+// listenUnix listens on a Unix socket at path, whatever its length
+// (unixsock).
+func listenUnix(path, what string) (*unixsock.Listener, error) {
 	if _, err := os.Stat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		c, err := unixsock.Dial(ctx, path)
+		cancel()
+		if err == nil {
 			c.Close()
-			return nil, fmt.Errorf("control socket %s: another runner is serving this session", path)
+			return nil, fmt.Errorf("%s %s: another runner is serving this session", what, path)
 		}
 		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale control socket: %w", err)
+			return nil, fmt.Errorf("remove stale %s: %w", what, err)
 		}
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := unixsock.Listen(path)
 	if err != nil {
-		return nil, fmt.Errorf("listen on control socket: %w", err)
+		return nil, fmt.Errorf("listen on %s: %w", what, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("control socket mode: %w", err)
+		return nil, fmt.Errorf("%s mode: %w", what, err)
 	}
 	return ln, nil
 }

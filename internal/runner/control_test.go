@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/unixsock"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -113,9 +114,9 @@ func TestControlSocketReplacesAStaleOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A dead runner leaves its socket file behind.
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
+	// A dead runner leaves its socket file behind: its listener closes
+	// without removing it.
+	ln.(*unixsock.Listener).UnixListener.Close()
 	ln2, err := ListenControl(dir)
 	if err != nil {
 		t.Fatalf("stale socket not replaced: %v", err)

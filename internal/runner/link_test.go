@@ -50,26 +50,10 @@ func startLink(t *testing.T, scenario string) *linkPeer {
 		Terminals: terms,
 		OnLive:    func(r *Runner) { terms.SetCwd(r.Spec().Cwd) },
 	}
-	p := &linkPeer{t: t, enc: wire.NewEncoder(inW), msgs: make(chan received, 1024), done: make(chan error, 1)}
+	p := peerOn(t, outR, inW)
 	go func() {
 		p.done <- link.Serve(context.Background(), inR, outW)
 		outW.Close()
-	}()
-	go func() {
-		dec := wire.NewDecoder(outR, 0)
-		for {
-			m, reqID, err := dec.Decode()
-			if err != nil {
-				close(p.msgs)
-				return
-			}
-			if mm, ok := m.(*wire.Mirror); ok {
-				p.mu.Lock()
-				p.mirror = append(p.mirror, mm.Seq)
-				p.mu.Unlock()
-			}
-			p.msgs <- received{reqID, m}
-		}
 	}()
 	t.Cleanup(func() {
 		inW.Close()

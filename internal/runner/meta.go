@@ -14,6 +14,7 @@ const (
 	ControlSock  = sessiondir.ControlSock
 	PresenceFile = sessiondir.PresenceFile
 	PidFile      = sessiondir.PidFile
+	RunnerSock   = sessiondir.RunnerSock
 )
 
 // ReadSpec reads a session folder's meta.json; ok is false when it has none.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -32,13 +34,35 @@ type Link struct {
 	// term.error.
 	Terminals TerminalHandler
 	Log       *zap.Logger
+	// Grace, when positive, keeps a live session running when its
+	// supervisor goes away (the link's input ends): the link then waits
+	// this long for another supervisor to re-attach (Attach) before it
+	// closes the runner, as a shutdown would. Zero closes it at once.
+	Grace time.Duration
 
-	enc      *wire.Encoder
+	// out is the supervisor's side: its encoder (nil while no
+	// supervisor is attached), what it is owed, and what it must get
+	// again when it re-attaches. Every write to the supervisor holds
+	// outMu, so a re-attach's replay and the live mirror cannot
+	// interleave.
+	outMu     sync.Mutex
+	enc       *wire.Encoder
+	mirrored  int64 // seq of the last event line handed to mirrorBatch
+	skipBelow int64 // event lines below this seq the supervisor has already
+	lastState *wire.StateReport
+	mirror    []byte
+	next      *wire.Encoder // a re-attached supervisor's, until its hello
+
+	attachOnce sync.Once
+	attach     chan Attachment
+	quietOnce  sync.Once
+	quiet      chan struct{} // see quietCh
+	orphaned   atomic.Bool   // Serve ended with no supervisor (Orphaned)
+
 	mu       sync.Mutex
 	r        *Runner
 	ensuring bool
 	wg       sync.WaitGroup
-	mirror   []byte
 }
 
 // TerminalHandler serves the term.* messages of one session.
@@ -50,6 +74,10 @@ type TerminalHandler interface {
 	// Active reports whether any client is attached (the runner must not
 	// be reaped).
 	Active() bool
+	// Detach lets go of every client of the supervisor that went away:
+	// attached clients are detached and exported terminals taken back,
+	// so no program waits for a reader that is gone.
+	Detach()
 	Close()
 }
 
@@ -58,26 +86,63 @@ type TerminalHandler interface {
 type Sender func(reqID string, m wire.Message)
 
 // Serve runs the protocol until a shutdown message or the end of in (the
-// supervisor is gone); either way the runner is closed cleanly.
+// supervisor is gone); either way the runner is closed cleanly. With a
+// Grace, a live session outlives the end of in: Serve waits for a
+// supervisor to re-attach and serves it on its connection, again and
+// again, until a shutdown, ctx's end, or a Grace without one.
 func (l *Link) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	l.enc = wire.NewEncoder(out)
 	if l.Log == nil {
 		l.Log = zap.NewNop()
 	}
-	dec := wire.NewDecoder(in, 0)
 	defer l.closeRunner()
+	l.setEncoder(wire.NewEncoder(out))
+	var conn io.ReadWriteCloser
 	for {
+		err := l.serve(ctx, in, conn != nil)
+		if conn != nil {
+			conn.Close()
+		}
+		if !errors.Is(err, errSupervisorGone) {
+			return err
+		}
+		if conn = l.await(ctx); conn == nil {
+			l.orphaned.Store(true)
+			return nil
+		}
+		in = conn
+		l.pending(conn)
+	}
+}
+
+// errSupervisorGone ends serving one supervisor whose link ended while the
+// session is to outlive it.
+var errSupervisorGone = errors.New("supervisor went away")
+
+// serve reads one supervisor's messages until its link ends. A re-attached
+// supervisor's first message must be its hello.
+func (l *Link) serve(ctx context.Context, in io.Reader, reattached bool) error {
+	dec := wire.NewDecoder(in, 0)
+	for first := true; ; first = false {
 		m, reqID, err := dec.Decode()
 		var le *wire.LineError
 		switch {
 		case errors.As(err, &le):
 			l.Log.Warn("skipped a bad line from the supervisor", zap.Error(le))
 			continue
-		case errors.Is(err, io.EOF):
+		case errors.Is(err, io.EOF) || (reattached && err != nil):
+			if l.outlives() {
+				l.detach()
+				return errSupervisorGone
+			}
 			l.Log.Info("supervisor closed stdin; shutting down")
 			return nil
 		case err != nil:
 			return fmt.Errorf("read from supervisor: %w", err)
+		}
+		if _, ok := m.(*wire.Hello); !ok && first && reattached {
+			l.Log.Warn("a re-attaching supervisor did not start with hello; dropped", zap.String("t", string(m.Type())))
+			l.detach()
+			return errSupervisorGone
 		}
 		if _, ok := m.(*wire.Shutdown); ok {
 			l.closeRunner()
@@ -88,8 +153,13 @@ func (l *Link) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 }
 
-// send writes one message to the supervisor.
+// send writes one message to the supervisor, if one is attached.
 func (l *Link) send(reqID string, m wire.Message) {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	if l.enc == nil {
+		return
+	}
 	if err := l.enc.EncodeID(reqID, m); err != nil {
 		l.Log.Error("write to supervisor", zap.String("t", string(m.Type())), zap.Error(err))
 	}
@@ -111,15 +181,7 @@ func (l *Link) runner() (*Runner, wire.Outcome) {
 func (l *Link) handle(ctx context.Context, reqID string, msg wire.Message) {
 	switch m := msg.(type) {
 	case *wire.Hello:
-		if m.Proto != wire.ProtocolVersion {
-			l.send("", &wire.Ready{Proto: wire.ProtocolVersion, Error: wire.Errorf(wire.CodeProtocol,
-				"runner speaks protocol %d, supervisor %d", wire.ProtocolVersion, m.Proto)})
-			return
-		}
-		// Terminal output goes as binary frames only to a supervisor
-		// that asked for them (docs/wire.md).
-		l.enc.SetTermFrames(m.TermFrames)
-		l.send("", &wire.Ready{Proto: wire.ProtocolVersion, Session: l.Options.Spec.ID, TermFrames: m.TermFrames})
+		l.hello(m)
 	case *wire.LiveEnsure:
 		l.ensure(ctx, reqID, m)
 	case *wire.Command:
@@ -172,14 +234,8 @@ func (l *Link) command(ctx context.Context, reqID string, m *wire.Command) {
 		// reply and go in the same write, reports first, so that the
 		// supervisor reads them with the reply, in one read. (A steer
 		// may wait on the engine; its reports go as they come.)
-		l.enc.Hold()
-		var reply *wire.Reply
-		defer func() {
-			if err := l.enc.ReleaseID(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: reply}); err != nil {
-				l.Log.Error("write to supervisor", zap.String("t", string(wire.TCommandReply)), zap.Error(err))
-			}
-		}()
-		reply = r.Do(ctx, req)
+		enc := l.hold()
+		l.release(enc, reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: r.Do(ctx, req)})
 		return
 	case command.Steer:
 		run()
@@ -218,11 +274,7 @@ func (l *Link) ensure(ctx context.Context, reqID string, m *wire.LiveEnsure) {
 		return
 	}
 	opts.Mirror = l.mirrorBatch
-	opts.Report = func(st wire.StateReport) {
-		if err := l.enc.EncodeOrHold(&st); err != nil {
-			l.Log.Error("write to supervisor", zap.String("t", string(st.Type())), zap.Error(err))
-		}
-	}
+	opts.Report = l.report
 	// The supervisor learns of a rotation from the rotated event, which
 	// ends the old session's log; the runner's side of the link only
 	// follows the session to its new folder.
@@ -279,15 +331,76 @@ func ensureDir(opts *Options, dir string) error {
 }
 
 // mirrorBatch forwards a batch of event lines as mirror messages in one
-// write. It runs on the event log's writer goroutine.
+// write; lines a re-attached supervisor already has are left out. It runs
+// on the event log's writer goroutine.
 func (l *Link) mirrorBatch(b eventlog.Batch) {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	l.mirrored = b.FirstSeq + int64(len(b.Lines)) - 1
+	if l.enc == nil {
+		return
+	}
 	buf := l.mirror[:0]
 	for i, line := range b.Lines {
-		buf = wire.AppendMirror(buf, b.FirstSeq+int64(i), line)
+		if seq := b.FirstSeq + int64(i); seq >= l.skipBelow {
+			buf = wire.AppendMirror(buf, seq, line)
+		}
+	}
+	if l.mirrored >= l.skipBelow {
+		l.skipBelow = 0 // caught up: a rotation's new log starts low again
 	}
 	l.mirror = buf
+	if len(buf) == 0 {
+		return
+	}
 	if err := l.enc.WriteRaw(buf); err != nil {
 		l.Log.Error("mirror events to supervisor", zap.Error(err))
+	}
+}
+
+// report sends a state report, and keeps it for a supervisor that
+// re-attaches later.
+func (l *Link) report(st wire.StateReport) {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	l.lastState = &st
+	if l.enc == nil {
+		if !st.Busy() {
+			select {
+			case l.quietCh() <- struct{}{}:
+			default:
+			}
+		}
+		return
+	}
+	if err := l.enc.EncodeOrHold(&st); err != nil {
+		l.Log.Error("write to supervisor", zap.String("t", string(st.Type())), zap.Error(err))
+	}
+}
+
+// hold keeps the state reports back until release writes them with a
+// reply, and returns the encoder it holds (nil while no supervisor is
+// attached). The supervisor may go and another attach in between: the
+// held reports then go to the gone one's dead stream, which is harmless,
+// since a re-attach resends the last state (see reattach.go).
+func (l *Link) hold() *wire.Encoder {
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	if l.enc != nil {
+		l.enc.Hold()
+	}
+	return l.enc
+}
+
+// release ends hold's Hold by writing reply with the reports held back.
+func (l *Link) release(enc *wire.Encoder, reqID string, reply *wire.CommandReply) {
+	if enc == nil {
+		return // the supervisor that asked went before the send began
+	}
+	l.outMu.Lock()
+	defer l.outMu.Unlock()
+	if err := enc.ReleaseID(reqID, reply); err != nil && enc == l.enc {
+		l.Log.Error("write to supervisor", zap.String("t", string(wire.TCommandReply)), zap.Error(err))
 	}
 }
 

@@ -24,6 +24,9 @@ type Terminals struct {
 	mu    sync.Mutex
 	cwd   string
 	sinks map[sinkKey]*wireSink // the clients under flow control
+	// clients are every client attached or exported through the link,
+	// for Detach (entries of clients gone since are harmless).
+	clients map[sinkKey]bool
 }
 
 type sinkKey struct{ term, client string }
@@ -32,18 +35,59 @@ type sinkKey struct{ term, client string }
 // client closes, the terminal exits, or Close.
 func NewTerminals(hub *term.Hub) *Terminals {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Terminals{hub: hub, ctx: ctx, cancel: cancel, sinks: map[sinkKey]*wireSink{}}
+	return &Terminals{hub: hub, ctx: ctx, cancel: cancel, sinks: map[sinkKey]*wireSink{}, clients: map[sinkKey]bool{}}
 }
 
 // SetMasterChannel lets the supervisor take terminals over (term.open with
 // export): each exported terminal's master is sent on conn, a Unix socket,
-// as an SCM_RIGHTS message whose payload is the terminal id.
-func (t *Terminals) SetMasterChannel(conn *net.UnixConn) { t.masters = conn }
+// as an SCM_RIGHTS message whose payload is the terminal id. A supervisor
+// that re-attaches brings a channel of its own; nil: no export.
+func (t *Terminals) SetMasterChannel(conn *net.UnixConn) {
+	t.mu.Lock()
+	t.masters = conn
+	t.mu.Unlock()
+}
+
+func (t *Terminals) masterChannel() *net.UnixConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.masters
+}
 
 // handOver sends fd, terminal termID's master, on the master channel.
-func (t *Terminals) handOver(termID string, fd int) error {
-	_, _, err := t.masters.WriteMsgUnix([]byte(termID), unix.UnixRights(fd), nil)
+func (t *Terminals) handOver(ch *net.UnixConn, termID string, fd int) error {
+	_, _, err := ch.WriteMsgUnix([]byte(termID), unix.UnixRights(fd), nil)
 	return err
+}
+
+// Detach lets go of every client the supervisor that went away had:
+// attached ones are detached (a flow-controlled one would otherwise hold
+// its program back for good, waiting for acknowledgements) and exported
+// terminals are taken back and read by the hub again. The terminals and
+// their programs go on.
+func (t *Terminals) Detach() {
+	t.mu.Lock()
+	clients := t.clients
+	t.clients = map[sinkKey]bool{}
+	for _, s := range t.sinks {
+		s.release()
+	}
+	// The channel went with the supervisor: nothing is exported until
+	// the next one brings its own.
+	ch := t.masters
+	t.masters = nil
+	t.mu.Unlock()
+	if ch != nil {
+		ch.Close()
+	}
+	for k := range clients {
+		if t.hub.Unexport(k.term, k.client, nil) == nil {
+			continue
+		}
+		if c, ok := t.hub.Client(k.term, k.client); ok {
+			c.Close()
+		}
+	}
 }
 
 // SetCwd sets where new terminals start when the request names no folder:
@@ -157,7 +201,10 @@ func (t *Terminals) open(reqID string, m *wire.TermOpen, send Sender, fail func(
 		TermID: m.TermID, ClientID: m.ClientID, Role: term.Role(m.Role),
 		Command: m.Command, Cwd: cwd, Cols: m.Cols, Rows: m.Rows,
 	}
-	if m.Export && t.masters != nil && t.export(reqID, req, send, fail) {
+	t.mu.Lock()
+	t.clients[sinkKey{m.TermID, m.ClientID}] = true
+	t.mu.Unlock()
+	if ch := t.masterChannel(); m.Export && ch != nil && t.export(ch, reqID, req, send, fail) {
 		return
 	}
 	sink := &wireSink{send: send, reqID: reqID, termID: m.TermID, clientID: m.ClientID, window: m.Window}
@@ -177,7 +224,7 @@ func (t *Terminals) open(reqID string, m *wire.TermOpen, send Sender, fail func(
 // export hands the terminal req names over to the supervisor (term.open
 // with export) and reports whether the open is answered; false means the
 // terminal has other clients and req is to be attached as usual.
-func (t *Terminals) export(reqID string, req term.AttachRequest, send Sender, fail func(error)) bool {
+func (t *Terminals) export(ch *net.UnixConn, reqID string, req term.AttachRequest, send Sender, fail func(error)) bool {
 	sink := &exportSink{w: &wireSink{send: send, termID: req.TermID, clientID: req.ClientID}}
 	ex, err := t.hub.Export(req, sink)
 	switch {
@@ -190,7 +237,7 @@ func (t *Terminals) export(reqID string, req term.AttachRequest, send Sender, fa
 	// A program that ends during the hand-over is heard of after
 	// term.opened (or the open's failure) has gone out.
 	defer sink.opened()
-	err = t.handOver(req.TermID, ex.FD)
+	err = t.handOver(ch, req.TermID, ex.FD)
 	unix.Close(ex.FD)
 	if err != nil {
 		t.hub.Unexport(req.TermID, req.ClientID, ex.Replay)

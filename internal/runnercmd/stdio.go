@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/oklog/run"
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -27,7 +30,11 @@ import (
 //
 // termFDs, when not -1, is an inherited Unix socket on which the runner
 // hands the supervisor the terminals it asks for (term.open with export).
-func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int) int {
+//
+// grace, when positive, lets a live session outlive its supervisor: the
+// runner then waits that long for another to re-attach on runner.sock
+// (attach.go).
+func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int, grace time.Duration) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var sess stdioSession
@@ -63,12 +70,26 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int) i
 		o.EngineConfig = map[string]string{"cacheDir": filepath.Join(filepath.Dir(filepath.Dir(sess.dir)), "cache")}
 		return runner.New(o)
 	}
-	link := &runner.Link{Build: build, Options: opts, Log: log, Terminals: terms}
+	link := &runner.Link{Build: build, Options: opts, Log: log, Terminals: terms, Grace: grace}
 	ctl := &controlServer{ctx: ctx, log: log}
 	defer ctl.close()
+	att := &attachServer{ctx: ctx, log: log, link: link, terms: terms}
+	defer att.close()
+	if grace > 0 {
+		// A write to the gone supervisor's pipes (stdout, stderr) must
+		// fail, not kill the process as SIGPIPE does by default on
+		// descriptors 1 and 2. Caught, not ignored: the programs the
+		// runner starts get SIGPIPE at its default.
+		pipes := make(chan os.Signal, 1)
+		signal.Notify(pipes, syscall.SIGPIPE)
+		defer signal.Stop(pipes)
+	}
 	link.OnLive = func(r *runner.Runner) {
 		terms.SetCwd(r.Spec().Cwd)
 		ctl.serve(r)
+		if grace > 0 {
+			att.serve(r.Dir())
+		}
 	}
 	// Signals are caught from here on, before a spare's warm-up begins
 	// (run.SignalHandler would start catching them only once its actor
@@ -111,6 +132,13 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int) i
 	err := g.Run()
 	cancel()
 	link.Close()
+	if link.Orphaned() {
+		// No supervisor is left to sweep this runner's group after it
+		// exits: what its programs left behind goes now.
+		if n := proc.KillOwnGroup(); n > 0 {
+			log.Warn("killed what was left in the runner's process group", zap.Int("processes", n))
+		}
+	}
 	var sig run.SignalError
 	if err != nil && !errors.As(err, &sig) {
 		log.Error("runner", zap.Error(err))

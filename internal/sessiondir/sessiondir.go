@@ -31,7 +31,10 @@ const (
 	ControlSock  = "control.sock"
 	PresenceFile = "presence.json"
 	PidFile      = "runner.pid"
-	EngineDir    = "engine"
+	// RunnerSock is where a live runner started by a supervisor waits
+	// for the next supervisor to re-attach when its own goes away.
+	RunnerSock = "runner.sock"
+	EngineDir  = "engine"
 )
 
 // idLen is the length of a session id in hex digits.

@@ -162,7 +162,7 @@ func BenchmarkSupervisorMemory(b *testing.B) {
 	sup, runner := realBinaries(b)
 	state := b.TempDir()
 	cwd := b.TempDir()
-	cmd := exec.Command(sup, "serve", "--state", state, "--runner", runner, "--idle-ttl", "1s", "--log-level", "error")
+	cmd := exec.Command(sup, "serve", "--state", state, "--runner", runner, "--idle-ttl", "1s", "--log-level", "error", "--stop-runners-on-exit")
 	proc.Configure(cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

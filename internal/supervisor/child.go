@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -21,12 +22,19 @@ const stderrTailLines = 40
 
 // child is one runner process and the protocol spoken with it.
 type child struct {
-	log   *zap.Logger
-	cmd   *exec.Cmd
-	enc   *wire.Encoder
-	stdin *os.File
-	tail  *proc.Tail
-	hooks childHooks
+	log *zap.Logger
+	// cmd is the process this supervisor started; nil for a runner it
+	// re-attached to (adopt_linux.go), which only pid names.
+	cmd  *exec.Cmd
+	pid  int    // the runner, leader of its process group
+	path string // its program, for messages
+	enc  *wire.Encoder
+	// stdin and stdout are the link: the runner's pipes, or for an
+	// adopted runner both the one connection on its runner.sock.
+	stdin  io.Closer
+	stdout io.Closer
+	tail   *proc.Tail
+	hooks  childHooks
 	// frames: the handshake asks for terminal output as binary frames, and
 	// the reader takes them, their output in buffers from buffers when
 	// that is set.
@@ -62,6 +70,7 @@ type child struct {
 	session  string // the session the runner is on now (changes on rotate)
 	engine   string // its spec's engine, for the observer
 	stopping bool   // an exit now is a shutdown, not a crash
+	detached bool   // let go of, alive, for the next supervisor (detach)
 	broken   error  // why the reader gave up on the runner's output, which killed it
 	death    *wire.Error
 }
@@ -91,8 +100,11 @@ type spawnSpec struct {
 	// runnerLog is where the runner's own log lines go, each with the
 	// session it is on when it writes them.
 	runnerLog *zap.Logger
-	now       func() time.Time
-	hooks     childHooks
+	// grace, when positive, lets the runner's session outlive this
+	// supervisor by that long (--reattach-grace): no parent-death signal.
+	grace time.Duration
+	now   func() time.Time
+	hooks childHooks
 }
 
 // startChild starts a runner process and its reader and waiter. The
@@ -131,6 +143,9 @@ func startChild(sp spawnSpec) (*child, error) {
 		now:     sp.now,
 	}
 	cmd := exec.Command(sp.runner, "--stdio", "--log-format", "json", "--log-level", runnerLevel(sp.runnerLog))
+	if sp.grace > 0 {
+		cmd.Args = append(cmd.Args, "--reattach-grace", sp.grace.String())
+	}
 	cmd.Dir = sp.workDir
 	if sp.dir != "" {
 		cmd.Args = append(cmd.Args, "--session-dir", sp.dir)
@@ -148,7 +163,11 @@ func startChild(sp spawnSpec) (*child, error) {
 	cmd.Stderr = sink
 	// A grandchild holding stderr open must not keep Wait from returning.
 	cmd.WaitDelay = time.Second
-	proc.Configure(cmd)
+	if sp.grace > 0 {
+		proc.ConfigureDetached(cmd)
+	} else {
+		proc.Configure(cmd)
+	}
 	err = cmd.Start()
 	// The child has its own copies now.
 	stdinR.Close()
@@ -164,7 +183,7 @@ func startChild(sp spawnSpec) (*child, error) {
 		}
 		return nil, fmt.Errorf("start runner %s: %w", sp.runner, err)
 	}
-	c.cmd = cmd
+	c.cmd, c.pid, c.path, c.stdout = cmd, cmd.Process.Pid, sp.runner, stdoutR
 	c.log = sp.log.With(zap.Int("pid", cmd.Process.Pid))
 	sink.start(sp.runnerLog.With(zap.Int("pid", cmd.Process.Pid)))
 
@@ -174,22 +193,29 @@ func startChild(sp spawnSpec) (*child, error) {
 		defer stdoutR.Close()
 		c.read(stdoutR, sp.maxLine)
 	}()
-	go c.wait(stdoutR, readerDone)
+	go c.wait(readerDone)
 	return c, nil
 }
 
 // wait reaps the process, gives the reader a moment to drain what the runner
 // wrote before it died, and then rejects every pending call.
-func (c *child) wait(stdout *os.File, readerDone <-chan struct{}) {
+func (c *child) wait(readerDone <-chan struct{}) {
 	err := c.cmd.Wait()
 	close(c.exited)
+	code, sig := proc.ExitStatus(err)
+	c.finish(readerDone, code, sig)
+}
+
+// finish tears the link down once the runner's process is gone, and rejects
+// every pending call with how it ended.
+func (c *child) finish(readerDone <-chan struct{}, code int, sig string) {
 	// Nothing the runner left in its group may outlive it.
-	proc.KillGroup(c.cmd.Process.Pid)
+	proc.KillGroup(c.pid)
 	select {
 	case <-readerDone:
 	case <-time.After(time.Second):
 		// Something still holds the pipe open; stop reading.
-		stdout.Close()
+		c.stdout.Close()
 		<-readerDone
 	}
 	c.stdin.Close()
@@ -197,7 +223,6 @@ func (c *child) wait(stdout *os.File, readerDone <-chan struct{}) {
 		c.masters.Close()
 	}
 
-	code, sig := proc.ExitStatus(err)
 	c.mu.Lock()
 	c.death = c.deathError(code, sig)
 	pending := len(c.pending)
@@ -234,6 +259,11 @@ func (c *child) deathError(code int, sig string) *wire.Error {
 		e.Code = wire.CodeUnavailable
 		e.Message = fmt.Sprintf("runner for session %s was shut down", c.session)
 	default:
+		if c.cmd == nil && code == -1 && sig == "" {
+			// Re-attached: its exit status went to the supervisor that
+			// started it, or to init.
+			how = "ended"
+		}
 		e.Code = wire.CodeRunnerCrashed
 		e.Message = fmt.Sprintf("runner for session %s %s", c.session, how)
 		if len(lines) > 0 {
@@ -301,11 +331,26 @@ func (c *child) stop(grace, kill time.Duration) {
 	select {
 	case <-c.exited:
 	default:
-		if proc.StopGroup(c.cmd, c.exited, kill) {
+		if proc.StopGroupOf(c.pid, c.exited, kill) {
 			c.log.Warn("runner ignored SIGTERM; killed")
 		}
 	}
 	<-c.done
+}
+
+// detach lets go of a live runner, which goes on for the next supervisor
+// (Config.RunnerGrace): the link is closed, which the runner reads as its
+// supervisor gone, and nothing here waits for the process. Calls still
+// pending on it are not answered.
+func (c *child) detach() {
+	c.mu.Lock()
+	c.stopping, c.detached = true, true
+	c.mu.Unlock()
+	c.stdin.Close()
+	c.stdout.Close()
+	if c.masters != nil {
+		c.masters.Close()
+	}
 }
 
 // abort ends a runner whose start failed: SIGTERM first, so that one
@@ -315,7 +360,7 @@ func (c *child) abort(grace time.Duration) {
 	c.mu.Lock()
 	c.stopping = true
 	c.mu.Unlock()
-	proc.StopGroup(c.cmd, c.exited, grace)
+	proc.StopGroupOf(c.pid, c.exited, grace)
 	<-c.done
 }
 

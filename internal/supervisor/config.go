@@ -54,6 +54,14 @@ type Config struct {
 	// KillGrace is how long after SIGTERM the group gets SIGKILL
 	// (default 2s).
 	KillGrace time.Duration
+	// RunnerGrace, when positive, lets sessions outlive the supervisor:
+	// runners are started without a parent-death signal and told to wait
+	// this long for a supervisor to re-attach when theirs goes away
+	// (crash, kill -9, Shutdown, which then lets them go instead of
+	// stopping them); a Manager adopts the runners of its state folder
+	// that are still waiting (adopt_linux.go). Zero: runners die with their
+	// supervisor (serve --stop-runners-on-exit).
+	RunnerGrace time.Duration
 	// StartTimeout bounds a runner's start: handshake and live.ensure
 	// (default 30s).
 	StartTimeout time.Duration

@@ -109,7 +109,9 @@ func startDaemon(t *testing.T, extra ...string) *daemonProc {
 	os.Mkdir(d.cwd, 0o700)
 	os.WriteFile(filepath.Join(d.cwd, "notes.txt"), []byte("some notes\n"), 0o600)
 	os.WriteFile(filepath.Join(d.cwd, "scenario.json"), []byte(scenario), 0o600)
-	args := append([]string{"serve", "--state", d.state, "--runner", wrapper, "--log-level", "debug"}, extra...)
+	// Runners stop with the supervisor here, as these tests expect; the
+	// reliability harness tests sessions that outlive it.
+	args := append([]string{"serve", "--state", d.state, "--runner", wrapper, "--log-level", "debug", "--stop-runners-on-exit"}, extra...)
 	d.cmd = exec.Command(sup, args...)
 	d.cmd.Stderr = d.stderr
 	proc.Configure(d.cmd)
@@ -506,6 +508,8 @@ func TestRealIdleRunnerIsReapedAndResumes(t *testing.T) {
 	}
 }
 
+// With --stop-runners-on-exit (startDaemon), SIGTERM stops every runner,
+// busy or not, before the supervisor exits.
 func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 	d := startDaemon(t)
 	busy, idle := d.create(t), d.create(t)
@@ -536,6 +540,8 @@ func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 	}
 }
 
+// With --stop-runners-on-exit (startDaemon), runners die with a supervisor
+// killed with SIGKILL (their parent-death signal).
 func TestRealSupervisorKill9TakesRunnersWithIt(t *testing.T) {
 	d := startDaemon(t)
 	a, b := d.create(t), d.create(t)

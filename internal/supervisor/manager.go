@@ -298,22 +298,22 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 		buffers:   &m.termBufs,
 		log:       log,
 		runnerLog: m.log.Named("runner"),
+		grace:     m.cfg.RunnerGrace,
 		now:       m.cfg.Now,
-		hooks: childHooks{
-			hub:      m.hub,
-			rotate:   m.onRotate,
-			exit:     m.onExit,
-			observer: m.cfg.Observer,
-		},
+		hooks:     m.childHooks(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := c.handshake(ctx); err != nil {
+	if err := c.handshake(ctx, 0); err != nil {
 		c.abort(m.cfg.KillGrace)
 		return nil, err
 	}
 	return c, nil
+}
+
+func (m *Manager) childHooks() childHooks {
+	return childHooks{hub: m.hub, rotate: m.onRotate, exit: m.onExit, observer: m.cfg.Observer}
 }
 
 func (m *Manager) ensureLive(ctx context.Context, c *child, spec wire.Spec, dir string) error {
@@ -448,8 +448,10 @@ func (m *Manager) Closing() bool {
 }
 
 // Shutdown stops every runner: shutdown first, SIGTERM to its group after
-// the grace period, SIGKILL after the kill grace. Streams end with
-// unavailable and later calls fail with it.
+// the grace period, SIGKILL after the kill grace. With a RunnerGrace it
+// stops only the spare and lets go of every session's runner instead,
+// which waits for the next supervisor to re-attach (adopt_linux.go). Streams end
+// with unavailable and later calls fail with it.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -491,6 +493,13 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 
+	if m.cfg.RunnerGrace > 0 {
+		for _, c := range children {
+			c.detach()
+		}
+		m.log.Info("runners left running for the next supervisor", zap.Int("runners", len(children)), zap.Duration("grace", m.cfg.RunnerGrace))
+		return nil
+	}
 	var wg sync.WaitGroup
 	for _, c := range children {
 		wg.Add(1)

@@ -144,7 +144,7 @@ func (c *child) breakLink(err error) {
 	c.mu.Lock()
 	c.broken = err
 	c.mu.Unlock()
-	proc.KillGroup(c.cmd.Process.Pid)
+	proc.KillGroup(c.pid)
 }
 
 // rotate moves the child to session to and returns that session's hub. The
@@ -363,20 +363,22 @@ func ctxError(ctx context.Context, t wire.Type) error {
 	return fmt.Errorf("waiting for the runner to answer %s: %w", t, ctx.Err())
 }
 
-// handshake checks the runner speaks this protocol version.
-func (c *child) handshake(ctx context.Context) error {
-	if err := c.enc.Encode(&wire.Hello{Proto: wire.ProtocolVersion, TermFrames: c.frames}); err != nil {
+// handshake checks the runner speaks this protocol version. mirrorFrom is
+// a re-attaching supervisor's: the first seq of the session's log it lacks
+// (wire.Hello).
+func (c *child) handshake(ctx context.Context, mirrorFrom int64) error {
+	if err := c.enc.Encode(&wire.Hello{Proto: wire.ProtocolVersion, TermFrames: c.frames, MirrorFrom: mirrorFrom}); err != nil {
 		return c.writeFailed(ctx, wire.THello, err)
 	}
 	select {
 	case m := <-c.ready:
 		if m.Error != nil {
-			return fmt.Errorf("runner %s refused the handshake: %w", c.cmd.Path, m.Error)
+			return fmt.Errorf("runner %s refused the handshake: %w", c.path, m.Error)
 		}
 		if m.Proto != wire.ProtocolVersion {
 			return wire.Errorf(wire.CodeProtocol,
 				"runner %s speaks protocol version %d but this supervisor speaks %d: install a runner from the same release",
-				c.cmd.Path, m.Proto, wire.ProtocolVersion)
+				c.path, m.Proto, wire.ProtocolVersion)
 		}
 		if m.Session != "" && m.Session != c.currentSession() {
 			return wire.Errorf(wire.CodeProtocol, "runner says it holds session %q, expected %q", m.Session, c.currentSession())

@@ -7,23 +7,28 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"go.uber.org/zap"
 )
 
-// sweepStaleRunners kills runners a previous supervisor of this state
-// folder left behind. A runner normally dies with its supervisor; one that
-// did not would write the same event log as the runner this supervisor is
-// about to start. A pid is only killed when /proc shows it is a
-// supervisor-driven runner (--stdio) of that very folder, so a recycled pid
-// or a runner someone started by hand is left alone.
+// sweepStaleRunners adopts, or else kills, the runners a previous
+// supervisor of this state folder left behind. A runner left waiting for
+// the next supervisor (Config.RunnerGrace) is re-attached to (adopt_linux.go),
+// its session live again with its turn going on. One that does not answer
+// would write the same event log as the runner this supervisor is about to
+// start: it is killed, with its process group. A pid is only adopted or
+// killed when /proc shows it is a supervisor-driven runner (--stdio) of
+// that very folder, so a recycled pid or a runner someone started by hand
+// is left alone.
 func (m *Manager) sweepStaleRunners() {
 	des, err := os.ReadDir(m.sessions)
 	if err != nil {
 		m.log.Warn("sweep of stale runners skipped", zap.Error(err))
 		return
 	}
+	var wg sync.WaitGroup
 	for _, de := range des {
 		if !de.IsDir() || (m.cfg.OwnsSession != nil && !m.cfg.OwnsSession(de.Name())) {
 			continue
@@ -47,14 +52,27 @@ func (m *Manager) sweepStaleRunners() {
 		if err != nil || !m.isOwnRunner(pid, args, dir) {
 			continue
 		}
-		m.log.Warn("killing a runner left by a previous supervisor", zap.String("session", de.Name()), zap.Int("pid", pid))
-		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		} else {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		os.Remove(pidPath)
+		id := de.Name()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := errors.New("its session id is not valid")
+			if validID(id) {
+				err = m.adopt(id, pid)
+			}
+			if err == nil {
+				return
+			}
+			m.log.Warn("killing a runner left by a previous supervisor", zap.String("session", id), zap.Int("pid", pid), zap.NamedError("notReattached", err))
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			} else {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			os.Remove(pidPath)
+		}()
 	}
+	wg.Wait()
 }
 
 func cmdline(pid int) ([]string, error) {

@@ -49,7 +49,7 @@ func startTermDaemon(tb testing.TB, extra ...string) *termDaemon {
 	if err := os.Mkdir(d.cwd, 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	args := append([]string{"serve", "--state", d.state, "--runner", runner, "--log-level", "info"}, extra...)
+	args := append([]string{"serve", "--state", d.state, "--runner", runner, "--log-level", "info", "--stop-runners-on-exit"}, extra...)
 	d.cmd = exec.Command(sup, args...)
 	// A terminal's default program is $SHELL: make it one that starts the
 	// same everywhere, whatever rc files this machine's shell reads.

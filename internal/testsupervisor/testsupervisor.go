@@ -104,6 +104,11 @@ type Options struct {
 	TCP bool
 	// Args are more flags for `supervisor serve`.
 	Args []string
+	// RunnerGrace, when positive, lets sessions outlive the supervisor
+	// (serve --runner-grace): Stop and Kill leave runners with work
+	// under way running, and a restart re-attaches to them. Zero:
+	// --stop-runners-on-exit, runners die with the supervisor.
+	RunnerGrace time.Duration
 }
 
 // Supervisor is a running `supervisor serve`.
@@ -185,6 +190,11 @@ func (s *Supervisor) launch() {
 	if s.opts.TCP {
 		args = append(args, "--listen-tcp", s.addr)
 	}
+	if s.opts.RunnerGrace > 0 {
+		args = append(args, "--runner-grace", s.opts.RunnerGrace.String())
+	} else {
+		args = append(args, "--stop-runners-on-exit")
+	}
 	args = append(args, s.opts.Args...)
 	s.cmd = exec.Command(s.bin, args...)
 	s.cmd.Stderr = s.stderr
@@ -216,7 +226,8 @@ func (s *Supervisor) launch() {
 	}
 }
 
-// Stop stops the supervisor with SIGTERM (which stops its runners) and
+// Stop stops the supervisor with SIGTERM (which stops its runners, or with
+// a RunnerGrace leaves those with work under way for the next one) and
 // waits for it, killing its process group if it takes longer than 20 s.
 func (s *Supervisor) Stop() {
 	if s.cmd == nil {
@@ -233,8 +244,8 @@ func (s *Supervisor) Stop() {
 }
 
 // Kill kills the supervisor with SIGKILL, as a crash would, and waits for
-// it to be gone; its runners die with it (their parent-death signal).
-// Restart starts it again.
+// it to be gone; its runners die with it (their parent-death signal), or
+// with a RunnerGrace wait for the next one. Restart starts it again.
 func (s *Supervisor) Kill() {
 	if s.cmd == nil {
 		return

@@ -222,7 +222,7 @@ func buildBinaries(t *testing.T) binaries {
 // startSupervisor runs `supervisor serve` on state until the test ends.
 func startSupervisor(t *testing.T, bins binaries, state string) *client.Client {
 	t.Helper()
-	cmd := exec.Command(bins.supervisor, "serve", "--state", state, "--runner", bins.runner)
+	cmd := exec.Command(bins.supervisor, "serve", "--state", state, "--runner", bins.runner, "--stop-runners-on-exit")
 	var stderr testio.Buffer
 	cmd.Stderr = &stderr
 	proc.Configure(cmd)

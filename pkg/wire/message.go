@@ -62,6 +62,12 @@ type Hello struct {
 	// TermFrames says the supervisor reads term.data as binary frames
 	// (frame.go).
 	TermFrames bool `json:"termFrames,omitempty"`
+	// MirrorFrom is set by a supervisor re-attaching to a runner that
+	// outlived its previous one (docs/wire.md, *Re-attaching*): the
+	// runner first mirrors the events of its log from this seq on, up to
+	// the last it has written, then every new one, so the new
+	// supervisor misses none and gets none twice.
+	MirrorFrom int64 `json:"mirrorFrom,omitempty"`
 }
 
 // Ready answers Hello: the runner's version, the session it holds (empty

@@ -30,7 +30,7 @@ export class Supervisor {
     // readiness is the same on every machine.
     const creds = join(mkdtempSync(join(tmpdir(), 'corral-creds-')), 'credentials.json');
     writeFileSync(creds, '{}', { mode: 0o600 });
-    const p = spawn(join(bin, 'supervisor'), ['serve', '--state', this.state, '--idle-ttl', '10m', '--log-level', 'warn', '--credentials', creds], {
+    const p = spawn(join(bin, 'supervisor'), ['serve', '--state', this.state, '--idle-ttl', '10m', '--log-level', 'warn', '--stop-runners-on-exit', '--credentials', creds], {
       env: { ...process.env, SHELL: '/bin/sh', CORRAL_STATE: this.state },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

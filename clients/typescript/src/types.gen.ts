@@ -628,6 +628,7 @@ export interface HelloMessage {
   t: "hello";
   proto: number;
   termFrames?: boolean;
+  mirrorFrom?: number;
 }
 
 /** Hunk is one reviewable change: a run of changed lines with up to three lines of context on each side. Line numbers are 1-based and follow git: a zero-length range names the line before it (0 at the top of the file). */

@@ -81,6 +81,10 @@ type Config struct {
 	EnginesDir string
 	// IdleTTL is how long an idle runner lives (default 5 minutes).
 	IdleTTL time.Duration
+	// RunnerGrace lets sessions outlive the supervisor: how long a runner
+	// whose supervisor went away waits for the next one to re-attach
+	// (supervisor.Config). Zero: runners stop with the supervisor.
+	RunnerGrace time.Duration
 	// ShutdownGrace and KillGrace tune how runners are stopped (defaults
 	// in supervisor.Config).
 	ShutdownGrace, KillGrace time.Duration
@@ -217,6 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxLive:          cfg.MaxLive,
 		EngineDefaults:   cfg.EngineDefaults,
 		IdleTTL:          cfg.IdleTTL,
+		RunnerGrace:      cfg.RunnerGrace,
 		ShutdownGrace:    cfg.ShutdownGrace,
 		KillGrace:        cfg.KillGrace,
 		Logger:           log,
@@ -254,6 +259,13 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 		mcfg.Claims, mcfg.OwnsSession = fl.Claims(), fl.OwnsSession
+		if mcfg.RunnerGrace > 0 {
+			// Another member takes a dead member's sessions over: a
+			// runner outliving its supervisor would then share its
+			// session with the new one's (docs/fleet.md).
+			log.Info("in a fleet, runners stop with their supervisor; --runner-grace is not used")
+			mcfg.RunnerGrace = 0
+		}
 	}
 	m, err = supervisor.New(mcfg)
 	if err != nil {
