@@ -74,7 +74,9 @@ var LogLinesWritten = []string{
 // Env is the environment (for the supervisor's Config.Env) that makes the
 // runner path os.Args[0] the fault f in front of the real runner.
 func Env(runner string, f Fault) []string {
-	return []string{faultVar + "=" + string(f), runnerVar + "=" + runner}
+	return []string{faultVar + "=" + string(f), runnerVar + "=" + runner,
+		// A race-enabled test binary otherwise sleeps a second at exit.
+		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
 }
 
 // IsFault reports whether this process was started as a fault; TestMain
@@ -145,14 +147,13 @@ func (p *proxy) run(runner string, args []string) int {
 	if err := cmd.Start(); err != nil {
 		return p.fail(err)
 	}
-	copied := make(chan struct{})
 	go func() {
-		defer close(copied)
-		p.copyOut(stdout)
+		p.copyIn(stdin)
+		stdin.Close()
 	}()
-	p.copyIn(stdin)
-	stdin.Close()
-	<-copied
+	// The runner's output ends as it exits; so does this process, which
+	// is the runner as far as the supervisor knows.
+	p.copyOut(stdout)
 	err = cmd.Wait()
 	if p.fault == HangShutdown {
 		select {}
@@ -224,6 +225,7 @@ func (p *proxy) pass(line []byte) bool {
 				}
 				os.Exit(3)
 			}
+			return p.fault != IgnoreCommand
 		case command.GetStatus, command.GetGoal:
 		default:
 			return p.fault != IgnoreCommand
