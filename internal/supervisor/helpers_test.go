@@ -59,10 +59,10 @@ const (
 	askScenario  = `fallback: {steps: [{tool: shell, command: "make --version"}, {say: "ran it"}]}`
 )
 
-// burstScenario answers each message with n pieces of text as fast as the
-// script engine streams them: an assistantDelta event each.
+// burstScenario answers each message with n words as fast as the script
+// engine streams them: an assistantDelta event each.
 func burstScenario(n int) string {
-	return fmt.Sprintf(`fallback: {steps: [{say: %q, chunks: %d}]}`, strings.Repeat("word ", n), n)
+	return fmt.Sprintf(`fallback: {steps: [{say: %q}]}`, strings.TrimSpace(strings.Repeat("word ", n)))
 }
 
 // askOf is the ask id of an askOpened event line.
