@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +48,12 @@ const (
 	// HangShutdown passes on neither shutdown nor SIGTERM, and stays when
 	// the runner has gone.
 	HangShutdown Fault = "hang-shutdown"
-	// LogLines writes LogLines to stderr when a session opens.
+	// LogLines writes LogLinesWritten to stderr when a session opens.
 	LogLines Fault = "log-lines"
+	// Credentials writes CredentialsReceived, the engine and the names of
+	// the credentials live.ensure carries (never their values), to stderr
+	// before passing live.ensure on.
+	Credentials Fault = "credentials"
 	// Silent starts no runner and never answers hello.
 	Silent Fault = "silent"
 	// ProtoPrefix + N starts no runner and answers hello with protocol
@@ -57,6 +63,10 @@ const (
 	// it on, so that concurrent callers meet one start.
 	ReadyDelayPrefix Fault = "ready-delay="
 )
+
+// CredentialsReceived starts the line Credentials writes:
+// "credentials received for ENGINE: NAME,NAME".
+const CredentialsReceived = "credentials received for "
 
 // CrashWords are what CrashOnSend writes to stderr before it exits.
 var CrashWords = []string{"panic: engine exploded", "goroutine 1 [running]"}
@@ -202,6 +212,10 @@ func (p *proxy) pass(line []byte) bool {
 			time.Sleep(d)
 		}
 	case *wire.LiveEnsure:
+		if p.fault == Credentials {
+			names := slices.Sorted(maps.Keys(m.Credentials))
+			fmt.Fprintf(os.Stderr, "%s%s: %s\n", CredentialsReceived, m.Spec.Engine, strings.Join(names, ","))
+		}
 		if p.fault == LogLines {
 			for _, l := range LogLinesWritten {
 				fmt.Fprintln(os.Stderr, l)
