@@ -286,6 +286,8 @@ func TestWaitAndCancel(t *testing.T) {
 	startDaemon(t)
 	id := newScript(t, slowScenario)
 	mustRun(t, "send", id, "first")
+	// A stop before the turn starts would only clear the queue.
+	waitEvents(t, id, `"type":"turnStarted"`)
 	queued := mustRun(t, "send", id, "second")
 	var q struct {
 		MessageID string `json:"id"`

@@ -447,6 +447,7 @@ func TestWait(t *testing.T) {
 		m := newScriptManager(t, "")
 		s, _ := m.Create(ctxT(t), scriptSpec(t, slowScenario))
 		mustCommand(t, m, s.ID, command.Send{Text: "x"})
+		readUntil(t, m, s.ID, 1, "turnStarted")
 		ctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
 		defer cancel()
 		if r, err := m.Wait(ctx, s.ID, WaitOptions{For: api.WaitIdle}); err != nil || r.Met {

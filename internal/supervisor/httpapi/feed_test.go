@@ -149,6 +149,8 @@ func TestWaitEndpoint(t *testing.T) {
 		t.Errorf("unknown session: %d %s", code, raw)
 	}
 	f.send(id, "x")
+	// A stop before the turn starts would only clear the queue.
+	readSSE(t, f.srv.URL+"/v1/sessions/"+id+"/events", "", "turnStarted")
 	code, raw := f.do("GET", "/v1/sessions/"+id+"/wait?for=idle&timeout=50ms", "")
 	var r api.WaitReply
 	if err := json.Unmarshal(raw, &r); code != 200 || err != nil || !r.OK || r.Met || r.For != api.WaitIdle {
