@@ -268,8 +268,11 @@ func TestFeedResumesFromACursor(t *testing.T) {
 }
 
 func TestFeedThatFallsBehindTheRingIsReset(t *testing.T) {
-	m := newScriptManager(t, "", func(c *Config) { c.FeedItems = 8 })
-	s, err := m.Create(ctxT(t), scriptSpec(t, burstScenario(50)))
+	// A ring that the burst's 50 deltas lap, and that holds the whole of
+	// a short turn (9 events).
+	m := newScriptManager(t, "", func(c *Config) { c.FeedItems = 16 })
+	s, err := m.Create(ctxT(t), scriptSpec(t, fmt.Sprintf(`{"turns": [{"match": "burst", "steps": [{"say": %q}]}], "fallback": {"steps": [{"say": "ok"}]}}`,
+		strings.TrimSpace(strings.Repeat("word ", 50)))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -58,12 +57,6 @@ const (
 	slowScenario = `fallback: {steps: [{sleepMs: 600000}]}`
 	askScenario  = `fallback: {steps: [{tool: shell, command: "make --version"}, {say: "ran it"}]}`
 )
-
-// burstScenario answers each message with n words as fast as the script
-// engine streams them: an assistantDelta event each.
-func burstScenario(n int) string {
-	return fmt.Sprintf(`fallback: {steps: [{say: %q}]}`, strings.TrimSpace(strings.Repeat("word ", n)))
-}
 
 // askOf is the ask id of an askOpened event line.
 func askOf(t testing.TB, line []byte) string {
