@@ -42,10 +42,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	testrunner.Remove()
-	for _, dir := range []string{built.dir, textPayload.dir} {
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
+	built.Remove()
+	if textPayload.dir != "" {
+		os.RemoveAll(textPayload.dir)
 	}
 	os.Exit(code)
 }
