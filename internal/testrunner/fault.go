@@ -166,7 +166,11 @@ func (p *proxy) run(runner string, args []string) int {
 	p.copyOut(stdout)
 	err = cmd.Wait()
 	if p.fault == HangShutdown {
-		select {}
+		// Stay until killed. (A bare select{} would be a deadlock the
+		// runtime ends once stdin is closed.)
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode()
