@@ -183,7 +183,7 @@ func TestAnswerAndHunkCommands(t *testing.T) {
 		t.Fatalf("hunk e1/h2: %d %q", code, errOut)
 	}
 	code, _, errOut = run("hunk", id, "h2", "reject")
-	if code != 1 || !strings.Contains(errOut, "0 edits are pending") {
+	if code != 1 || !strings.Contains(errOut, "no edit is open for decisions") {
 		t.Fatalf("bare hunk: %d %q", code, errOut)
 	}
 	code, _, errOut = run("answer", id, "a9", "deny")
