@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
@@ -22,18 +22,31 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(fakerunner.EnvVar) != "" {
-		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testrunner.Remove()
+	os.Exit(code)
 }
 
-// startDaemon runs a supervisor with fake runners in modes on a fresh state
-// folder, which it returns; CORRAL_STATE points at it.
-func startDaemon(t *testing.T, modes string) string {
+// What the script engine plays in these tests: an answer, a turn that
+// waits to be stopped, a turn that asks before a command runs.
+const (
+	echoScenario = `fallback: {steps: [{say: "echo"}]}`
+	slowScenario = `fallback: {steps: [{sleepMs: 600000}]}`
+	askScenario  = `fallback: {steps: [{tool: shell, command: "make --version"}, {say: "ran it"}]}`
+)
+
+// newScript creates a script session playing scenario and returns its id.
+func newScript(t *testing.T, scenario string, args ...string) string {
 	t.Helper()
-	t.Setenv(fakerunner.EnvVar, modes)
-	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	args = append([]string{"new", "--engine", "script", "--cwd", t.TempDir(), "--scenario", testrunner.Scenario(t, scenario)}, args...)
+	return strings.TrimSpace(mustRun(t, args...))
+}
+
+// startDaemon runs a supervisor with real runners on a fresh state folder,
+// which it returns; CORRAL_STATE points at it.
+func startDaemon(t *testing.T) string {
+	t.Helper()
+	runner := testrunner.Path(t)
 	state := t.TempDir()
 	t.Setenv("CORRAL_STATE", state)
 	ignore := goleak.IgnoreCurrent()
@@ -41,7 +54,7 @@ func startDaemon(t *testing.T, modes string) string {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, daemon.Config{StateDir: state, RunnerPath: os.Args[0], Logger: zaptest.NewLogger(t),
+		done <- daemon.Run(ctx, daemon.Config{StateDir: state, RunnerPath: runner, Logger: zaptest.NewLogger(t),
 			Ready: func(daemon.Listening) { close(ready) }})
 	}()
 	select {
@@ -108,9 +121,9 @@ func waitEvents(t *testing.T, id, want string) string {
 }
 
 func TestSessionFromTheCommandLine(t *testing.T) {
-	state := startDaemon(t, fakerunner.ModeOn)
+	state := startDaemon(t)
 	cwd := t.TempDir()
-	out := mustRun(t, "new", "--engine", "script", "--cwd", cwd)
+	out := mustRun(t, "new", "--engine", "script", "--cwd", cwd, "--scenario", testrunner.Scenario(t, echoScenario))
 	id := strings.TrimSpace(out)
 	if len(id) != 12 || out != id+"\n" {
 		t.Fatalf("new printed %q, want the id alone", out)
@@ -157,26 +170,45 @@ func TestSessionFromTheCommandLine(t *testing.T) {
 }
 
 func TestAnswerAndHunkCommands(t *testing.T) {
-	startDaemon(t, fakerunner.ModeAsk)
-	id := strings.TrimSpace(mustRun(t, "new", "--engine", "script"))
+	startDaemon(t)
+	id := newScript(t, askScenario)
 	mustRun(t, "send", id, "please ask")
-	waitEvents(t, id, `"type":"askOpened"`)
-	mustRun(t, "answer", id, "a1", "allow", "--note", "fine by me")
+	ask := askID(t, waitEvents(t, id, `"type":"askOpened"`))
+	mustRun(t, "answer", id, ask, "allow", "--note", "fine by me")
 	waitEvents(t, id, `"type":"turnEnded"`)
 
-	// The fake runner knows no hunks: its refusal proves the command went.
+	// No edit is open: the runner's refusal proves the command went.
 	code, _, errOut := run("hunk", id, "e1/h2", "accept", "--note", "ok")
-	if code != 1 || !strings.Contains(errOut, `unknown command "decideHunk"`) {
+	if code != 1 || !strings.Contains(errOut, `no edit "e1" open`) {
 		t.Fatalf("hunk e1/h2: %d %q", code, errOut)
 	}
 	code, _, errOut = run("hunk", id, "h2", "reject")
-	if code != 1 || !strings.Contains(errOut, `unknown command "decideHunk"`) {
+	if code != 1 || !strings.Contains(errOut, "no edit is open for decisions") {
 		t.Fatalf("bare hunk: %d %q", code, errOut)
 	}
 	code, _, errOut = run("answer", id, "a9", "deny")
 	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, `no open ask "a9"`) {
 		t.Fatalf("answer to no ask: %d %q", code, errOut)
 	}
+}
+
+// askID is the id of the ask opened in events, the output of the events
+// command.
+func askID(t *testing.T, events string) string {
+	t.Helper()
+	for _, line := range strings.Split(events, "\n") {
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				AskID string `json:"askId"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "askOpened" {
+			return ev.Data.AskID
+		}
+	}
+	t.Fatalf("no askOpened event in:\n%s", events)
+	return ""
 }
 
 func TestUsageMistakesExit2(t *testing.T) {
@@ -251,9 +283,11 @@ func TestExternalCommandsAreDispatched(t *testing.T) {
 }
 
 func TestWaitAndCancel(t *testing.T) {
-	startDaemon(t, fakerunner.ModeSlowTurn)
-	id := strings.TrimSpace(mustRun(t, "new", "--engine", "script"))
+	startDaemon(t)
+	id := newScript(t, slowScenario)
 	mustRun(t, "send", id, "first")
+	// A stop before the turn starts would only clear the queue.
+	waitEvents(t, id, `"type":"turnStarted"`)
 	queued := mustRun(t, "send", id, "second")
 	var q struct {
 		MessageID string `json:"id"`

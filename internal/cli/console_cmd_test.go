@@ -3,8 +3,6 @@ package cli
 import (
 	"strings"
 	"testing"
-
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 )
 
 func TestConsoleAndWorkspaceUsageMistakesExit2(t *testing.T) {
@@ -32,7 +30,7 @@ func TestConsoleRefusesBeforeListening(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
-	startDaemon(t, fakerunner.ModeOn)
+	startDaemon(t)
 	for _, c := range []struct {
 		name string
 		args []string

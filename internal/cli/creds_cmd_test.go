@@ -10,7 +10,6 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/corral-dev/corral/internal/creds"
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -24,7 +23,7 @@ func runIn(stdin string, args ...string) (int, string, string) {
 
 func TestCredsFromTheCommandLine(t *testing.T) {
 	keyring.MockInit()
-	startDaemon(t, fakerunner.ModeOn)
+	startDaemon(t)
 	const secret = "sk-ant-cli-test-secret"
 
 	code, out, errOut := runIn(secret+"\n", "creds", "set", "anthropic-api-key")

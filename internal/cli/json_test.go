@@ -8,7 +8,7 @@ import (
 
 	"github.com/zalando/go-keyring"
 
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -35,8 +35,8 @@ func envelope(t *testing.T, args []string, out string) wire.Reply {
 // streaming commands print NDJSON and end a failure with an envelope line.
 func TestJSONEnvelopeOnEveryCommand(t *testing.T) {
 	keyring.MockInit()
-	startDaemon(t, fakerunner.ModeOn)
-	out := mustRun(t, "new", "--engine", "script", "--json")
+	startDaemon(t)
+	out := mustRun(t, "new", "--engine", "script", "--scenario", testrunner.Scenario(t, echoScenario), "--json")
 	var created struct {
 		ID string `json:"id"`
 	}
@@ -57,17 +57,18 @@ func TestJSONEnvelopeOnEveryCommand(t *testing.T) {
 		{[]string{"new"}, 2, wire.CodeBadRequest}, // no --engine
 		{[]string{"ls"}, 0, ""},
 		{[]string{"send", id, "again"}, 0, ""},
-		// The fake runner refuses what it does not play: still an envelope.
-		{[]string{"steer", id, "left"}, 1, wire.CodeBadRequest},
+		{[]string{"steer", id, "left"}, 0, ""},
 		{[]string{"stop", id}, 0, ""},
 		{[]string{"cancel", id, "m999"}, 1, wire.CodeNotFound},
 		{[]string{"wait", id, "--for", "idle"}, 0, ""},
 		{[]string{"answer", id, "a9", "allow"}, 1, wire.CodeNotFound},
-		{[]string{"hunk", id, "e1/h1", "accept"}, 1, wire.CodeBadRequest},
+		// The runner's refusal: still an envelope.
+		{[]string{"hunk", id, "e1/h1", "accept"}, 1, wire.CodeNotFound},
 		{[]string{"status", id}, 0, ""},
 		{[]string{"goal", id, "get"}, 0, ""},
-		{[]string{"mode", id, "auto"}, 1, wire.CodeBadRequest},
-		{[]string{"spend-cap", id, "2"}, 1, wire.CodeBadRequest},
+		{[]string{"mode", id, "auto"}, 0, ""},
+		{[]string{"mode", id, "sideways"}, 1, wire.CodeBadRequest},
+		{[]string{"spend-cap", id, "2"}, 0, ""},
 		{[]string{"spend-cap", id, "lots"}, 2, wire.CodeBadRequest},
 		{[]string{"fork", "nosuchsession"}, 1, wire.CodeNotFound},
 		{[]string{"workspace", id}, 1, wire.CodeNotFound},
@@ -80,7 +81,7 @@ func TestJSONEnvelopeOnEveryCommand(t *testing.T) {
 		{[]string{"attach", id}, 1, ""},           // stdin is no terminal
 		{[]string{"serve", "--max-live", "0"}, 2, wire.CodeBadRequest},
 		{[]string{"console", "nosuchsession"}, 1, wire.CodeNotFound},
-		{[]string{"engines"}, 1, wire.CodeUnavailable}, // the fake runner cannot probe
+		{[]string{"engines"}, 0, ""},
 		{[]string{"health"}, 0, ""},
 		{[]string{"health", "--client-version"}, 0, ""},
 		{[]string{"graph", "status"}, 0, ""},
@@ -122,8 +123,8 @@ func TestJSONEnvelopeOnEveryCommand(t *testing.T) {
 // events and watch --json print NDJSON, and a failure as a last envelope
 // line.
 func TestJSONStreams(t *testing.T) {
-	startDaemon(t, fakerunner.ModeOn)
-	id := strings.TrimSpace(mustRun(t, "new", "--engine", "script"))
+	startDaemon(t)
+	id := newScript(t, echoScenario)
 	mustRun(t, "send", id, "hello")
 	mustRun(t, "wait", id, "--for", "idle")
 	for _, args := range [][]string{

@@ -54,7 +54,7 @@ func TestDoctorReadsServesSettingsFile(t *testing.T) {
 }
 
 func TestHealthPrintsBuildAndReadiness(t *testing.T) {
-	startDaemon(t, "on")
+	startDaemon(t)
 	code, out, errs := runCLI(t, "health")
 	var h api.HealthReply
 	if err := json.Unmarshal([]byte(out), &h); err != nil || code != 0 || !h.Ready || h.Version == "" {

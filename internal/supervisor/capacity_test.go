@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -22,10 +21,10 @@ func TestMaxLiveStopsTheLeastRecentlyUsedIdleRunner(t *testing.T) {
 		now = now.Add(time.Second) // every use is later than the last
 		return now
 	}
-	m := newManager(t, "", func(c *Config) { c.MaxLive = 2; c.Now = clock })
+	m := newScriptManager(t, "", func(c *Config) { c.MaxLive = 2; c.Now = clock })
 	create := func() string {
 		t.Helper()
-		s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,14 +47,14 @@ func TestMaxLiveStopsTheLeastRecentlyUsedIdleRunner(t *testing.T) {
 // When every live runner is busy, a start past MaxLive fails with
 // unavailable and stops nothing.
 func TestMaxLiveRefusesWhenEveryRunnerIsBusy(t *testing.T) {
-	m := newManager(t, fakerunner.ModeSlowTurn, func(c *Config) { c.MaxLive = 1 })
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, "", func(c *Config) { c.MaxLive = 1 })
+	s, err := m.Create(ctxT(t), scriptSpec(t, slowScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustCommand(t, m, s.ID, command.Send{Text: "long job"})
 	readUntil(t, m, s.ID, 1, "turnStarted")
-	_, err = m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	_, err = m.Create(ctxT(t), scriptSpec(t, slowScenario))
 	if !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("create past the cap: %v, want unavailable", err)
 	}

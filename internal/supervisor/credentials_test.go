@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/corral-dev/corral/internal/creds"
-	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -33,21 +33,10 @@ func TestRunnersGetTheirEnginesCredentialsFromTheKeyring(t *testing.T) {
 		}
 	}
 	core, logs := observer.New(zap.DebugLevel)
-	m := newManager(t, "", func(c *Config) {
+	m := newScriptManager(t, testrunner.Credentials, func(c *Config) {
 		c.Credentials = store
 		c.Logger = zap.New(core)
 	})
-	received := func(id string) string {
-		t.Helper()
-		var got []string
-		for _, e := range logs.FilterMessage("runner stderr").FilterField(zap.String("session", id)).All() {
-			line, _ := e.ContextMap()["line"].(string)
-			if _, names, ok := strings.Cut(line, "credentials received: "); ok {
-				got = append(got, strings.TrimSpace(names))
-			}
-		}
-		return strings.Join(got, ";")
-	}
 	cases := []struct {
 		engine string
 		want   []string // items, in any order
@@ -59,27 +48,25 @@ func TestRunnersGetTheirEnginesCredentialsFromTheKeyring(t *testing.T) {
 		{"acp", creds.Items},       // credentialEnv may name any item
 		{"my-plugin", creds.Items}, // a plugin's needs are unknown: every item, as before
 	}
-	ids := make([]string, len(cases))
-	for i, tc := range cases {
-		s, err := m.Create(ctxT(t), wire.Spec{Engine: tc.engine})
-		if err != nil {
+	// The fault in front of the runner names what live.ensure carried. A
+	// session whose engine's CLI is missing fails to start after that;
+	// the script session starts.
+	for _, tc := range cases {
+		_, err := m.Create(ctxT(t), wire.Spec{Engine: tc.engine})
+		if tc.engine == "script" && err != nil {
 			t.Fatal(err)
 		}
-		mustCommand(t, m, s.ID, command.Send{Text: "x"})
-		readUntil(t, m, s.ID, 1, "turnEnded")
-		ids[i] = s.ID
 	}
 	// Every runner's stderr has been read once they are all gone.
 	if err := m.Shutdown(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	for i, tc := range cases {
-		got := received(ids[i])
+	for _, tc := range cases {
+		got := credentialsReceived(t, logs, tc.engine)
 		var names []string
 		if got != "" {
 			names = strings.Split(got, ",")
 		}
-		slices.Sort(names)
 		want := slices.Sorted(slices.Values(tc.want))
 		if !slices.Equal(names, want) {
 			t.Errorf("the runner of a %s session received %v, want exactly %v", tc.engine, names, want)
@@ -111,16 +98,19 @@ func TestRunnersGetTheirEnginesCredentialsFromTheKeyring(t *testing.T) {
 func TestUnreadableKeyringStillStartsTheSession(t *testing.T) {
 	keyring.MockInitWithError(errNoSecretService)
 	core, logs := observer.New(zap.DebugLevel)
-	m := newManager(t, "", func(c *Config) {
+	m := newScriptManager(t, testrunner.Credentials, func(c *Config) {
 		c.Credentials = creds.NewKeyring(creds.OSKeyring{})
 		c.Logger = zap.New(core)
 	})
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "claude"})
-	if err != nil {
+	// The runner is asked to open the session, without credentials (the
+	// engine then says what it misses, or fails for want of its CLI).
+	m.Create(ctxT(t), wire.Spec{Engine: "claude"})
+	if err := m.Shutdown(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	mustCommand(t, m, s.ID, command.Send{Text: "x"})
-	readUntil(t, m, s.ID, 1, "turnEnded")
+	if got := credentialsReceived(t, logs, "claude"); got != "" {
+		t.Fatalf("the runner received %q, want live.ensure without credentials", got)
+	}
 	warned := logs.FilterMessage("credentials not read").All()
 	if len(warned) == 0 {
 		t.Fatal("no log line says the keyring could not be read")
@@ -128,6 +118,25 @@ func TestUnreadableKeyringStillStartsTheSession(t *testing.T) {
 	if msg, _ := warned[0].ContextMap()["error"].(string); !strings.Contains(msg, "anthropic-api-key") || !strings.Contains(msg, "--credentials FILE") {
 		t.Fatalf("the warning %q should name the item and the way out", msg)
 	}
+}
+
+// credentialsReceived is what the Credentials fault said live.ensure
+// carried for a session on engine: the names, comma-separated, of each
+// start, separated by semicolons. It fails the test if no start reached
+// the runner.
+func credentialsReceived(t *testing.T, logs *observer.ObservedLogs, engine string) string {
+	t.Helper()
+	var got []string
+	for _, e := range logs.FilterMessage("runner stderr").All() {
+		line, _ := e.ContextMap()["line"].(string)
+		if names, ok := strings.CutPrefix(line, testrunner.CredentialsReceived+engine+":"); ok {
+			got = append(got, strings.TrimSpace(names))
+		}
+	}
+	if len(got) == 0 {
+		t.Fatalf("no session on %s reached the runner", engine)
+	}
+	return strings.Join(got, ";")
 }
 
 var errNoSecretService = &noBusError{}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
@@ -110,13 +110,13 @@ func readItems(t *testing.T, f *Feed, stop func(feedItem) bool) []feedItem {
 }
 
 func TestFeedCarriesEverySessionAndItsLifecycle(t *testing.T) {
-	m := newManager(t, "")
+	m := newScriptManager(t, "")
 	f, err := m.Feed(ctxT(t), FeedOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	a, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	a, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,8 @@ func TestFeedCarriesEverySessionAndItsLifecycle(t *testing.T) {
 	got := readItems(t, f, func(it feedItem) bool { return it.typ == "turnEnded" })
 	want := []string{
 		a.ID + ":sessionCreated#0", a.ID + ":sessionStarted#1", a.ID + ":sessionLive#0",
-		a.ID + ":userMessage#2", a.ID + ":turnStarted#3", a.ID + ":assistantText#4", a.ID + ":turnEnded#5",
+		a.ID + ":userMessage#2", a.ID + ":queueChanged#3", a.ID + ":queueChanged#4", a.ID + ":turnStarted#5",
+		a.ID + ":assistantDelta#6", a.ID + ":assistantText#7", a.ID + ":usage#8", a.ID + ":context#9", a.ID + ":turnEnded#10",
 	}
 	// The runner's first event and the supervisor's word that it is live
 	// race; both orders are right.
@@ -142,7 +143,12 @@ func TestFeedCarriesEverySessionAndItsLifecycle(t *testing.T) {
 	if err := m.Delete(ctxT(t), a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if it := nextItem(t, f); it.kind != FeedLifecycle || it.typ != string(api.LifeDeleted) || it.session != a.ID {
+	// The runner's last events as it stops, then the deletion.
+	it := nextItem(t, f)
+	for it.kind == FeedSessionEvent && it.session == a.ID {
+		it = nextItem(t, f)
+	}
+	if it.kind != FeedLifecycle || it.typ != string(api.LifeDeleted) || it.session != a.ID {
 		t.Fatalf("after delete: %v", it)
 	}
 }
@@ -151,7 +157,7 @@ func TestFeedCarriesEverySessionAndItsLifecycle(t *testing.T) {
 // ring that the feed's filter drops are not at hand: were they counted,
 // the wanted item before them would wait unflushed for the next one.
 func TestFeedBufferedIgnoresFilteredItems(t *testing.T) {
-	m := newManager(t, "")
+	m := newScriptManager(t, "")
 	f, err := m.Feed(ctxT(t), FeedOptions{Types: []string{"turnStarted"}})
 	if err != nil {
 		t.Fatal(err)
@@ -173,10 +179,10 @@ func TestFeedBufferedIgnoresFilteredItems(t *testing.T) {
 }
 
 func TestFeedFromStartFiltersAndGoesLive(t *testing.T) {
-	m := newManager(t, "")
+	m := newScriptManager(t, "")
 	var ids []string
 	for i := range 3 {
-		s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +196,7 @@ func TestFeedFromStartFiltersAndGoesLive(t *testing.T) {
 	}
 	defer f.Close()
 	got := readItems(t, f, func(it feedItem) bool { return it.typ == string(api.MarkLive) })
-	want := fmt.Sprint([]string{ids[0] + ":userMessage#2", ids[0] + ":turnEnded#5", ids[2] + ":userMessage#2", ids[2] + ":turnEnded#5", ":streamLive#0"})
+	want := fmt.Sprint([]string{ids[0] + ":userMessage#2", ids[0] + ":turnEnded#10", ids[2] + ":userMessage#2", ids[2] + ":turnEnded#10", ":streamLive#0"})
 	if fmt.Sprint(got) != want {
 		t.Fatalf("backlog\n got %v\nwant %v", got, want)
 	}
@@ -215,7 +221,7 @@ func TestFeedFromStartFiltersAndGoesLive(t *testing.T) {
 		bySession[it.session] = append(bySession[it.session], it.String())
 	}
 	for _, id := range []string{ids[0], ids[2]} {
-		if want := fmt.Sprint([]string{id + ":userMessage#6", id + ":turnEnded#9"}); fmt.Sprint(bySession[id]) != want {
+		if want := fmt.Sprint([]string{id + ":userMessage#11", id + ":turnEnded#19"}); fmt.Sprint(bySession[id]) != want {
 			t.Fatalf("live items of %s: %v, want %v (all: %v)", id, bySession[id], want, got)
 		}
 	}
@@ -225,8 +231,8 @@ func TestFeedFromStartFiltersAndGoesLive(t *testing.T) {
 }
 
 func TestFeedResumesFromACursor(t *testing.T) {
-	m := newManager(t, "")
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, "")
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +244,7 @@ func TestFeedResumesFromACursor(t *testing.T) {
 		mustCommand(t, m, s.ID, command.Send{Text: fmt.Sprint(i)})
 		readUntil(t, m, s.ID, 1, "turnEnded")
 	}
-	all := readItems(t, f, func(it feedItem) bool { return it.seq == 13 })
+	all := readItems(t, f, func(it feedItem) bool { return it.seq == 28 })
 	f.Close()
 	// Resume after the fourth item: the rest come again, exactly.
 	g, err := m.Feed(ctxT(t), FeedOptions{Cursor: all[3].cursor})
@@ -246,7 +252,7 @@ func TestFeedResumesFromACursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	rest := readItems(t, g, func(it feedItem) bool { return it.seq == 13 })
+	rest := readItems(t, g, func(it feedItem) bool { return it.seq == 28 })
 	if !reflect.DeepEqual(rest, all[4:]) {
 		t.Fatalf("resumed\n got %v\nwant %v", rest, all[4:])
 	}
@@ -262,8 +268,11 @@ func TestFeedResumesFromACursor(t *testing.T) {
 }
 
 func TestFeedThatFallsBehindTheRingIsReset(t *testing.T) {
-	m := newManager(t, "", func(c *Config) { c.FeedItems = 8 })
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	// A ring that the burst's 50 deltas lap, and that holds the whole of
+	// a short turn (9 events).
+	m := newScriptManager(t, "", func(c *Config) { c.FeedItems = 16 })
+	s, err := m.Create(ctxT(t), scriptSpec(t, fmt.Sprintf(`{"turns": [{"match": "burst", "steps": [{"say": %q}]}], "fallback": {"steps": [{"say": "ok"}]}}`,
+		strings.TrimSpace(strings.Repeat("word ", 50)))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,10 +282,11 @@ func TestFeedThatFallsBehindTheRingIsReset(t *testing.T) {
 	}
 	defer f.Close()
 	start := m.bus.position()
-	mustCommand(t, m, s.ID, command.Send{Text: fakerunner.BurstPrefix + "50"})
+	mustCommand(t, m, s.ID, command.Send{Text: "burst"})
 	// The log has the events before the supervisor has them: wait for
-	// all 53 (userMessage, turnStarted, 50 deltas, turnEnded) to reach it.
-	waitFor(t, func() bool { return m.bus.position() >= start+53 })
+	// all of the turn (50 deltas among them) to reach it.
+	turn := readUntil(t, m, s.ID, 2, "turnEnded")
+	waitFor(t, func() bool { return m.bus.position() >= start+uint64(len(turn)) })
 	it := nextItem(t, f)
 	if it.kind != FeedMark || it.typ != string(api.MarkReset) {
 		t.Fatalf("a lapped feed: %v, want a reset mark", it)
@@ -288,7 +298,7 @@ func TestFeedThatFallsBehindTheRingIsReset(t *testing.T) {
 }
 
 func TestFeedEndsAtShutdown(t *testing.T) {
-	m := newManager(t, "")
+	m := newScriptManager(t, "")
 	f, err := m.Feed(ctxT(t), FeedOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -310,15 +320,15 @@ func TestFeedEndsAtShutdown(t *testing.T) {
 func TestFeedReportsReapsAndCrashes(t *testing.T) {
 	var clock time.Time
 	now := func() time.Time { return clock }
-	m := newManager(t, fakerunner.ModeCrashOnSend, func(c *Config) { c.Now = now; c.IdleTTL = time.Minute })
+	m := newScriptManager(t, testrunner.CrashOnSend, func(c *Config) { c.Now = now; c.IdleTTL = time.Minute })
 	clock = time.Now()
 	f, err := m.Feed(ctxT(t), FeedOptions{Types: []string{string(api.LifeReaped), string(api.LifeFailed)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	a, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
-	b, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	a, _ := m.Create(ctxT(t), scriptSpec(t, echoScenario))
+	b, _ := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	m.Command(ctxT(t), a.ID, command.Send{Text: "boom"})
 	it := nextItem(t, f)
 	if it.session != a.ID || it.typ != string(api.LifeFailed) {
@@ -336,16 +346,17 @@ func TestFeedReportsReapsAndCrashes(t *testing.T) {
 // notLive makes a session with no runner.
 func notLive(t *testing.T, m *Manager) string {
 	t.Helper()
-	spec, err := createFolder(m.sessions, wire.Spec{Engine: "script", Mode: "review"})
+	spec := scriptSpec(t, echoScenario)
+	spec.Mode = "review"
+	spec, err := createFolder(m.sessions, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(m.dir(spec.ID), fakerunner.SpawnLog), nil, 0o600)
 	return spec.ID
 }
 
 func TestCommandsThatNeedNoRunnerStartNone(t *testing.T) {
-	m := newManager(t, "")
+	m := newScriptManager(t, "")
 	id := notLive(t, m)
 	log := `{"seq":1,"ts":"2026-01-01T00:00:00Z","type":"sessionStarted","data":{"engine":"script","cwd":"/","mode":"review"}}` + "\n" +
 		`{"seq":2,"ts":"2026-01-01T00:00:00Z","type":"askOpened","data":{"askId":"a1","toolId":"t","tool":"Bash","category":"shell","reason":"r"}}` + "\n"
@@ -382,7 +393,7 @@ func TestCommandsThatNeedNoRunnerStartNone(t *testing.T) {
 	if st.LastSeq != 2 || st.Mode != "review" {
 		t.Fatalf("status from the folder: %+v", st)
 	}
-	if m.Live(id) || spawnCount(t, m, id) != 0 {
+	if m.Live(id) || spawned(t, m, id) {
 		t.Fatal("a runner was started")
 	}
 	// Any other command does start one.
@@ -394,16 +405,16 @@ func TestCommandsThatNeedNoRunnerStartNone(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	t.Run("idle at once", func(t *testing.T) {
-		m := newManager(t, "")
-		s, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		m := newScriptManager(t, "")
+		s, _ := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 		r, err := m.Wait(ctxT(t), s.ID, WaitOptions{For: api.WaitIdle})
 		if err != nil || !r.Met || len(r.Events) != 0 || r.LastSeq != 1 {
 			t.Fatalf("%+v %v", r, err)
 		}
 	})
 	t.Run("turnEnd after a send", func(t *testing.T) {
-		m := newManager(t, fakerunner.ModeAsk)
-		s, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		m := newScriptManager(t, "")
+		s, _ := m.Create(ctxT(t), scriptSpec(t, askScenario))
 		mustCommand(t, m, s.ID, command.Send{Text: "x"})
 		done := make(chan api.WaitReply, 1)
 		go func() {
@@ -422,7 +433,7 @@ func TestWait(t *testing.T) {
 			t.Fatalf("the turn ended before the ask was answered: %+v", r)
 		default:
 		}
-		mustCommand(t, m, s.ID, command.Answer{AskID: "a1", Decision: "allow"})
+		mustCommand(t, m, s.ID, command.Answer{AskID: askOf(t, h.Events[0]), Decision: "allow"})
 		r := <-done
 		if !r.Met || len(r.Events) != 1 || !strings.Contains(string(r.Events[0]), `"turnEnded"`) || r.Status == nil || r.Status.State != wire.StateIdle {
 			t.Fatalf("turnEnd: %+v", r)
@@ -436,9 +447,10 @@ func TestWait(t *testing.T) {
 		}
 	})
 	t.Run("idle once a slow turn is stopped", func(t *testing.T) {
-		m := newManager(t, fakerunner.ModeSlowTurn)
-		s, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		m := newScriptManager(t, "")
+		s, _ := m.Create(ctxT(t), scriptSpec(t, slowScenario))
 		mustCommand(t, m, s.ID, command.Send{Text: "x"})
+		readUntil(t, m, s.ID, 1, "turnStarted")
 		ctx, cancel := context.WithTimeout(ctxT(t), 50*time.Millisecond)
 		defer cancel()
 		if r, err := m.Wait(ctx, s.ID, WaitOptions{For: api.WaitIdle}); err != nil || r.Met {
@@ -455,19 +467,19 @@ func TestWait(t *testing.T) {
 		}
 	})
 	t.Run("a session without a runner is idle", func(t *testing.T) {
-		m := newManager(t, "")
+		m := newScriptManager(t, "")
 		id := notLive(t, m)
 		r, err := m.Wait(ctxT(t), id, WaitOptions{For: api.WaitIdle})
 		if err != nil || !r.Met {
 			t.Fatalf("%+v %v", r, err)
 		}
-		if spawnCount(t, m, id) != 0 {
+		if spawned(t, m, id) {
 			t.Fatal("wait started a runner")
 		}
 	})
 	t.Run("deleted while waiting", func(t *testing.T) {
-		m := newManager(t, fakerunner.ModeSlowTurn)
-		s, _ := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		m := newScriptManager(t, "")
+		s, _ := m.Create(ctxT(t), scriptSpec(t, slowScenario))
 		mustCommand(t, m, s.ID, command.Send{Text: "x"})
 		done := make(chan error, 1)
 		go func() {
@@ -483,7 +495,7 @@ func TestWait(t *testing.T) {
 		}
 	})
 	t.Run("bad for", func(t *testing.T) {
-		m := newManager(t, "")
+		m := newScriptManager(t, "")
 		if _, err := m.Wait(ctxT(t), "x", WaitOptions{For: "lunch"}); !errors.Is(err, wire.ErrBadRequest) {
 			t.Fatal(err)
 		}

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
+	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 )
@@ -29,6 +31,9 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Hour)
 		os.Exit(0)
 	}
+	if testrunner.IsFault() {
+		os.Exit(testrunner.Main(os.Args[1:]))
+	}
 	if os.Getenv(fakerunner.EnvVar) != "" {
 		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
@@ -36,17 +41,65 @@ func TestMain(m *testing.M) {
 		os.Exit(termReaderMain())
 	}
 	code := m.Run()
-	for _, dir := range []string{built.dir, textPayload.dir} {
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
+	testrunner.Remove()
+	built.Remove()
+	if textPayload.dir != "" {
+		os.RemoveAll(textPayload.dir)
 	}
 	os.Exit(code)
 }
 
+// What the script engine plays in these tests: an answer, a turn that
+// waits to be stopped, a turn that asks before a command runs.
+const (
+	echoScenario = `fallback: {steps: [{say: "echo"}]}`
+	slowScenario = `fallback: {steps: [{sleepMs: 600000}]}`
+	askScenario  = `fallback: {steps: [{tool: shell, command: "make --version"}, {say: "ran it"}]}`
+)
+
+// askOf is the ask id of an askOpened event line.
+func askOf(t testing.TB, line []byte) string {
+	t.Helper()
+	var e event.Event
+	var d event.AskOpenedData
+	if err := json.Unmarshal(line, &e); err != nil || e.Type != event.AskOpened || json.Unmarshal(e.Data, &d) != nil {
+		t.Fatalf("not an askOpened event: %s", line)
+	}
+	return d.AskID
+}
+
+// scriptSpec is a script session playing scenario in a folder of its own.
+func scriptSpec(t testing.TB, scenario string) wire.Spec {
+	t.Helper()
+	return wire.Spec{Engine: "script", Cwd: t.TempDir(), Scenario: testrunner.Scenario(t, scenario)}
+}
+
+// newScriptManager starts a manager whose runners are the real runner, or
+// the fault f in front of it (none when empty). Its cleanup shuts it down
+// and checks that no goroutine, file descriptor or child process is left.
+func newScriptManager(t *testing.T, f testrunner.Fault, tweak ...func(*Config)) *Manager {
+	t.Helper()
+	t.Cleanup(trackLeaks(t))
+	return startScriptManager(t, f, tweak...)
+}
+
+// startScriptManager is newScriptManager without the leak check.
+func startScriptManager(t *testing.T, f testrunner.Fault, tweak ...func(*Config)) *Manager {
+	t.Helper()
+	runner := testrunner.Path(t)
+	use := func(c *Config) {
+		c.RunnerPath, c.Env = runner, nil
+		if f != "" {
+			c.RunnerPath, c.Env = os.Args[0], testrunner.Env(runner, f)
+		}
+	}
+	return startManager(t, "", append([]func(*Config){use}, tweak...)...)
+}
+
 // newManager starts a manager whose runners are fake runners in the given
-// modes. Its cleanup shuts it down and checks that no goroutine, file
-// descriptor or child process is left.
+// modes: the terminal tests and those that need a session on any engine
+// to start without its CLI still use it. Its cleanup shuts it down and
+// checks that no goroutine, file descriptor or child process is left.
 func newManager(t *testing.T, modes string, tweak ...func(*Config)) *Manager {
 	t.Helper()
 	t.Cleanup(trackLeaks(t))
@@ -246,6 +299,18 @@ func runnerPID(t testing.TB, m *Manager, id string) int {
 	return readPIDFile(t, m.dir(id))
 }
 
+// childPID is the pid of the process the manager started for session id:
+// the runner, or the fault in front of it.
+func childPID(t testing.TB, m *Manager, id string) int {
+	t.Helper()
+	e := m.holdLive(id)
+	if e == nil {
+		t.Fatalf("session %s is not live", id)
+	}
+	defer m.release(e, false)
+	return e.child.cmd.Process.Pid
+}
+
 // readPIDFile reads the pid a runner wrote in session folder dir.
 func readPIDFile(t testing.TB, dir string) int {
 	t.Helper()
@@ -260,13 +325,25 @@ func readPIDFile(t testing.TB, dir string) int {
 	return pid
 }
 
+// spawnCount counts the runners that opened session id: each writes
+// sessionStarted or sessionResumed to its log as it opens it.
 func spawnCount(t *testing.T, m *Manager, id string) int {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(m.dir(id), fakerunner.SpawnLog))
-	if err != nil {
-		t.Fatal(err)
+	n := 0
+	for _, e := range readAll(t, m, id) {
+		if e.Type == event.SessionStarted || e.Type == event.SessionResumed {
+			n++
+		}
 	}
-	return strings.Count(string(raw), "\n")
+	return n
+}
+
+// spawned reports whether a runner ever opened session id's folder (it
+// writes its pid there).
+func spawned(t *testing.T, m *Manager, id string) bool {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(m.dir(id), pidFile))
+	return err == nil
 }
 
 // fakeEnv is the environment that makes a runner a fake one. A race-enabled

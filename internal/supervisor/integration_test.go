@@ -15,14 +15,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/sessiondir"
-	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
@@ -32,36 +31,15 @@ import (
 )
 
 // built holds the binaries built for this test run; TestMain removes them.
-var built struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+var built testbin.Once
 
 // realBinaries builds cmd/supervisor, cmd/runner, cmd/plugin-runner and
 // cmd/corral-script-plugin once per test run, as the Makefile does.
 func realBinaries(t testing.TB) (supervisorBin, runnerBin string) {
 	t.Helper()
-	gobin := testenv.NeedGo(t)
-	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "corral-bin-")
-		if built.err != nil {
-			return
-		}
-		cmd := exec.Command(gobin, "build", "-o", built.dir+string(os.PathSeparator),
-			"github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner",
-			"github.com/corral-dev/corral/cmd/plugin-runner", "github.com/corral-dev/corral/cmd/corral-script-plugin")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out.String())
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return filepath.Join(built.dir, "supervisor"), filepath.Join(built.dir, "runner")
+	dir := built.Build(t, "github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner",
+		"github.com/corral-dev/corral/cmd/plugin-runner", "github.com/corral-dev/corral/cmd/corral-script-plugin")
+	return filepath.Join(dir, "supervisor"), filepath.Join(dir, "runner")
 }
 
 // scenario is what the script engine plays in these tests.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
@@ -25,8 +25,8 @@ import (
 )
 
 func TestCreateSendReadsEventsToTurnEnd(t *testing.T) {
-	m := newManager(t, "")
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script", Cwd: t.TempDir()})
+	m := newScriptManager(t, "")
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,8 @@ func TestCreateSendReadsEventsToTurnEnd(t *testing.T) {
 
 	mustCommand(t, m, s.ID, command.Send{Text: "hello"})
 	evs := readUntil(t, m, s.ID, 1, "turnEnded")
-	want := []string{"sessionStarted", "userMessage", "turnStarted", "assistantText", "turnEnded"}
+	want := []string{"sessionStarted", "userMessage", "queueChanged", "queueChanged", "turnStarted",
+		"assistantDelta", "assistantText", "usage", "context", "turnEnded"}
 	if got := types(evs); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events = %v, want %v", got, want)
 	}
@@ -53,8 +54,8 @@ func TestCreateSendReadsEventsToTurnEnd(t *testing.T) {
 }
 
 func TestConcurrentCallersShareOneStart(t *testing.T) {
-	m := newManager(t, fakerunner.ModeReadyDelayPrefix+"150ms")
-	spec, err := createFolder(m.sessions, wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.ReadyDelayPrefix+"150ms")
+	spec, err := createFolder(m.sessions, scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +85,8 @@ func TestConcurrentCallersShareOneStart(t *testing.T) {
 }
 
 func TestRunnerExitRejectsPendingCallWithCodeAndStderr(t *testing.T) {
-	m := newManager(t, fakerunner.ModeCrashOnSend)
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.CrashOnSend)
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +117,13 @@ func TestRunnerExitRejectsPendingCallWithCodeAndStderr(t *testing.T) {
 }
 
 func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
-	m := newManager(t, fakerunner.ModeIgnoreCommand)
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.IgnoreCommand)
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := readAll(t, m, s.ID)
-	pid := runnerPID(t, m, s.ID)
+	pid := childPID(t, m, s.ID)
 
 	const callers = 3
 	errs := make(chan error, callers)
@@ -173,8 +174,8 @@ func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
 }
 
 func TestProtocolMismatchFailsStart(t *testing.T) {
-	m := newManager(t, fakerunner.ModeProtoPrefix+"99")
-	_, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.ProtoPrefix+"99")
+	_, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("err = %v, want protocol_mismatch", err)
 	}
@@ -191,19 +192,20 @@ func TestProtocolMismatchFailsStart(t *testing.T) {
 
 func TestStartFailures(t *testing.T) {
 	tests := []struct {
-		name    string
-		modes   string
-		timeout time.Duration
-		want    error
-		text    string
+		name     string
+		fault    testrunner.Fault
+		scenario string // the spec's scenario file
+		timeout  time.Duration
+		want     error
+		text     string
 	}{
-		{"engine refuses live.ensure", fakerunner.ModeFailStart, time.Minute, wire.ErrEngine, `engine "script" refused to start`},
-		{"runner never answers hello", fakerunner.ModeSilent, 300 * time.Millisecond, wire.ErrTimeout, "did not answer hello"},
+		{"engine refuses live.ensure", "", "/nonexistent/scenario.yaml", time.Minute, wire.ErrEngine, "read scenario"},
+		{"runner never answers hello", testrunner.Silent, "", 300 * time.Millisecond, wire.ErrTimeout, "did not answer hello"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newManager(t, tc.modes, func(c *Config) { c.StartTimeout = tc.timeout })
-			_, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+			m := newScriptManager(t, tc.fault, func(c *Config) { c.StartTimeout = tc.timeout })
+			_, err := m.Create(ctxT(t), wire.Spec{Engine: "script", Scenario: tc.scenario})
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
 				t.Fatalf("err = %v, want %v saying %q", err, tc.want, tc.text)
 			}
@@ -213,11 +215,11 @@ func TestStartFailures(t *testing.T) {
 
 func TestMalformedRunnerLinesAreSkipped(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
-	m := newManager(t, fakerunner.ModeGarbage, func(c *Config) {
+	m := newScriptManager(t, testrunner.Garbage, func(c *Config) {
 		c.MaxLine = 1024
 		c.Logger = zap.New(core)
 	})
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,13 +249,14 @@ func TestReapSparesBusyRunners(t *testing.T) {
 	ttl := time.Minute
 	// One manager per behaviour keeps each runner's mode its own.
 	t.Cleanup(trackLeaks(t))
-	newM := func(modes string) *Manager {
-		return startManager(t, modes, func(c *Config) { c.IdleTTL = ttl; c.Now = clock })
+	newM := func(f testrunner.Fault) *Manager {
+		return startScriptManager(t, f, func(c *Config) { c.IdleTTL = ttl; c.Now = clock })
 	}
-	idle, working, asking, pending, term := newM(""), newM(fakerunner.ModeSlowTurn), newM(fakerunner.ModeAsk), newM(fakerunner.ModeIgnoreCommand), newM("")
+	idle, working, asking, pending, term := newM(""), newM(""), newM(""), newM(testrunner.IgnoreCommand), newM("")
+	scenarios := map[*Manager]string{idle: echoScenario, working: slowScenario, asking: askScenario, pending: echoScenario, term: echoScenario}
 	ids := map[*Manager]string{}
 	for _, m := range []*Manager{idle, working, asking, pending, term} {
-		s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		s, err := m.Create(ctxT(t), scriptSpec(t, scenarios[m]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,10 +284,15 @@ func TestReapSparesBusyRunners(t *testing.T) {
 		return e.holds > 1
 	})
 	sink := make(chan wire.Message, 4)
-	if _, err := term.OpenTerm(ctxT(t), ids[term], wire.TermOpen{TermID: "t1", ClientID: "c1"}, func(m wire.Message) { sink <- m }); err != nil {
+	if _, err := term.OpenTerm(ctxT(t), ids[term], wire.TermOpen{TermID: "t1", ClientID: "c1"}, func(m wire.Message) {
+		select {
+		case sink <- m:
+		default: // Only the first output is read.
+		}
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := (<-sink).(*wire.TermData); !ok || string(got.Data) != "$ " {
+	if got, ok := (<-sink).(*wire.TermData); !ok || len(got.Data) == 0 {
 		t.Fatalf("terminal output = %+v", got)
 	}
 
@@ -324,14 +332,15 @@ func TestReapSparesBusyRunners(t *testing.T) {
 	mustCommand(t, idle, ids[idle], command.Send{Text: "again"})
 	evs := readUntil(t, idle, ids[idle], 1, "turnEnded")
 	checkSeqs(t, evs, 1)
-	if evs[1].Type != event.SessionResumed {
-		t.Fatalf("events after reap = %v", types(evs))
+	// The reaped runner's last word, then the new one's first.
+	if got := types(evs); len(got) < 3 || got[1] != string(event.Stopped) || got[2] != string(event.SessionResumed) {
+		t.Fatalf("events after reap = %v", got)
 	}
 }
 
 func TestReaperRunsOnItsOwn(t *testing.T) {
-	m := newManager(t, "", func(c *Config) { c.IdleTTL = 50 * time.Millisecond })
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, "", func(c *Config) { c.IdleTTL = 50 * time.Millisecond })
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,8 +355,8 @@ func TestReaperRunsOnItsOwn(t *testing.T) {
 }
 
 func TestRotateAliasesNewSessionToSameRunner(t *testing.T) {
-	m := newManager(t, "")
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, "")
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,20 +398,28 @@ func TestRotateAliasesNewSessionToSameRunner(t *testing.T) {
 }
 
 func TestShutdownLeavesNoChild(t *testing.T) {
-	for _, modes := range []string{fakerunner.ModeOn, fakerunner.ModeSlowTurn, fakerunner.ModeHangShutdown} {
-		t.Run(modes, func(t *testing.T) {
-			m := newManager(t, modes, func(c *Config) {
+	for _, tc := range []struct {
+		name     string
+		fault    testrunner.Fault
+		scenario string
+	}{
+		{"on", "", echoScenario},
+		{"slow-turn", "", slowScenario},
+		{"hang-shutdown", testrunner.HangShutdown, slowScenario},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newScriptManager(t, tc.fault, func(c *Config) {
 				c.ShutdownGrace = 300 * time.Millisecond
 				c.KillGrace = 300 * time.Millisecond
 			})
 			var pids []int
 			for range 3 {
-				s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+				s, err := m.Create(ctxT(t), scriptSpec(t, tc.scenario))
 				if err != nil {
 					t.Fatal(err)
 				}
 				mustCommand(t, m, s.ID, command.Send{Text: "work"})
-				pids = append(pids, runnerPID(t, m, s.ID))
+				pids = append(pids, childPID(t, m, s.ID))
 			}
 			if err := m.Shutdown(ctxT(t)); err != nil {
 				t.Fatal(err)
@@ -420,7 +437,7 @@ func TestShutdownLeavesNoChild(t *testing.T) {
 }
 
 func TestUnknownAndInvalidIDsAreNotFound(t *testing.T) {
-	m := newManager(t, "")
+	m := newScriptManager(t, "")
 	for _, id := range []string{"000000000000", "../../etc", "", "a/b"} {
 		if _, err := m.Command(ctxT(t), id, command.GetStatus{}); !errors.Is(err, wire.ErrNotFound) {
 			t.Errorf("command on %q: %v", id, err)
@@ -438,7 +455,7 @@ func TestUnknownAndInvalidIDsAreNotFound(t *testing.T) {
 }
 
 func TestCreateRejectsBadSpecs(t *testing.T) {
-	m := newManager(t, "")
+	m := newScriptManager(t, "")
 	file := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(file, nil, 0o600)
 	for _, spec := range []wire.Spec{
@@ -456,8 +473,8 @@ func TestCreateRejectsBadSpecs(t *testing.T) {
 }
 
 func TestDeleteStopsRunnerEndsStreamsRemovesFolder(t *testing.T) {
-	m := newManager(t, fakerunner.ModeSlowTurn)
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, "")
+	s, err := m.Create(ctxT(t), scriptSpec(t, slowScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,8 +509,8 @@ func TestDeleteStopsRunnerEndsStreamsRemovesFolder(t *testing.T) {
 }
 
 func TestNotLiveRunnerIsMadeLiveAgain(t *testing.T) {
-	m := newManager(t, fakerunner.ModeNotLiveOnce)
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.NotLiveOnce)
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,8 +521,8 @@ func TestNotLiveRunnerIsMadeLiveAgain(t *testing.T) {
 // capability, an approval, an interrupt) is a command like any other, with
 // its typed result.
 func TestCommandsOtherThanSend(t *testing.T) {
-	m := newManager(t, fakerunner.ModeAsk)
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, "")
+	s, err := m.Create(ctxT(t), scriptSpec(t, askScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,17 +534,33 @@ func TestCommandsOtherThanSend(t *testing.T) {
 		t.Fatalf("unknown command: %+v %v", r, err)
 	}
 	mustCommand(t, m, s.ID, command.Send{Text: "ask me"})
-	readUntil(t, m, s.ID, 1, "askOpened")
-	if r, err := m.Command(ctxT(t), s.ID, command.Answer{AskID: "a1", Decision: command.DecisionAllow}); err != nil || !r.OK {
+	ask := openedAsk(t, readUntil(t, m, s.ID, 1, "askOpened"))
+	if r, err := m.Command(ctxT(t), s.ID, command.Answer{AskID: ask, Decision: command.DecisionAllow}); err != nil || !r.OK {
 		t.Fatalf("answer: %+v %v", r, err)
 	}
-	if r, err := m.Command(ctxT(t), s.ID, command.Answer{AskID: "a1", Decision: "maybe"}); err != nil || !errors.Is(r.Err(), wire.ErrBadRequest) {
+	if r, err := m.Command(ctxT(t), s.ID, command.Answer{AskID: ask, Decision: "maybe"}); err != nil || !errors.Is(r.Err(), wire.ErrBadRequest) {
 		t.Fatalf("bad decision: %+v %v", r, err)
 	}
 	readUntil(t, m, s.ID, 1, "turnEnded")
 	if r, err := m.Command(ctxT(t), s.ID, command.Stop{}); err != nil || !r.OK {
 		t.Fatalf("stop: %+v %v", r, err)
 	}
+}
+
+// openedAsk is the id of the last ask opened in evs.
+func openedAsk(t *testing.T, evs []event.Event) string {
+	t.Helper()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == event.AskOpened {
+			var d event.AskOpenedData
+			if err := json.Unmarshal(evs[i].Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			return d.AskID
+		}
+	}
+	t.Fatalf("no askOpened in %v", types(evs))
+	return ""
 }
 
 // unknownCommand is a command no runner knows.
@@ -621,8 +654,8 @@ func startProcess(t *testing.T, dir string, args ...string) *os.Process {
 }
 
 func TestRefusedTerminalIsNotTracked(t *testing.T) {
-	m := newManager(t, fakerunner.ModeNoTerminal)
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.NoTerminal)
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +674,7 @@ func TestRefusedTerminalIsNotTracked(t *testing.T) {
 }
 
 func TestShutdownEndsStartsUnderWay(t *testing.T) {
-	m := newManager(t, fakerunner.ModeSilent, func(c *Config) { c.StartTimeout = time.Minute })
+	m := newScriptManager(t, testrunner.Silent, func(c *Config) { c.StartTimeout = time.Minute })
 	done := make(chan error, 1)
 	go func() {
 		_, err := m.Create(context.Background(), wire.Spec{Engine: "script"})
@@ -661,12 +694,12 @@ func TestShutdownEndsStartsUnderWay(t *testing.T) {
 }
 
 func TestTerminalExitDetachesClient(t *testing.T) {
-	m := newManager(t, "")
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, "")
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan wire.Message, 4)
+	got := make(chan wire.Message, 256)
 	term, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t1", ClientID: "c1", Role: "owner"}, func(m wire.Message) { got <- m })
 	if err != nil || term.Role != "owner" {
 		t.Fatalf("open: %+v %v", term, err)
@@ -680,7 +713,12 @@ func TestTerminalExitDetachesClient(t *testing.T) {
 	if err := m.TermInput(s.ID, wire.TermInput{TermID: "t1", ClientID: "c1", Data: []byte("exit\n")}); err != nil {
 		t.Fatal(err)
 	}
-	if last := <-got; last.Type() != wire.TTermExit {
+	// The shell echoes and says goodbye; its exit comes last.
+	last := <-got
+	for last.Type() == wire.TTermData {
+		last = <-got
+	}
+	if last.Type() != wire.TTermExit {
 		t.Fatalf("last message %s", last.Type())
 	}
 	e := m.holdLive(s.ID)

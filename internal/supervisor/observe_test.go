@@ -3,14 +3,16 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -19,8 +21,8 @@ import (
 
 func TestRunnerLogLinesReachTheLogAtTheirOwnLevelWithTheSession(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	m := newManager(t, fakerunner.ModeLogLines, func(c *Config) { c.Logger = zap.New(core) })
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.LogLines, func(c *Config) { c.Logger = zap.New(core) })
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +30,15 @@ func TestRunnerLogLinesReachTheLogAtTheirOwnLevelWithTheSession(t *testing.T) {
 	if err := m.Delete(ctxT(t), s.ID); err != nil {
 		t.Fatal(err)
 	}
+	// Entries by message; the runner's own stderr lines that are no log
+	// entry by message and line.
 	got := map[string]observer.LoggedEntry{}
 	for _, e := range logs.FilterLoggerName("runner").All() {
-		got[e.Message] = e
+		key := e.Message
+		if key == "runner stderr" {
+			key += fmt.Sprint(": ", fieldText(e.ContextMap()["line"]))
+		}
+		got[key] = e
 	}
 	for _, want := range []struct {
 		msg   string
@@ -43,7 +51,11 @@ func TestRunnerLogLinesReachTheLogAtTheirOwnLevelWithTheSession(t *testing.T) {
 		{"fake error", zapcore.ErrorLevel, "n", "4"},
 		{"runner stderr", zapcore.WarnLevel, "line", "not a log entry"},
 	} {
-		e, ok := got[want.msg]
+		key := want.msg
+		if key == "runner stderr" {
+			key += ": " + fmt.Sprint(want.value)
+		}
+		e, ok := got[key]
 		if !ok {
 			t.Errorf("no %q in the supervisor's log; it has %v", want.msg, messages(logs.All()))
 			continue
@@ -132,7 +144,7 @@ func TestStderrLinesAreBoundedAndSplitAcrossWrites(t *testing.T) {
 }
 
 func FuzzParseLogLine(f *testing.F) {
-	for _, l := range fakerunner.LogLines {
+	for _, l := range testrunner.LogLinesWritten {
 		f.Add([]byte(l))
 	}
 	f.Add([]byte(`{"level":"fatal","msg":"x"}`))
@@ -183,8 +195,8 @@ func (r *observed) RunnerExit(crashed bool) {
 
 func TestObserverSeesStartsEventsAndExits(t *testing.T) {
 	rec := &observed{}
-	m := newManager(t, fakerunner.ModeOn, func(c *Config) { c.Observer = rec })
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, "", func(c *Config) { c.Observer = rec })
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,12 +207,13 @@ func TestObserverSeesStartsEventsAndExits(t *testing.T) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	// The fake runner cannot be a spare: its session starts a runner.
+	// Without SpareRunner the session starts a runner of its own.
 	if !slices.Equal(rec.starts, []bool{false}) {
 		t.Errorf("starts %v, want one in a runner of its own", rec.starts)
 	}
-	if !slices.Equal(rec.events, types(evs)) {
-		t.Errorf("observer saw %v, the log has %v", rec.events, types(evs))
+	// The runner's last event, as it stops, follows the turn.
+	if want := append(types(evs), string(event.Stopped)); !slices.Equal(rec.events, want) {
+		t.Errorf("observer saw %v, want the log's %v", rec.events, want)
 	}
 	for _, e := range rec.engines {
 		if e != "script" {
@@ -214,15 +227,15 @@ func TestObserverSeesStartsEventsAndExits(t *testing.T) {
 
 func TestObserverCountsACrashAndAFailedStart(t *testing.T) {
 	rec := &observed{}
-	m := newManager(t, fakerunner.ModeCrashOnSend, func(c *Config) { c.Observer = rec })
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.CrashOnSend, func(c *Config) { c.Observer = rec })
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Command(ctxT(t), s.ID, command.Send{Text: "boom"})
 	waitFor(t, func() bool { return !m.Live(s.ID) })
-	failing := newManager(t, fakerunner.ModeFailStart, func(c *Config) { c.Observer = rec })
-	if _, err := failing.Create(ctxT(t), wire.Spec{Engine: "script"}); err == nil {
+	failing := newScriptManager(t, "", func(c *Config) { c.Observer = rec })
+	if _, err := failing.Create(ctxT(t), wire.Spec{Engine: "script", Scenario: "/nonexistent/scenario.yaml"}); err == nil {
 		t.Fatal("a start the runner refused succeeded")
 	}
 	rec.mu.Lock()
@@ -233,11 +246,11 @@ func TestObserverCountsACrashAndAFailedStart(t *testing.T) {
 }
 
 func TestCensusCountsSessionsByStateAndALoweredCapStopsQuietRunners(t *testing.T) {
-	m := newManager(t, fakerunner.ModeAsk)
+	m := newScriptManager(t, "")
 	ctx := ctxT(t)
 	var ids []string
 	for range 3 {
-		s, err := m.Create(ctx, wire.Spec{Engine: "script"})
+		s, err := m.Create(ctx, scriptSpec(t, askScenario))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,8 +273,8 @@ func TestCensusCountsSessionsByStateAndALoweredCapStopsQuietRunners(t *testing.T
 
 	mustCommand(t, m, ids[2], command.Send{Text: "make"})
 	readUntil(t, m, ids[2], 1, "askOpened")
-	// The fake answers status only after the ask's mirror is written, so
-	// the supervisor has read it.
+	// The runner reports its state before it answers a command, so the
+	// supervisor knows of the ask once status is answered.
 	mustCommand(t, m, ids[2], command.GetStatus{})
 	check(map[wire.State]int{wire.StateIdle: 2, wire.StateWaitingForApproval: 1}, 3)
 
@@ -284,9 +297,9 @@ func TestCensusCountsSessionsByStateAndALoweredCapStopsQuietRunners(t *testing.T
 }
 
 func TestAStartPastALoweredCapIsRefusedWhileEveryRunnerIsBusy(t *testing.T) {
-	m := newManager(t, fakerunner.ModeAsk)
+	m := newScriptManager(t, "")
 	ctx := ctxT(t)
-	s, err := m.Create(ctx, wire.Spec{Engine: "script"})
+	s, err := m.Create(ctx, scriptSpec(t, askScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +311,7 @@ func TestAStartPastALoweredCapIsRefusedWhileEveryRunnerIsBusy(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := m.Create(short, wire.Spec{Engine: "script"}); !errors.Is(err, wire.ErrUnavailable) {
+	if _, err := m.Create(short, scriptSpec(t, askScenario)); !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("a second session past --max-live 1 with the first busy: %v, want unavailable", err)
 	}
 }

@@ -72,6 +72,9 @@ func (s *stderrSink) relay(line []byte) {
 	if log == nil || len(line) == 0 {
 		return
 	}
+	// The line is in the caller's buffer, which the next write reuses, and
+	// a core may keep the entry's fields (a test's observer does).
+	line = bytes.Clone(line)
 	lvl, msg, fields, ok := parseLogLine(line)
 	if !ok {
 		lvl, msg, fields = zapcore.WarnLevel, "runner stderr", []zap.Field{zap.ByteString("line", line)}

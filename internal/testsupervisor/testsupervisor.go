@@ -6,96 +6,30 @@
 package testsupervisor
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/pkg/client"
 )
 
-var built struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// binariesPrefix names the folders Binaries builds into, followed by the
-// building process's id: a test process has no hook that runs when it
-// exits, so each build sweeps the folders of processes that have ended
-// (40 MB each; hundreds of test runs filled a disk).
-const binariesPrefix = "corral-testsupervisor-pid"
+var built testbin.Once
 
 // Binaries builds cmd/supervisor and cmd/runner once per test process, as
 // the Makefile does, and returns their paths.
 func Binaries(tb testing.TB) (supervisorBin, runnerBin string) {
 	tb.Helper()
-	built.once.Do(func() {
-		sweepBinaries(os.TempDir())
-		built.dir, built.err = os.MkdirTemp("", fmt.Sprintf("%s%d-", binariesPrefix, os.Getpid()))
-		if built.err != nil {
-			return
-		}
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			built.err = fmt.Errorf("the go command is needed to build the binaries: %w", err)
-			return
-		}
-		cmd := exec.Command(gobin, "build", "-o", built.dir+string(os.PathSeparator),
-			"github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out.String())
-		}
-	})
-	if built.err != nil {
-		tb.Fatal(built.err)
-	}
-	return filepath.Join(built.dir, "supervisor"), filepath.Join(built.dir, "runner")
-}
-
-// sweepBinaries removes the binary folders in tmp of this user's test
-// processes that are gone.
-func sweepBinaries(tmp string) {
-	entries, err := os.ReadDir(tmp)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), binariesPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
-			continue // another user's: not ours to judge
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			os.RemoveAll(filepath.Join(tmp, e.Name()))
-		}
-	}
+	dir := built.Build(tb, "github.com/corral-dev/corral/cmd/supervisor", "github.com/corral-dev/corral/cmd/runner")
+	return filepath.Join(dir, "supervisor"), filepath.Join(dir, "runner")
 }
 
 // Options say how to start a supervisor.

@@ -21,42 +21,19 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
-	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-var built struct {
-	once sync.Once
-	path string
-	err  error
-}
+var built testbin.Once
 
 // ServerBinary builds the pinned nats-server (a tool of the module) once
 // per test process and returns its path.
 func ServerBinary(tb testing.TB) string {
 	tb.Helper()
-	gobin := testenv.NeedGo(tb)
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "corral-nats-server-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.path = filepath.Join(dir, "nats-server")
-		cmd := exec.Command(gobin, "build", "-o", built.path, "github.com/nats-io/nats-server/v2")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			built.err = fmt.Errorf("go build nats-server: %v\n%s", err, out.String())
-		}
-	})
-	if built.err != nil {
-		tb.Fatal(built.err)
-	}
-	return built.path
+	return filepath.Join(built.Build(tb, "github.com/nats-io/nats-server/v2"), "nats-server")
 }
 
 // Cluster is a NATS cluster with JetStream on loopback.

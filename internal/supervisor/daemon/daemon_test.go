@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
@@ -24,9 +24,6 @@ func TestMain(m *testing.M) {
 	if state := os.Getenv(floodEnv); state != "" {
 		os.Exit(floodDaemon(state))
 	}
-	if os.Getenv(fakerunner.EnvVar) != "" {
-		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-	}
 	// The test binary caught SIGHUP it did not send, now and then, in
 	// full runs beside other packages (its death then reads "signal:
 	// hangup"); the source is not found yet. Held here, such a signal
@@ -34,20 +31,21 @@ func TestMain(m *testing.M) {
 	// reload tests check each daemon's handling by what it does (its
 	// notifications, its log), not by surviving.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
-	os.Exit(m.Run())
+	code := m.Run()
+	testrunner.Remove()
+	os.Exit(code)
 }
 
 // serve runs a daemon on state until the test ends and returns where it
 // listens.
 func serve(t *testing.T, state string, tweak func(*Config)) Listening {
 	t.Helper()
-	t.Setenv(fakerunner.EnvVar, fakerunner.ModeOn)
-	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	runner := testrunner.Path(t)
 	ignore := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan Listening, 1)
 	done := make(chan error, 1)
-	cfg := Config{StateDir: state, RunnerPath: os.Args[0], Logger: zaptest.NewLogger(t),
+	cfg := Config{StateDir: state, RunnerPath: runner, Logger: zaptest.NewLogger(t),
 		Ready: func(l Listening) { ready <- l }}
 	if tweak != nil {
 		tweak(&cfg)

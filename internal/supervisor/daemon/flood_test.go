@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -23,8 +23,11 @@ import (
 )
 
 // floodEnv makes the test binary a daemon with a low open-file limit: the
-// value is its state folder.
-const floodEnv = "CORRAL_TEST_FLOOD_DAEMON"
+// value is its state folder; floodRunnerEnv is its runner.
+const (
+	floodEnv       = "CORRAL_TEST_FLOOD_DAEMON"
+	floodRunnerEnv = "CORRAL_TEST_FLOOD_RUNNER"
+)
 
 // floodNoFile is the child daemon's open-file limit (soft and hard, so the
 // Go runtime cannot raise it).
@@ -33,13 +36,13 @@ const floodNoFile = 256
 // floodDaemon runs in the child: it lowers its open-file limit, serves on
 // a loopback port, prints "ready ADDR" and serves until SIGTERM.
 func floodDaemon(state string) int {
-	os.Unsetenv(floodEnv) // the runners are fake runners, not daemons
+	os.Unsetenv(floodEnv)
 	lim := unix.Rlimit{Cur: floodNoFile, Max: floodNoFile}
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		fmt.Fprintln(os.Stderr, "setrlimit:", err)
 		return 1
 	}
-	err := Run(context.Background(), Config{StateDir: state, RunnerPath: os.Args[0], Listen: "127.0.0.1:0", Logger: zap.NewNop(),
+	err := Run(context.Background(), Config{StateDir: state, RunnerPath: os.Getenv(floodRunnerEnv), Listen: "127.0.0.1:0", Logger: zap.NewNop(),
 		Ready: func(l Listening) { fmt.Printf("ready %s\n", l.TCPAddr) }})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -58,7 +61,7 @@ func floodDaemon(state string) int {
 func TestUnixSocketAnswersThroughATCPFlood(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), floodEnv+"="+state, fakerunner.EnvVar+"="+fakerunner.ModeOn)
+	cmd.Env = append(os.Environ(), floodEnv+"="+state, floodRunnerEnv+"="+testrunner.Path(t))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

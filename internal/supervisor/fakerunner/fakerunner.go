@@ -1,9 +1,12 @@
-// Package fakerunner is a stand-in for the runner binary in the
-// supervisor's tests: a test binary re-executes itself as the child and
-// calls Main. It speaks the real protocol and keeps a real events.jsonl,
-// runner.pid and presence.json, and it can misbehave on demand, as listed in
-// the Mode constants, set through the CORRAL_FAKE_RUNNER environment
-// variable (comma-separated).
+// Package fakerunner is a stand-in for the runner binary, left to the
+// terminal tests of internal/supervisor and its httpapi (a terminal that
+// echoes, frames of an unknown kind, a broken frame) and to the MirrorToSSE
+// benchmark (a burst of events faster than the script engine streams
+// them). Every other test runs the real runner (internal/testrunner). A
+// test binary re-executes itself as the child and calls Main. It speaks
+// the real protocol and keeps a real events.jsonl and runner.pid, and it
+// misbehaves as the Mode constants say, set through the CORRAL_FAKE_RUNNER
+// environment variable (comma-separated).
 package fakerunner
 
 import (
@@ -14,13 +17,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -33,31 +33,8 @@ const EnvVar = "CORRAL_FAKE_RUNNER"
 const (
 	// ModeOn just runs the fake.
 	ModeOn = "on"
-	// ModeProtoPrefix + N answers hello with protocol version N.
-	ModeProtoPrefix = "proto="
-	// ModeGarbage writes malformed and oversized lines before each reply.
-	ModeGarbage = "garbage"
 	// ModeCrashOnSend writes to stderr and exits 3 when a send arrives.
 	ModeCrashOnSend = "crash-on-send"
-	// ModeHangShutdown ignores shutdown and SIGTERM.
-	ModeHangShutdown = "hang-shutdown"
-	// ModeSlowTurn keeps each turn open until stop.
-	ModeSlowTurn = "slow-turn"
-	// ModeAsk opens an ask in each turn and waits for its answer.
-	ModeAsk = "ask"
-	// ModeFailStart refuses live.ensure.
-	ModeFailStart = "fail-start"
-	// ModeSilent never answers hello.
-	ModeSilent = "silent"
-	// ModeReadyDelayPrefix + a duration delays the answer to hello.
-	ModeReadyDelayPrefix = "ready-delay="
-	// ModeNotLiveOnce answers the first command with notLive.
-	ModeNotLiveOnce = "notlive-once"
-	// ModeIgnoreCommand never answers a command other than status and
-	// getGoal.
-	ModeIgnoreCommand = "ignore-command"
-	// ModeNoTerminal refuses term.open with term.error.
-	ModeNoTerminal = "no-terminal"
 	// ModeTermFrames sends term.data as binary frames when hello asks for
 	// them, as the real runner does.
 	ModeTermFrames = "term-frames"
@@ -67,24 +44,7 @@ const (
 	// ModeBrokenFrame, with frames, answers the terminal input "break\n"
 	// with a frame whose last byte is not the newline its lengths promise.
 	ModeBrokenFrame = "broken-frame"
-	// ModeLogLines writes LogLines to stderr when a session opens, as the
-	// runner's logger would, and a line that is no log entry.
-	ModeLogLines = "log-lines"
 )
-
-// LogLines are what ModeLogLines writes: a runner's JSON log entries at
-// debug, info, warn and error, then a line that is no JSON.
-var LogLines = []string{
-	`{"level":"debug","ts":1.5,"caller":"runner/x.go:1","msg":"fake debug","n":1}`,
-	`{"level":"info","ts":1.5,"caller":"runner/x.go:2","msg":"fake info","n":2}`,
-	`{"level":"warn","ts":1.5,"caller":"runner/x.go:3","msg":"fake warning","n":3,"detail":{"why":"testing"}}`,
-	`{"level":"error","ts":1.5,"caller":"runner/x.go:4","msg":"fake error","n":4}`,
-	`not a log entry`,
-}
-
-// SpawnLog is the file in the session folder where each start appends a
-// line, so tests can count starts.
-const SpawnLog = "spawns.log"
 
 // BurstPrefix in a send's text ("burst 1000") makes the fake emit that many
 // assistantDelta events as fast as it can, then end the turn.
@@ -113,11 +73,6 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		modes: parseModes(os.Getenv(EnvVar)),
 		out:   bufio.NewWriter(stdout),
 		errw:  stderr,
-		stop:  make(chan struct{}, 1),
-		ans:   make(chan string, 1),
-	}
-	if r.modes[ModeHangShutdown] {
-		signal.Ignore(syscall.SIGTERM)
 	}
 	if err := r.open(); err != nil {
 		fmt.Fprintln(stderr, "fake runner:", err)
@@ -137,15 +92,6 @@ func parseModes(s string) map[string]bool {
 	return m
 }
 
-func (r *runner) modeValue(prefix string) string {
-	for k := range r.modes {
-		if strings.HasPrefix(k, prefix) {
-			return strings.TrimPrefix(k, prefix)
-		}
-	}
-	return ""
-}
-
 type runner struct {
 	dir   string
 	modes map[string]bool
@@ -155,25 +101,13 @@ type runner struct {
 	out    *bufio.Writer
 	frames bool // hello asked for terminal frames, and ModeTermFrames is on
 
-	mu       sync.Mutex
-	log      *os.File
-	session  string
-	engine   string
-	seq      int64
-	working  bool
-	turn     int
-	asks     []string
-	queued   []event.Queued
-	notLive  bool
-	commands int
-
-	stop chan struct{}
-	ans  chan string
-	wg   sync.WaitGroup
-
-	reportMu   sync.Mutex // orders state reports as their snapshots were taken
-	lastReport wire.StateReport
-	reported   bool
+	mu      sync.Mutex
+	log     *os.File
+	session string
+	engine  string
+	seq     int64
+	turn    int
+	wg      sync.WaitGroup
 }
 
 func (r *runner) open() error {
@@ -188,15 +122,7 @@ func (r *runner) open() error {
 	if err := r.openLog(r.dir); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.dir, "runner.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(r.dir, SpawnLog), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(f, os.Getpid())
-	return f.Close()
+	return os.WriteFile(filepath.Join(r.dir, "runner.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
 }
 
 // openLog opens dir's events.jsonl, cutting a torn last line, and finds the
@@ -216,9 +142,6 @@ func (r *runner) openLog(dir string) error {
 		if json.Unmarshal([]byte(line), &ev) == nil && ev.Seq > r.seq {
 			r.seq = ev.Seq
 		}
-	}
-	if r.log != nil {
-		r.log.Close()
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -250,62 +173,23 @@ func (r *runner) serve(stdin io.Reader) int {
 			r.wg.Wait()
 			return 0
 		}
-		if r.modes[ModeGarbage] {
-			r.writeRaw([]byte("this is not json\n{\"no\":\"t\"}\n" + `{"t":"mirror","seq":"x"}` + "\n" + strings.Repeat("x", 4096) + "\n"))
-		}
 		switch m := msg.(type) {
 		case *wire.Hello:
-			if r.modes[ModeSilent] {
-				continue
-			}
-			if d, err := time.ParseDuration(r.modeValue(ModeReadyDelayPrefix)); err == nil {
-				time.Sleep(d)
-			}
-			proto := wire.ProtocolVersion
-			if v := r.modeValue(ModeProtoPrefix); v != "" {
-				proto, _ = strconv.Atoi(v)
-			}
 			r.outMu.Lock()
 			r.frames = m.TermFrames && r.modes[ModeTermFrames]
 			r.outMu.Unlock()
-			r.write("", &wire.Ready{Proto: proto, Session: r.session, TermFrames: r.frames})
+			r.write("", &wire.Ready{Proto: wire.ProtocolVersion, Session: r.session, TermFrames: r.frames})
 		case *wire.LiveEnsure:
-			if r.modes[ModeFailStart] {
-				fmt.Fprintln(r.errw, "fake runner: engine refused to start")
-				r.write(reqID, &wire.LiveReady{Error: wire.Errorf(wire.CodeEngineError, "engine %q refused to start", m.Spec.Engine)})
-				continue
-			}
 			typ := event.SessionStarted
 			if r.seq > 0 {
 				typ = event.SessionResumed
 			}
 			r.emit(typ, event.SessionStartedData{Engine: m.Spec.Engine, Cwd: m.Spec.Cwd, Mode: m.Spec.Mode})
-			if len(m.Credentials) > 0 {
-				// Prove they arrived without ever writing them down.
-				names := make([]string, 0, len(m.Credentials))
-				for k := range m.Credentials {
-					names = append(names, k)
-				}
-				fmt.Fprintln(r.errw, "fake runner: credentials received:", strings.Join(names, ","))
-			}
-			if r.modes[ModeLogLines] {
-				for _, line := range LogLines {
-					fmt.Fprintln(r.errw, line)
-				}
-			}
-			r.mu.Lock()
-			r.notLive = r.modes[ModeNotLiveOnce] && r.commands == 0
-			r.mu.Unlock()
-			r.reportState()
+			r.write("", &wire.StateReport{State: wire.StateIdle})
 			r.write(reqID, &wire.LiveReady{Session: r.session})
 		case *wire.Command:
 			r.command(reqID, m)
 		case *wire.TermOpen:
-			if r.modes[ModeNoTerminal] {
-				r.write(reqID, &wire.TermOpened{TermID: m.TermID, ClientID: m.ClientID,
-					Error: wire.Errorf(wire.CodeUnavailable, "this runner has no terminal support")})
-				continue
-			}
 			// It never hands a terminal over.
 			r.write(reqID, &wire.TermOpened{TermID: m.TermID, ClientID: m.ClientID, Role: "owner", Cols: m.Cols, Rows: m.Rows})
 			r.write("", &wire.TermData{TermID: m.TermID, ClientID: m.ClientID, Data: []byte("$ ")})
@@ -326,12 +210,7 @@ func (r *runner) serve(stdin io.Reader) int {
 			}
 		case *wire.TermResize, *wire.TermClose, *wire.TermAck:
 		case *wire.Shutdown:
-			if r.modes[ModeHangShutdown] {
-				continue
-			}
-			r.interruptTurn()
 			r.wg.Wait()
-			r.writePresence()
 			r.write(reqID, &wire.Bye{})
 			return 0
 		default:

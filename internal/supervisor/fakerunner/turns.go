@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,15 +14,6 @@ import (
 )
 
 func (r *runner) command(reqID string, m *wire.Command) {
-	r.mu.Lock()
-	r.commands++
-	notLive := r.notLive
-	r.notLive = false
-	r.mu.Unlock()
-	if notLive {
-		r.write(reqID, &wire.CommandReply{Outcome: wire.OutcomeNotLive})
-		return
-	}
 	reply := func(rep *wire.Reply) {
 		r.write(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: rep})
 	}
@@ -32,13 +21,6 @@ func (r *runner) command(reqID string, m *wire.Command) {
 	if err != nil {
 		reply(wire.ErrReply(err))
 		return
-	}
-	switch req.(type) {
-	case command.GetStatus, command.GetGoal:
-	default:
-		if r.modes[ModeIgnoreCommand] {
-			return
-		}
 	}
 	switch c := req.(type) {
 	case command.Send:
@@ -49,108 +31,33 @@ func (r *runner) command(reqID string, m *wire.Command) {
 		}
 		id := fmt.Sprintf("m%d", r.seq+1)
 		r.mu.Lock()
-		busy := r.working
-		if busy {
-			r.queued = append(r.queued, event.Queued{ID: id, Text: c.Text})
-		} else {
-			r.working = true
-			r.turn++
-		}
+		r.turn++
 		turn := r.turn
 		r.mu.Unlock()
-		r.emit(event.UserMessage, event.UserMessageData{ID: id, Text: c.Text, Kind: "send", Queued: busy})
-		r.reportState()
+		r.emit(event.UserMessage, event.UserMessageData{ID: id, Text: c.Text, Kind: "send"})
 		reply(wire.OKReply(event.Queued{ID: id, Text: c.Text}))
-		if !busy {
-			r.wg.Add(1)
-			go r.runTurn(turn, id, c.Text)
-		}
-	case command.Stop:
-		reply(r.stopTurn())
-	case command.Answer:
-		reply(r.answer(c.AskID, c.Decision))
+		r.wg.Add(1)
+		go r.runTurn(turn, id, c.Text)
 	case command.GetStatus:
 		reply(wire.OKReply(r.status()))
-	case command.CancelQueued:
-		r.mu.Lock()
-		i := slices.IndexFunc(r.queued, func(q event.Queued) bool { return q.ID == c.MessageID })
-		var q event.Queued
-		if i >= 0 {
-			q = r.queued[i]
-			r.queued = slices.Delete(r.queued, i, i+1)
-		}
-		r.mu.Unlock()
-		if i < 0 {
-			reply(wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no queued message %q", c.MessageID)))
-			return
-		}
-		reply(wire.OKReply(q))
 	case command.GetGoal:
 		reply(wire.OKReply(command.GoalState{Clauses: []string{}, Limit: 20}))
-	case command.ForkSession:
-		res, err := r.fork()
-		if err != nil {
-			reply(wire.ErrReply(err))
-			return
-		}
-		reply(wire.OKReply(res))
 	default:
 		reply(wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "unknown command %q (the fake runner does not play it)", c.Cmd())))
 	}
 }
 
+// runTurn plays a turn: a burst when the text asks for one, else an echo.
 func (r *runner) runTurn(turn int, id, text string) {
 	defer r.wg.Done()
-	for {
-		r.emit(event.TurnStarted, event.TurnStartedData{Turn: turn, MessageID: id, Text: text})
-		outcome := "done"
-		switch {
-		case strings.HasPrefix(text, BurstPrefix):
-			n, _ := strconv.Atoi(strings.TrimPrefix(text, BurstPrefix))
-			r.burst(n)
-		case r.modes[ModeSlowTurn]:
-			<-r.stop
-			outcome = "stopped"
-		case r.modes[ModeAsk]:
-			ask := fmt.Sprintf("a%d", turn)
-			r.mu.Lock()
-			r.asks = append(r.asks, ask)
-			r.mu.Unlock()
-			r.emit(event.AskOpened, event.AskOpenedData{AskID: ask, Tool: "shell", Category: "shell", Reason: "runs a command", Command: "make"})
-			r.reportState()
-			select {
-			case d := <-r.ans:
-				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: d, By: "user"})
-			case <-r.stop:
-				r.dropAsk(ask)
-				r.emit(event.AskAnswered, event.AskAnsweredData{AskID: ask, Decision: command.DecisionDeny, By: "stop"})
-				outcome = "stopped"
-			}
-		default:
-			r.emit(event.AssistantText, event.TextData{Text: "echo: " + text})
-		}
-		// As the real runner does, the turn is over (the status says so)
-		// before turnEnded is seen.
-		r.mu.Lock()
-		last := len(r.queued) == 0 || outcome == "stopped"
-		if last {
-			r.working = false
-			r.queued = nil
-		}
-		r.mu.Unlock()
-		r.emit(event.TurnEnded, event.TurnEndedData{Turn: turn, Outcome: outcome})
-		r.reportState()
-		if last {
-			r.writePresence()
-			return
-		}
-		r.mu.Lock()
-		next := r.queued[0]
-		r.queued = r.queued[1:]
-		r.turn++
-		turn, id, text = r.turn, next.ID, next.Text
-		r.mu.Unlock()
+	r.emit(event.TurnStarted, event.TurnStartedData{Turn: turn, MessageID: id, Text: text})
+	if n, ok := strings.CutPrefix(text, BurstPrefix); ok {
+		count, _ := strconv.Atoi(n)
+		r.burst(count)
+	} else {
+		r.emit(event.AssistantText, event.TextData{Text: "echo: " + text})
 	}
+	r.emit(event.TurnEnded, event.TurnEndedData{Turn: turn, Outcome: "done"})
 }
 
 func (r *runner) burst(n int) {
@@ -183,94 +90,11 @@ func (r *runner) burst(n int) {
 	}
 }
 
-func (r *runner) stopTurn() *wire.Reply {
-	r.mu.Lock()
-	working := r.working
-	cleared := len(r.queued)
-	r.queued = nil
-	r.mu.Unlock()
-	r.reportState()
-	if working {
-		r.interruptTurn()
-	}
-	r.emit(event.Stopped, event.StoppedData{Reason: "user", InterruptedTurn: working, ClearedQueue: cleared})
-	return wire.OKReply(event.StoppedData{Reason: "user", InterruptedTurn: working, ClearedQueue: cleared})
-}
-
-func (r *runner) interruptTurn() {
-	select {
-	case r.stop <- struct{}{}:
-	default:
-	}
-}
-
-func (r *runner) answer(askID, decision string) *wire.Reply {
-	if decision != command.DecisionAllow && decision != command.DecisionDeny {
-		return wire.ErrReply(wire.Errorf(wire.CodeBadRequest, "answer needs decision allow or deny, not %q", decision))
-	}
-	if !r.dropAsk(askID) {
-		return wire.ErrReply(wire.Errorf(wire.CodeNotFound, "no open ask %q", askID))
-	}
-	r.reportState()
-	r.ans <- decision
-	return wire.OKReply(command.AnswerResult{AskID: askID, Decision: decision})
-}
-
-// dropAsk closes an open ask and reports whether it was open.
-func (r *runner) dropAsk(askID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, a := range r.asks {
-		if a == askID {
-			r.asks = append(r.asks[:i], r.asks[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
 func (r *runner) status() command.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return command.Status{Session: r.session, Engine: r.engine, State: r.stateLocked(), Turn: r.turn,
-		Queued: append([]event.Queued{}, r.queued...), OpenAsks: append([]string{}, r.asks...), PendingEdit: []string{}, LastSeq: r.seq}
-}
-
-func (r *runner) stateLocked() wire.State {
-	switch {
-	case len(r.asks) > 0:
-		return wire.StateWaitingForApproval
-	case r.working:
-		return wire.StateWorking
-	}
-	return wire.StateIdle
-}
-
-// reportState tells the supervisor what the fake's session is doing, when
-// that changed, as the real runner does: before the reply to a command
-// that changed it.
-func (r *runner) reportState() {
-	r.reportMu.Lock()
-	defer r.reportMu.Unlock()
-	r.mu.Lock()
-	st := wire.StateReport{State: r.stateLocked(), Turn: r.turn, Queued: len(r.queued), OpenAsks: len(r.asks)}
-	r.mu.Unlock()
-	if r.reported && st == r.lastReport {
-		return
-	}
-	r.lastReport, r.reported = st, true
-	r.write("", &st)
-}
-
-func (r *runner) writePresence() {
-	raw, _ := json.Marshal(r.status())
-	r.mu.Lock()
-	dir := r.dir
-	r.mu.Unlock()
-	tmp := filepath.Join(dir, ".presence.tmp")
-	if os.WriteFile(tmp, raw, 0o600) == nil {
-		_ = os.Rename(tmp, filepath.Join(dir, "presence.json"))
-	}
+	return command.Status{Session: r.session, Engine: r.engine, State: wire.StateIdle, Turn: r.turn,
+		Queued: []event.Queued{}, OpenAsks: []string{}, PendingEdit: []string{}, LastSeq: r.seq}
 }
 
 // emit appends an event to the log and then mirrors it, in that order.
@@ -314,40 +138,4 @@ func (r *runner) writeRaw(b []byte) {
 	defer r.outMu.Unlock()
 	r.out.Write(b)
 	r.out.Flush()
-}
-
-// fork continues the conversation under a new session id in a sibling
-// folder, as the real runner does for forkSession: the rotated event ends
-// the old log, and the new log starts as its copy.
-func (r *runner) fork() (command.ForkResult, error) {
-	r.mu.Lock()
-	from, cur := r.session, r.dir
-	r.mu.Unlock()
-	to := fmt.Sprintf("%s-f%d", from, time.Now().UnixNano()%1e6)
-	dir := filepath.Join(filepath.Dir(cur), to)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return command.ForkResult{}, err
-	}
-	meta, _ := json.Marshal(wire.Spec{ID: to, Engine: r.engine, Parent: from})
-	if err := os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o600); err != nil {
-		return command.ForkResult{}, err
-	}
-	r.emit(event.Rotated, event.RotatedData{From: from, To: to, Reason: "fork"})
-	r.mu.Lock()
-	old, err := os.ReadFile(filepath.Join(cur, "events.jsonl"))
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "events.jsonl"), old, 0o600)
-	}
-	if err == nil {
-		err = r.openLog(dir)
-	}
-	if err == nil {
-		r.session, r.dir = to, dir
-	}
-	r.mu.Unlock()
-	if err != nil {
-		return command.ForkResult{}, err
-	}
-	r.emit(event.SessionResumed, event.SessionStartedData{Engine: r.engine, Parent: from})
-	return command.ForkResult{From: from, To: to}, nil
 }

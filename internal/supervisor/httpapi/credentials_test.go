@@ -22,7 +22,7 @@ import (
 // everything (debug level) where the test can read it.
 func credentialFixture(t *testing.T, store CredentialStore) (*fixture, *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	f := newFixture(t, "", func(o *Options) {
+	f := newScriptFixture(t, "", func(o *Options) {
 		o.Credentials = store
 		o.Logger = zap.New(core)
 	})
@@ -140,7 +140,7 @@ func TestCredentialsRoutes(t *testing.T) {
 // Without a store (a supervisor embedded in a test, say) the routes answer
 // unavailable rather than pretending.
 func TestCredentialsWithoutAStore(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	code, raw := f.do("GET", "/v1/credentials", "")
 	if e := errorOf(t, code, raw); e.Code != wire.CodeUnavailable {
 		t.Fatalf("list without a store: %d %s", code, raw)

@@ -9,7 +9,7 @@ import (
 
 // Bad parameters are refused before any probe runs.
 func TestEnginesRefusesBadParameters(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	for _, q := range []string{
 		"?refresh=maybe",
 		"?check=everything",

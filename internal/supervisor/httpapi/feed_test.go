@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -32,7 +31,7 @@ func (f *fixture) openFeed(query string, hdr ...string) *http.Response {
 }
 
 func TestFeedOverSSE(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	resp := f.openFeed("")
 	r := newSSEReader(resp.Body)
 	id := f.create()
@@ -86,7 +85,7 @@ func TestFeedOverSSE(t *testing.T) {
 }
 
 func TestFeedUnnamedAndNDJSON(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	f.send(id, "x")
 	readSSE(t, f.srv.URL+"/v1/sessions/"+id+"/events", "", "turnEnded")
@@ -128,7 +127,7 @@ func TestFeedUnnamedAndNDJSON(t *testing.T) {
 }
 
 func TestFeedRejectsBadQueries(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	for _, q := range []string{"?session=../x", "?format=xml", "?named=maybe"} {
 		code, raw := f.do("GET", "/v1/events"+q, "")
 		if e := errorOf(t, code, raw); code != 400 || e.Code != wire.CodeBadRequest {
@@ -138,7 +137,7 @@ func TestFeedRejectsBadQueries(t *testing.T) {
 }
 
 func TestWaitEndpoint(t *testing.T) {
-	f := newFixture(t, fakerunner.ModeSlowTurn)
+	f := newScenarioFixture(t, "", `fallback: {steps: [{sleepMs: 600000}]}`)
 	id := f.create()
 	for _, q := range []string{"?for=lunch", "?timeout=0", "?timeout=11m", "?after=-1", "?timeout=soon"} {
 		code, raw := f.do("GET", "/v1/sessions/"+id+"/wait"+q, "")
@@ -150,6 +149,8 @@ func TestWaitEndpoint(t *testing.T) {
 		t.Errorf("unknown session: %d %s", code, raw)
 	}
 	f.send(id, "x")
+	// A stop before the turn starts would only clear the queue.
+	readSSE(t, f.srv.URL+"/v1/sessions/"+id+"/events", "", "turnStarted")
 	code, raw := f.do("GET", "/v1/sessions/"+id+"/wait?for=idle&timeout=50ms", "")
 	var r api.WaitReply
 	if err := json.Unmarshal(raw, &r); code != 200 || err != nil || !r.OK || r.Met || r.For != api.WaitIdle {

@@ -14,7 +14,7 @@ import (
 // never an HTML redirect, a wrapped-round seq, an accepted spec or a
 // command that reaches a runner.
 func TestHostileRequestsGetTheJSONError(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	// Redirects are not followed: a redirect is itself the failure.
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

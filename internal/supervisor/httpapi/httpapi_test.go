@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -25,33 +26,72 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(fakerunner.EnvVar) != "" {
+	switch {
+	case testrunner.IsFault():
+		os.Exit(testrunner.Main(os.Args[1:]))
+	case os.Getenv(fakerunner.EnvVar) != "":
+		// The one terminal test that builds its own manager still
+		// starts the fake runner.
 		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testrunner.Remove()
+	os.Exit(code)
 }
+
+// echoScenario is what the fixture's sessions play: each message answered
+// with a short text.
+const echoScenario = `fallback: {steps: [{say: "echo"}]}`
 
 type fixture struct {
-	t   *testing.T
-	m   *supervisor.Manager
-	srv *httptest.Server
+	t        *testing.T
+	m        *supervisor.Manager
+	srv      *httptest.Server
+	scenario string // the script engine's scenario for create
 }
 
-// newFixture serves the API of a manager with fake runners in modes; tweak
-// changes the API's options.
+// newScriptFixture serves the API of a manager whose runners are the real
+// runner, or the fault f in front of it (testrunner.Fault; none when
+// empty); tweak changes the API's options.
+func newScriptFixture(t *testing.T, f testrunner.Fault, tweak ...func(*Options)) *fixture {
+	t.Helper()
+	return newScenarioFixture(t, f, echoScenario, tweak...)
+}
+
+// newScenarioFixture is newScriptFixture with the sessions that create
+// makes playing scenario.
+func newScenarioFixture(t *testing.T, f testrunner.Fault, scenario string, tweak ...func(*Options)) *fixture {
+	t.Helper()
+	cfg := supervisor.Config{StateDir: t.TempDir(), RunnerPath: testrunner.Path(t)}
+	if f != "" {
+		cfg.Env, cfg.RunnerPath = testrunner.Env(cfg.RunnerPath, f), os.Args[0]
+	}
+	return serveManager(t, cfg, scenario, tweak...)
+}
+
+// newFixture serves the API of a manager with fake runners in modes; the
+// terminal tests (terminal_test.go) still use it, every other test the
+// real runner (newScriptFixture).
 func newFixture(t *testing.T, modes string, tweak ...func(*Options)) *fixture {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
 	if modes == "" {
 		modes = fakerunner.ModeOn
 	}
-	m, err := supervisor.New(supervisor.Config{
+	return serveManager(t, supervisor.Config{
 		StateDir:   t.TempDir(),
 		RunnerPath: os.Args[0],
 		Env: []string{fakerunner.EnvVar + "=" + modes,
 			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
-		Logger: zaptest.NewLogger(t),
-	})
+	}, echoScenario, tweak...)
+}
+
+// serveManager serves the API of a manager on cfg, with its log in the
+// test's; create makes sessions playing scenario.
+func serveManager(t *testing.T, cfg supervisor.Config, scenario string, tweak ...func(*Options)) *fixture {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	cfg.Logger = zaptest.NewLogger(t)
+	m, err := supervisor.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +110,7 @@ func newFixture(t *testing.T, modes string, tweak ...func(*Options)) *fixture {
 			t.Error(err)
 		}
 	})
-	return &fixture{t: t, m: m, srv: srv}
+	return &fixture{t: t, m: m, srv: srv, scenario: testrunner.Scenario(t, scenario)}
 }
 
 // do sends a request and returns the status and body.
@@ -97,7 +137,8 @@ func (f *fixture) do(method, path, body string, hdr ...string) (int, []byte) {
 
 func (f *fixture) create() string {
 	f.t.Helper()
-	code, raw := f.do("POST", "/v1/sessions", `{"engine":"script"}`)
+	body, _ := json.Marshal(wire.Spec{Engine: "script", Scenario: f.scenario})
+	code, raw := f.do("POST", "/v1/sessions", string(body))
 	if code != http.StatusCreated {
 		f.t.Fatalf("create: %d %s", code, raw)
 	}
@@ -133,8 +174,7 @@ func errorOf(t *testing.T, code int, raw []byte) *api.Error {
 }
 
 func TestBadBodiesAreRejectedClearly(t *testing.T) {
-	f := newFixture(t, "")
-	id := f.create()
+	commands := "/v1/sessions/" + stubID + "/commands"
 	tests := []struct {
 		name, path, body, says string
 	}{
@@ -145,12 +185,23 @@ func TestBadBodiesAreRejectedClearly(t *testing.T) {
 		{"unknown field", "/v1/sessions", `{"engine":"script","engien":"x"}`, `unknown field "engien"`},
 		{"array", "/v1/sessions", `[1]`, "must be a JSON object"},
 		{"two objects", "/v1/sessions", `{"engine":"script"}{}`, "found more"},
-		{"missing engine", "/v1/sessions", `{"cwd":"/"}`, "engine is required"},
-		{"a title of two lines", "/v1/sessions", `{"engine":"script","title":"a\nb"}`, "one line"},
-		{"empty command", "/v1/sessions/" + id + "/commands", `{}`, "cmd is required"},
-		{"command typo", "/v1/sessions/" + id + "/commands", `{"cmd":"send","txt":"hi"}`, `unknown field "txt"`},
+		{"empty command", commands, `{}`, "cmd is required"},
+		{"command typo", commands, `{"cmd":"send","txt":"hi"}`, `unknown field "txt"`},
 		{"huge body", "/v1/sessions", `{"engine":"` + strings.Repeat("x", maxBody) + `"}`, "larger than"},
 	}
+	checkBadBodies(t, newStubFixture(t), tests)
+
+	// The supervisor's own checks of a spec, through the same edge.
+	checkBadBodies(t, newScriptFixture(t, ""), []struct{ name, path, body, says string }{
+		{"missing engine", "/v1/sessions", `{"cwd":"/"}`, "engine is required"},
+		{"a title of two lines", "/v1/sessions", `{"engine":"script","title":"a\nb"}`, "one line"},
+	})
+}
+
+// checkBadBodies posts each body and wants a 400 bad_request that says
+// what is wrong.
+func checkBadBodies(t *testing.T, f *fixture, tests []struct{ name, path, body, says string }) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			code, raw := f.do("POST", tc.path, tc.body)
@@ -166,7 +217,7 @@ func TestBadBodiesAreRejectedClearly(t *testing.T) {
 }
 
 func TestUnknownIDsAndPathsAre404(t *testing.T) {
-	f := newFixture(t, "")
+	f := newStubFixture(t)
 	for _, tc := range []struct{ method, path, body string }{
 		{"GET", "/v1/sessions/0123456789ab", ""},
 		{"DELETE", "/v1/sessions/0123456789ab", ""},
@@ -188,7 +239,7 @@ func TestUnknownIDsAndPathsAre404(t *testing.T) {
 }
 
 func TestSessionLifecycle(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 
 	code, raw := f.do("GET", "/v1/sessions", "")
@@ -214,7 +265,7 @@ func TestSessionLifecycle(t *testing.T) {
 }
 
 func TestCommandRepliesCarryTheRunnersVerdict(t *testing.T) {
-	f := newFixture(t, fakerunner.ModeCrashOnSend)
+	f := newScriptFixture(t, testrunner.CrashOnSend)
 	id := f.create()
 	code, raw := f.do("POST", "/v1/sessions/"+id+"/commands", `{"cmd":"frobnicate"}`)
 	if code != 400 || !strings.Contains(errorOf(t, code, raw).Message, `unknown command "frobnicate"`) {
@@ -234,7 +285,7 @@ func TestCommandRepliesCarryTheRunnersVerdict(t *testing.T) {
 }
 
 func TestEventsResumeFromAnySeq(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	f.send(id, "one")
 	readSSE(t, f.srv.URL+"/v1/sessions/"+id+"/events", "", "turnEnded")
@@ -280,7 +331,7 @@ func TestEventsResumeFromAnySeq(t *testing.T) {
 }
 
 func TestEventsFollowLiveAfterReplay(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	f.send(id, "before")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -316,7 +367,7 @@ func TestEventsFollowLiveAfterReplay(t *testing.T) {
 }
 
 func TestEventsAsNDJSON(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	f.send(id, "x")
 	readSSE(t, f.srv.URL+"/v1/sessions/"+id+"/events", "", "turnEnded")
@@ -345,7 +396,7 @@ func TestEventsAsNDJSON(t *testing.T) {
 }
 
 func TestEventStreamEndsWithErrorWhenSessionDeleted(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	resp, err := http.Get(f.srv.URL + "/v1/sessions/" + id + "/events")
 	if err != nil {
@@ -356,12 +407,20 @@ func TestEventStreamEndsWithErrorWhenSessionDeleted(t *testing.T) {
 	if ev, err := r.next(); err != nil || ev.event != "sessionStarted" {
 		t.Fatalf("first event %+v %v", ev, err)
 	}
+	seq := int64(1)
 	// Idle long enough for keep-alive comments, which the reader skips.
 	time.Sleep(120 * time.Millisecond)
 	if code, raw := f.do("DELETE", "/v1/sessions/"+id, ""); code != 200 {
 		t.Fatalf("delete: %d %s", code, raw)
 	}
+	// The runner's own last events (it stops as the session goes), in
+	// order, then the end.
 	ev, err := r.next()
+	for ; err == nil && ev.event != "streamEnded"; ev, err = r.next() {
+		if seq++; ev.id != seq {
+			t.Fatalf("event %+v, want seq %d", ev, seq)
+		}
+	}
 	if err != nil || ev.event != "streamEnded" || !strings.Contains(ev.data, `"code":"not_found"`) {
 		t.Fatalf("last event %+v %v", ev, err)
 	}

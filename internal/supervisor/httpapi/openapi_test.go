@@ -47,7 +47,7 @@ func TestEveryRouteIsInTheSchema(t *testing.T) {
 }
 
 func TestServesItsOpenAPIDocument(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	code, raw := f.do("GET", "/v1/openapi.json", "")
 	var doc struct {
 		OpenAPI string         `json:"openapi"`

@@ -29,7 +29,7 @@ func gitRepo(t *testing.T) string {
 }
 
 func TestWorkspaceRoutes(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	repo := gitRepo(t)
 	status, body := f.do("POST", "/v1/sessions", `{"engine":"script","cwd":"`+repo+`","workspace":{"base":"main"}}`)
 	if status != 201 {
@@ -78,7 +78,7 @@ func TestWorkspaceRoutes(t *testing.T) {
 }
 
 func TestWorkspaceRefusals(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	repo := gitRepo(t)
 	plain := t.TempDir()
 	cases := []struct {

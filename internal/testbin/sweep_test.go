@@ -1,4 +1,4 @@
-package testsupervisor
+package testbin
 
 import (
 	"fmt"
@@ -15,18 +15,18 @@ func TestSweepRemovesOnlyTheFoldersOfEndedProcesses(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	folders := map[string]bool{ // name → kept
-		fmt.Sprintf("%s%d-1", binariesPrefix, ended.Process.Pid): false,
-		fmt.Sprintf("%s%d-2", binariesPrefix, os.Getpid()):       true,
-		fmt.Sprintf("%s%d-3", binariesPrefix, os.Getppid()):      true,
-		"corral-testsupervisor-123":                              true, // not named by a process
-		"unrelated":                                              true,
+		fmt.Sprintf("%s%d-1", folderPrefix, ended.Process.Pid): false,
+		fmt.Sprintf("%s%d-2", folderPrefix, os.Getpid()):       true,
+		fmt.Sprintf("%s%d-3", folderPrefix, os.Getppid()):      true,
+		"corral-testbin-123": true, // not named by a process
+		"unrelated":          true,
 	}
 	for name := range folders {
 		if err := os.Mkdir(filepath.Join(tmp, name), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sweepBinaries(tmp)
+	sweep(tmp)
 	for name, kept := range folders {
 		_, err := os.Stat(filepath.Join(tmp, name))
 		if (err == nil) != kept {
