@@ -34,6 +34,17 @@ type terminal struct {
 	cmd *exec.Cmd
 	pid int // the program; also its session and process group id
 
+	// reapMu orders signals to the program's session before the program's
+	// reap: held for reading while the session is signalled, for writing
+	// while the program is reaped. Once reaped (and its session empty) its
+	// pid, which is also the group's and the session's id, is free for the
+	// kernel to give to another process, which may lead a group or a
+	// session of its own (a runner does): a signal to -pid then would hit
+	// it. So a reaped terminal signals nothing.
+	reapMu  sync.RWMutex
+	reaped  bool
+	waitErr error // cmd.Wait's, set with reaped
+
 	closeMaster  sync.Once
 	masterClosed chan struct{} // closed with the master
 	inputMu      sync.Mutex    // one Input write at a time
@@ -396,14 +407,21 @@ func (t *terminal) closeMasterOnce() {
 func (t *terminal) run() {
 	defer t.hub.wg.Done()
 	defer close(t.done)
-	waitErr := t.cmd.Wait()
-	final := exitOf(t.cmd.ProcessState)
-	t.log.Info("terminal program ended", zap.Int("code", final.code), zap.String("signal", final.signal), zap.NamedError("wait", waitErr))
-
+	// The program is waited for without being reaped where the system
+	// allows it: its zombie keeps its pid, so the group and session ids
+	// cannot be reused while the session is hung up below (reapMu).
+	if err := waitExited(t.pid); err != nil {
+		t.log.Debug("wait for the terminal program without reaping it", zap.Error(err))
+		t.reap()
+	}
 	// What the program leaves in its session is hung up, as when a terminal
 	// window closes; it would otherwise hold the terminal open forever.
-	if err := t.endSession(); err != nil {
-		t.log.Warn("end terminal session", zap.Error(err))
+	sessionErr := t.endSession()
+	t.reap()
+	final := exitOf(t.cmd.ProcessState)
+	t.log.Info("terminal program ended", zap.Int("code", final.code), zap.String("signal", final.signal), zap.NamedError("wait", t.waitErr))
+	if sessionErr != nil {
+		t.log.Warn("end terminal session", zap.Error(sessionErr))
 	}
 	// A process that left the session but kept the terminal open still
 	// blocks the reader; closing the master releases it. An exported
@@ -436,6 +454,17 @@ func (t *terminal) run() {
 		to.Exit(final.code, final.signal)
 	}
 	t.pokeRoom()
+}
+
+// reap collects the program's exit status, once. Signals to its session
+// stop here (reapMu).
+func (t *terminal) reap() {
+	t.reapMu.Lock()
+	defer t.reapMu.Unlock()
+	if !t.reaped {
+		t.waitErr = t.cmd.Wait()
+		t.reaped = true
+	}
 }
 
 func exitOf(ps *os.ProcessState) *ending {
@@ -481,7 +510,7 @@ const sessionPoll = 10 * time.Millisecond
 func (t *terminal) endSession() error {
 	err := t.signalSession(unix.SIGHUP)
 	deadline := time.Now().Add(t.hub.opts.KillGrace)
-	for sessionAlive(t.pid) {
+	for t.sessionAlive() {
 		if time.Now().After(deadline) {
 			t.log.Info("terminal session outlived its grace period; killing it", zap.Duration("grace", t.hub.opts.KillGrace))
 			return errors.Join(err, t.signalSession(unix.SIGKILL))
@@ -491,11 +520,26 @@ func (t *terminal) endSession() error {
 	return err
 }
 
+// sessionAlive reports whether any process of the program's session still
+// runs, as far as can be known without risk: after the reap, the session's
+// id may name someone else's.
+func (t *terminal) sessionAlive() bool {
+	t.reapMu.RLock()
+	defer t.reapMu.RUnlock()
+	return !(t.reaped && signalsStopAtReap) && sessionAlive(t.pid)
+}
+
 // signalSession signals the program's process group and every other process
 // still in its session. The kernel does not reuse a pid while it names a
-// group or session with a live member, so the signal cannot stray while
-// there is anyone left to hit.
+// live or unreaped process, or a group or session with a live member, so
+// the signal cannot stray while the program is not reaped; after that it
+// is not sent (reapMu).
 func (t *terminal) signalSession(sig syscall.Signal) error {
+	t.reapMu.RLock()
+	defer t.reapMu.RUnlock()
+	if t.reaped && signalsStopAtReap {
+		return nil
+	}
 	var errs []error
 	if err := unix.Kill(-t.pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
 		errs = append(errs, fmt.Errorf("signal process group %d: %w", t.pid, err))
