@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/corral-dev/corral/internal/supervisor/termhost"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -172,7 +173,7 @@ func (m *Manager) openTerm(ctx context.Context, id string, t wire.TermOpen, sink
 	if !t.Export || !r.Export {
 		return r, nil, nil
 	}
-	master, err := receiveMaster(c.masters, t.TermID)
+	master, err := termhost.ReceiveMaster(c.masters, t.TermID)
 	if err != nil {
 		// The runner waits for its output to be taken back.
 		m.UnexportTerm(id, t.TermID, t.ClientID, r.Data)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/supervisor/termhost"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
@@ -121,7 +122,7 @@ func startChild(sp spawnSpec) (*child, error) {
 		return nil, fmt.Errorf("runner stdout: %w", err)
 	}
 	growPipe(stdoutR)
-	masters, theirs, err := newMasterChannel()
+	masters, theirs, err := termhost.NewMasterChannel()
 	if err != nil {
 		sp.log.Debug("terminals will not be handed over", zap.Error(err))
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/buildinfo"
 	"github.com/corral-dev/corral/internal/graph/service"
+	"github.com/corral-dev/corral/internal/supervisor/termhost"
 	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
@@ -81,7 +82,7 @@ func New(m Sessions, opts Options) http.Handler {
 	mux.HandleFunc("DELETE "+v+"/sessions/{id}", s.delete)
 	mux.HandleFunc("POST "+v+"/sessions/{id}/commands", s.command)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/events", s.events)
-	mux.HandleFunc("GET "+v+"/sessions/{id}/terminals/{termId}", newTerminals(m, s.log).serve)
+	mux.HandleFunc("GET "+v+"/sessions/{id}/terminals/{termId}", (&terminals{termhost.New(m, s.log)}).serve)
 	mux.HandleFunc("GET "+v+"/sessions/{id}/workspace", s.workspaceGet)
 	mux.HandleFunc("POST "+v+"/sessions/{id}/workspace/commit", s.workspaceCommit)
 	mux.HandleFunc("POST "+v+"/sessions/{id}/workspace/merge", s.workspaceMerge)

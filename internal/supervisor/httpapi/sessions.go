@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/supervisor/termhost"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -40,7 +41,7 @@ type Sessions interface {
 	// settings and credentials (in a fleet, of the node the request
 	// reached).
 	Engines(ctx context.Context, opts supervisor.EnginesOptions) (api.EnginesReply, error)
-	termManager
+	termhost.Manager
 }
 
 // EventStream is one session's events in seq order. Next's slices are

@@ -1,11 +1,10 @@
-package httpapi
+package termhost
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -43,40 +42,19 @@ const (
 	ackStepBytes    = 256 << 10
 )
 
-// termManager is what the terminals need of the supervisor.
-type termManager interface {
-	OpenTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, error)
-	// ExportTerm is OpenTerm asking the runner to hand the terminal over:
-	// a non-nil master is the caller's to read, type into and resize, and
-	// UnexportTerm gives it back.
-	ExportTerm(ctx context.Context, id string, t wire.TermOpen, sink func(wire.Message)) (*wire.TermOpened, *os.File, error)
-	UnexportTerm(id, termID, clientID string, scrollback []byte) error
-	TermInput(id string, in wire.TermInput) error
-	TermResize(id string, r wire.TermResize) error
-	TermAck(id string, a wire.TermAck) error
-	CloseTerm(id, termID, clientID string) error
-	// RecycleTermData takes back the Data of a term.data message the sink
-	// got, or a buffer from TermBuffer, once nothing refers to it any more,
-	// to reuse it.
-	RecycleTermData(p []byte)
-	// TermBuffer returns a buffer of length n for terminal output, from
-	// the buffers RecycleTermData takes back.
-	TermBuffer(n int) []byte
-}
-
 type muxKey struct{ session, term string }
 
 // termMuxes are the session terminals with WebSocket clients. Lock order:
 // termMuxes.mu before termMux.mu.
 type termMuxes struct {
-	m termManager
+	m Manager
 
 	mu    sync.Mutex
 	muxes map[muxKey]*termMux
 	refs  map[*termMux]int // clients attached or attaching
 }
 
-func newTermMuxes(m termManager) *termMuxes {
+func newTermMuxes(m Manager) *termMuxes {
 	return &termMuxes{m: m, muxes: map[muxKey]*termMux{}, refs: map[*termMux]int{}}
 }
 
@@ -120,11 +98,11 @@ type termGrant struct {
 	cols, rows uint16
 }
 
-// attach joins a client, whose stream goes to out, to terminal termID of
-// session id, opening the terminal on first use. The caller must detach
-// the client.
-func (s *termMuxes) attach(ctx context.Context, id, termID string, q termQuery, out *termOutbox) (*muxClient, termGrant, error) {
-	key := muxKey{id, termID}
+// attach joins a client, whose stream goes to out, to the terminal q
+// names, opening the terminal on first use. The caller must detach the
+// client.
+func (s *termMuxes) attach(ctx context.Context, q Request, out *termOutbox) (*muxClient, termGrant, error) {
+	key := muxKey{q.Session, q.TermID}
 	s.mu.Lock()
 	x := s.muxes[key]
 	first := x == nil
@@ -155,7 +133,7 @@ func (s *termMuxes) attach(ctx context.Context, id, termID string, q termQuery, 
 	}
 	c, g, resize := x.join(q, out)
 	if resize {
-		if err := x.resize(q.cols, q.rows); err != nil {
+		if err := x.resize(q.Cols, q.Rows); err != nil {
 			out.notice(fmt.Errorf("resize: %w", err))
 		}
 	}
@@ -173,9 +151,9 @@ func newRunnerClientID() (string, error) {
 // open attaches the runner client, asking the runner to hand the terminal
 // over (termexport.go). Otherwise the runner's replay arrives through the
 // sink like any output, so it is in the scrollback before anyone joins.
-func (x *termMux) open(ctx context.Context, q termQuery) {
+func (x *termMux) open(ctx context.Context, q Request) {
 	t, err := x.openExported(ctx, wire.TermOpen{
-		TermID: x.key.term, ClientID: x.clientID, Role: api.RoleOwner, Command: q.command, Cols: q.cols, Rows: q.rows,
+		TermID: x.key.term, ClientID: x.clientID, Role: api.RoleOwner, Command: q.Command, Cols: q.Cols, Rows: q.Rows,
 		Window: termWindowBytes,
 	})
 	if err != nil {
@@ -194,7 +172,7 @@ func (x *termMux) open(ctx context.Context, q termQuery) {
 // nothing lost or repeated between the two, since both happen under the
 // lock the sink takes. join reports whether the terminal should take the
 // new owner's size.
-func (x *termMux) join(q termQuery, out *termOutbox) (*muxClient, termGrant, bool) {
+func (x *termMux) join(q Request, out *termOutbox) (*muxClient, termGrant, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	replay := x.scroll.Replay()
@@ -207,12 +185,12 @@ func (x *termMux) join(q termQuery, out *termOutbox) (*muxClient, termGrant, boo
 		return c, termGrant{role: api.RoleReadOnly, cols: x.cols, rows: x.rows}, false
 	}
 	resize := false
-	if q.role == api.RoleOwner && x.seat && x.owner == nil {
+	if q.Role == api.RoleOwner && x.seat && x.owner == nil {
 		c.owner = true
 		x.owner = c
 		// An owner joining a running terminal gives it its size.
-		if q.cols > 0 && q.rows > 0 && (q.cols != x.cols || q.rows != x.rows) {
-			x.cols, x.rows = q.cols, q.rows
+		if q.Cols > 0 && q.Rows > 0 && (q.Cols != x.cols || q.Rows != x.rows) {
+			x.cols, x.rows = q.Cols, q.Rows
 			resize = true
 		}
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package termhost
 
 import (
 	"fmt"
@@ -15,11 +15,11 @@ import (
 // already; a longer wait means the runner broke the protocol.
 const masterWait = 5 * time.Second
 
-// newMasterChannel returns a connected pair of Unix sockets: the
+// NewMasterChannel returns a connected pair of Unix sockets: the
 // supervisor's end, on which a runner hands over the masters of the
 // terminals it exports, and the runner's, to pass it as --term-fds.
 // SOCK_SEQPACKET keeps each hand-over's payload, the terminal id, whole.
-func newMasterChannel() (*net.UnixConn, *os.File, error) {
+func NewMasterChannel() (*net.UnixConn, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("terminal hand-over channel: %w", err)
@@ -34,11 +34,11 @@ func newMasterChannel() (*net.UnixConn, *os.File, error) {
 	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "term-fds"), nil
 }
 
-// receiveMaster takes the master of terminal termID from the channel. The
+// ReceiveMaster takes the master of terminal termID from the channel. The
 // descriptor is close-on-exec from the start, so a runner started
 // meanwhile cannot inherit it. A master sent for an export whose answer
 // came too late for its caller is closed and skipped.
-func receiveMaster(conn *net.UnixConn, termID string) (*os.File, error) {
+func ReceiveMaster(conn *net.UnixConn, termID string) (*os.File, error) {
 	if err := conn.SetReadDeadline(time.Now().Add(masterWait)); err != nil {
 		return nil, fmt.Errorf("receive terminal %s: %w", termID, err)
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package termhost
 
 import (
 	"context"
@@ -134,7 +134,7 @@ func drainOutbox(o *termOutbox) (string, []api.TermFrame, *termEnd) {
 func attachQ(t *testing.T, s *termMuxes, role string, cols, rows uint16, limit int) (*muxClient, termGrant, *termOutbox) {
 	t.Helper()
 	out := newTermOutbox(limit)
-	c, g, err := s.attach(context.Background(), "s1", "main", termQuery{role: role, cols: cols, rows: rows}, out)
+	c, g, err := s.attach(context.Background(), Request{Session: "s1", TermID: "main", Role: role, Cols: cols, Rows: rows}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,11 +288,11 @@ func TestMuxOpenFailureReachesTheClient(t *testing.T) {
 	rm := newRecordingManager()
 	rm.refuse = wire.Errorf(wire.CodeBadRequest, "no such program")
 	s := newTermMuxes(rm)
-	if _, _, err := s.attach(context.Background(), "s1", "main", termQuery{}, newTermOutbox(10)); !errors.Is(err, wire.ErrBadRequest) {
+	if _, _, err := s.attach(context.Background(), Request{Session: "s1", TermID: "main"}, newTermOutbox(10)); !errors.Is(err, wire.ErrBadRequest) {
 		t.Fatalf("err = %v", err)
 	}
 	rm.refuse = nil
-	if _, _, err := s.attach(context.Background(), "s1", "main", termQuery{}, newTermOutbox(10)); err != nil {
+	if _, _, err := s.attach(context.Background(), Request{Session: "s1", TermID: "main"}, newTermOutbox(10)); err != nil {
 		t.Fatalf("a failed open stuck: %v", err)
 	}
 	if len(rm.closes) != 0 {
