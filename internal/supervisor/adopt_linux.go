@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/sessiondir"
+	"github.com/corral-dev/corral/internal/supervisor/termhost"
 	"github.com/corral-dev/corral/internal/unixsock"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -95,7 +96,7 @@ func (m *Manager) attachChild(ctx context.Context, id string, pid int) (*child, 
 		return nil, fmt.Errorf("runner log pipe: %w", err)
 	}
 	fds := []int{int(stderrW.Fd())}
-	masters, theirs, err := newMasterChannel()
+	masters, theirs, err := termhost.NewMasterChannel()
 	if err != nil {
 		m.log.Debug("terminals will not be handed over", zap.Error(err))
 	} else {
@@ -126,7 +127,6 @@ func (m *Manager) attachChild(ctx context.Context, id string, pid int) (*child, 
 		enc:     wire.NewEncoder(conn),
 		tail:    proc.NewTail(stderrTailLines),
 		hooks:   m.childHooks(),
-		frames:  !m.cfg.NoTermFrames,
 		buffers: &m.termBufs,
 		masters: masters,
 		ready:   make(chan *wire.Ready, 1),

@@ -36,10 +36,8 @@ type child struct {
 	stdout io.Closer
 	tail   *proc.Tail
 	hooks  childHooks
-	// frames: the handshake asks for terminal output as binary frames, and
-	// the reader takes them, their output in buffers from buffers when
-	// that is set.
-	frames  bool
+	// buffers, when set, is where the output of terminal frames goes (the
+	// handshake always asks for frames).
 	buffers *termBuffers
 	// masters is where the runner hands over the terminals it exports;
 	// nil where that is not possible. exportMu keeps one export in
@@ -95,8 +93,7 @@ type spawnSpec struct {
 	session string
 	env     []string
 	maxLine int
-	frames  bool         // ask for terminal output as binary frames
-	buffers *termBuffers // where frames' output goes; nil: fresh allocations
+	buffers *termBuffers // where terminal frames' output goes; nil: fresh allocations
 	log     *zap.Logger
 	// runnerLog is where the runner's own log lines go, each with the
 	// session it is on when it writes them.
@@ -132,7 +129,6 @@ func startChild(sp spawnSpec) (*child, error) {
 		enc:     wire.NewEncoder(stdinW),
 		tail:    proc.NewTail(stderrTailLines),
 		hooks:   sp.hooks,
-		frames:  sp.frames,
 		buffers: sp.buffers,
 		masters: masters,
 		ready:   make(chan *wire.Ready, 1),

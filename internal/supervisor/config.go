@@ -72,10 +72,6 @@ type Config struct {
 	// MaxLine bounds one protocol line and one event line (default
 	// wire.DefaultMaxLine).
 	MaxLine int
-	// NoTermFrames keeps terminal output on the runner link as base64
-	// inside JSON lines: the supervisor does not ask runners for binary
-	// terminal frames (docs/wire.md). For comparison and diagnosis.
-	NoTermFrames bool
 	// SubscriberBuffer is how many events a live subscriber may fall
 	// behind before it is moved back to reading the log (default 1024).
 	SubscriberBuffer int

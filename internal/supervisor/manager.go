@@ -294,7 +294,6 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 		session:   session,
 		env:       m.cfg.Env,
 		maxLine:   m.cfg.MaxLine,
-		frames:    !m.cfg.NoTermFrames,
 		buffers:   &m.termBufs,
 		log:       log,
 		runnerLog: m.log.Named("runner"),

@@ -18,16 +18,15 @@ import (
 )
 
 // read handles the runner's stdout until it closes. Bad lines are logged and
-// skipped; mirror, state and term.data lines take the fast decoders that
-// pkg/wire keeps beside their encoders, and binary terminal frames carry
-// output without any decoding.
+// skipped; mirror and state lines take the fast decoders that pkg/wire keeps
+// beside their encoders, and binary terminal frames carry output without
+// any decoding. (A term.data line, which a runner writes only for output a
+// frame cannot carry, goes through the general decoder.)
 func (c *child) read(r io.Reader, maxLine int) {
 	lr := wire.NewLineReader(r, maxLine)
-	if c.frames {
-		lr.AcceptTermFrames()
-		if c.buffers != nil {
-			lr.AllocPayloads(c.buffers.get)
-		}
+	lr.AcceptTermFrames()
+	if c.buffers != nil {
+		lr.AllocPayloads(c.buffers.get)
 	}
 	// The session's hub, looked up at the first mirror: a spare has no
 	// session until it is handed one, before its live.ensure.
@@ -108,10 +107,6 @@ func (c *child) read(r io.Reader, maxLine int) {
 		}
 		if st, ok := wire.ParseState(line); ok {
 			c.report(&st)
-			continue
-		}
-		if d, ok := wire.ParseTermData(line); ok {
-			c.deliver("", d)
 			continue
 		}
 		m, reqID, err := wire.Unmarshal(line)
@@ -367,7 +362,7 @@ func ctxError(ctx context.Context, t wire.Type) error {
 // a re-attaching supervisor's: the first seq of the session's log it lacks
 // (wire.Hello).
 func (c *child) handshake(ctx context.Context, mirrorFrom int64) error {
-	if err := c.enc.Encode(&wire.Hello{Proto: wire.ProtocolVersion, TermFrames: c.frames, MirrorFrom: mirrorFrom}); err != nil {
+	if err := c.enc.Encode(&wire.Hello{Proto: wire.ProtocolVersion, TermFrames: true, MirrorFrom: mirrorFrom}); err != nil {
 		return c.writeFailed(ctx, wire.THello, err)
 	}
 	select {

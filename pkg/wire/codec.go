@@ -219,9 +219,6 @@ func fragment(b []byte) string {
 // message type's fields.
 func AppendMessage(dst []byte, reqID string, m Message) ([]byte, error) {
 	if reqID == "" {
-		if d, ok := asTermData(m); ok {
-			return AppendTermData(dst, d.TermID, d.ClientID, d.Data), nil
-		}
 		if st, ok := asState(m); ok {
 			return AppendState(dst, st), nil
 		}
@@ -388,4 +385,26 @@ func (e *Encoder) EncodeOrHold(m Message) error {
 	}
 	e.held = held
 	return nil
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if !plainByte(s[i]) && s[i] != ' ' {
+			raw, _ := json.Marshal(s) // a string always encodes
+			return append(dst, raw...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// plainByte reports whether c needs no escaping in a JSON string.
+func plainByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-', c == ':', c == '@':
+		return true
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -161,4 +162,26 @@ func BenchmarkStateLine(b *testing.B) {
 			}
 		}
 	})
+}
+
+func encodeLine(t testing.TB, m Message) []byte {
+	line, err := AppendMessage(nil, "", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
+// asJSONString is s as it comes back from a JSON string: invalid UTF-8
+// replaced.
+func asJSONString(t *testing.T, s string) string {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back string
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }
