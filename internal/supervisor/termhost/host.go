@@ -106,6 +106,8 @@ func (h *Host) Attach(ctx context.Context, req Request, upgrade func() (*websock
 	log := h.log.With(zap.String("session", req.Session), zap.String("term", req.TermID), zap.String("client", clientID))
 	conn, err := upgrade()
 	if err != nil {
+		// upgrade has answered the request.
+		log.Debug("terminal upgrade failed", zap.Error(err))
 		return err
 	}
 	conn.SetReadLimit(termReadLimit)
