@@ -149,7 +149,7 @@ func newRunnerClientID() (string, error) {
 }
 
 // open attaches the runner client, asking the runner to hand the terminal
-// over (termexport.go). Otherwise the runner's replay arrives through the
+// over (export.go). Otherwise the runner's replay arrives through the
 // sink like any output, so it is in the scrollback before anyone joins.
 func (x *termMux) open(ctx context.Context, q Request) {
 	t, err := x.openExported(ctx, wire.TermOpen{
