@@ -506,18 +506,35 @@ func (t *terminal) shutdown() error {
 const sessionPoll = 10 * time.Millisecond
 
 // endSession sends SIGHUP to every process of the terminal's session and
-// SIGKILL to any still running HubOptions.KillGrace later.
+// SIGKILL to any still running HubOptions.KillGrace later, and returns once
+// the session is empty (or a further KillGrace has passed). Until then the
+// caller does not reap the program, whose zombie keeps the session's id
+// from being reused while its members die.
 func (t *terminal) endSession() error {
 	err := t.signalSession(unix.SIGHUP)
-	deadline := time.Now().Add(t.hub.opts.KillGrace)
+	if t.awaitSessionEnd(t.hub.opts.KillGrace) {
+		return err
+	}
+	t.log.Info("terminal session outlived its grace period; killing it", zap.Duration("grace", t.hub.opts.KillGrace))
+	err = errors.Join(err, t.signalSession(unix.SIGKILL))
+	if !t.awaitSessionEnd(t.hub.opts.KillGrace) {
+		t.log.Warn("terminal session still there after SIGKILL", zap.Duration("grace", t.hub.opts.KillGrace))
+	}
+	return err
+}
+
+// awaitSessionEnd waits up to d for the session to be empty, and reports
+// whether it is. Processes that are not the runner's children cannot be
+// waited for, only looked for (sessionPoll).
+func (t *terminal) awaitSessionEnd(d time.Duration) bool {
+	deadline := time.Now().Add(d)
 	for t.sessionAlive() {
 		if time.Now().After(deadline) {
-			t.log.Info("terminal session outlived its grace period; killing it", zap.Duration("grace", t.hub.opts.KillGrace))
-			return errors.Join(err, t.signalSession(unix.SIGKILL))
+			return false
 		}
 		time.Sleep(sessionPoll)
 	}
-	return err
+	return true
 }
 
 // sessionAlive reports whether any process of the program's session still
