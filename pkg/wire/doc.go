@@ -1,8 +1,8 @@
 // Package wire defines the protocol between the Corral supervisor and its
 // runner children: one typed message per operation and direction, the
 // NDJSON codec with its binary terminal frames, the encoder and fast
-// decoder of each hot line shape (mirror.go, state.go, termdata.go), and the errors
-// that survive process boundaries.
+// decoder of each hot line shape (mirror.go, state.go), and the errors that
+// survive process boundaries.
 //
 // Supervisor and runner exchange NDJSON over the runner's stdin and stdout:
 // one [Message] per line, a JSON object whose "t" is its [Type]. A request

@@ -191,9 +191,10 @@ type TermAck struct {
 }
 
 // TermData is a terminal's output for one client, or for every client of
-// the terminal when ClientID is empty. It travels as a binary frame to a
-// supervisor that asked for them (frame.go), else as a JSON line whose
-// encoder and fast decoder are in termdata.go.
+// the terminal when ClientID is empty. It travels as a binary frame
+// (frame.go), which the supervisor always asks for; as a JSON line, read by
+// the general decoder, only where a frame cannot carry it or to a peer
+// that did not ask (docs/wire.md).
 type TermData struct {
 	TermID   string `json:"termId"`
 	ClientID string `json:"clientId,omitempty"`
