@@ -165,7 +165,15 @@ func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
 	}
 	after := readAll(t, m, s.ID)
 	checkSeqs(t, after, 1)
-	if len(after) != len(before)+1 || after[len(after)-1].Type != event.SessionResumed {
+	// The runner behind the fault's proxy can see its input end (the
+	// proxy's pipes close as it dies) a moment before the kill that
+	// follows its parent's death reaches it, and write the "stopped" of
+	// a runner whose supervisor went while it had nothing under way.
+	added := after[len(before):]
+	if len(added) == 2 && added[0].Type == event.Stopped {
+		added = added[1:]
+	}
+	if len(added) != 1 || added[0].Type != event.SessionResumed {
 		t.Fatalf("events after restart = %v", types(after))
 	}
 	if n := spawnCount(t, m, s.ID); n != 2 {
