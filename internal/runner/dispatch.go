@@ -29,14 +29,22 @@ func (r *Runner) do(ctx context.Context, req command.Request) (any, error) {
 	if !ok {
 		return nil, wire.Errorf(wire.CodeBadRequest, "unknown command %q", req.Cmd())
 	}
-	if !h.beforeLive {
-		release, err := r.admit(req)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
+	if h.beforeLive {
+		return h.run(r, ctx, req)
 	}
-	return h.run(r, ctx, req)
+	release, err := r.admit(req)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	failures := r.storage.failures.Load()
+	result, err := h.run(r, ctx, req)
+	if err == nil && (r.storage.failures.Load() != failures || r.storage.down.Load()) {
+		// The log failed while the command ran: some of its events may
+		// not be in the file, and nothing is acknowledged that is not.
+		return nil, r.storage.refusal()
+	}
+	return result, err
 }
 
 // handler runs one command.
@@ -67,7 +75,7 @@ var handlers = handlerTable(
 		if strings.TrimSpace(c.Text) == "" {
 			return event.Queued{}, wire.Errorf(wire.CodeBadRequest, "send needs text")
 		}
-		return r.enqueue(c.Text, kindSend, false), nil
+		return r.enqueue(c.Text, kindSend, false)
 	}),
 	handle(func(r *Runner, ctx context.Context, c command.Steer) (command.SteerResult, error) {
 		if strings.TrimSpace(c.Text) == "" {

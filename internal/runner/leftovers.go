@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/corral-dev/corral/internal/eventlog"
-	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 )
 
@@ -106,16 +105,7 @@ func (r *Runner) closeLeftovers() error {
 	}
 	r.ids.skipTo(l.maxID)
 	r.turns.resumeAfter(l.lastTurn)
-	for _, id := range l.asks {
-		r.emit(event.AskAnswered, event.AskAnsweredData{AskID: id, Decision: command.DecisionDeny, By: "expired"})
-	}
-	for _, h := range l.hunks {
-		r.emit(event.HunkDecided, event.HunkDecidedData{EditID: h.edit, HunkID: h.hunk, Decision: command.DecisionReject, By: "expired"})
-	}
-	if l.openTurn > 0 {
-		r.emit(event.TurnEnded, event.TurnEndedData{Turn: l.openTurn, Outcome: "interrupted"})
-	}
-	return nil
+	return r.closeOpen(l)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

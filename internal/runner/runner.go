@@ -66,6 +66,7 @@ type Runner struct {
 	log  *zap.Logger
 
 	store      *store
+	storage    *storageGuard
 	gate       *gatekeeper
 	ids        idSource
 	turns      *turnQueue
@@ -161,7 +162,8 @@ func New(opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(opts.Dir, opts.Mirror, opts.Logger)
+	guard := newStorageGuard()
+	st, err := openStore(opts.Dir, opts.Mirror, guard.fail, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +171,9 @@ func New(opts Options) (*Runner, error) {
 	r := &Runner{
 		opts:  opts,
 		log:   opts.Logger,
-		store: st,
-		gate:  gk,
+		store:   st,
+		storage: guard,
+		gate:    gk,
 		meter: newMeter(spec.SpendCapUSD),
 		spec:  spec,
 		state: wire.StateStarting,
@@ -180,7 +183,9 @@ func New(opts Options) (*Runner, error) {
 		backgroundCtx:    bgCtx,
 		cancelBackground: cancelBg,
 	}
-	r.turns = newTurnQueue(&r.ids, r.meter.reached)
+	// The queue is held while the spend cap is reached and while the
+	// storage is down (no turn starts that the log cannot record).
+	r.turns = newTurnQueue(&r.ids, func() bool { return guard.down.Load() || r.meter.reached() })
 	r.turns.changed = func(d event.QueueChangedData) { r.emit(event.QueueChanged, d) }
 	r.asks = newAskBroker(st.emit)
 	r.review = newReview(spec.Cwd, st.emit)
@@ -200,6 +205,7 @@ func New(opts Options) (*Runner, error) {
 			return nil, err
 		}
 	}
+	r.watchStorage()
 	return r, nil
 }
 
@@ -411,6 +417,7 @@ func (r *Runner) Close() error {
 	r.closed = true
 	live, rotating := r.live, r.rotating
 	r.mu.Unlock()
+	r.closeStorage()
 	if live {
 		if rotating != nil {
 			<-rotating

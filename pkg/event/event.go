@@ -64,6 +64,9 @@ const (
 	FailContextFull           FailureCode = "contextFull"
 	FailSpendCap              FailureCode = "spendCap"
 	FailStalled               FailureCode = "stalled"
+	// FailStorage: the event log could not be written (a full disk) and
+	// the session stopped until it could; written once it can be.
+	FailStorage FailureCode = "storageFailed"
 )
 
 // SessionStartedData is the data of sessionStarted and sessionResumed.

@@ -275,6 +275,10 @@ const (
 	StateWaitingForReview   State = "waitingForReview"
 	StateFailed             State = "failed"
 	StateStopped            State = "stopped"
+	// StateStorageFailed: the session's event log cannot be written (a
+	// full disk); every command but status is refused with
+	// storage_unavailable until the storage takes writes again.
+	StateStorageFailed State = "storageFailed"
 )
 
 func (Hello) Type() Type        { return THello }
