@@ -169,14 +169,14 @@ func New(opts Options) (*Runner, error) {
 	}
 	bgCtx, cancelBg := context.WithCancel(context.Background())
 	r := &Runner{
-		opts:  opts,
-		log:   opts.Logger,
+		opts:    opts,
+		log:     opts.Logger,
 		store:   st,
 		storage: guard,
 		gate:    gk,
-		meter: newMeter(spec.SpendCapUSD),
-		spec:  spec,
-		state: wire.StateStarting,
+		meter:   newMeter(spec.SpendCapUSD),
+		spec:    spec,
+		state:   wire.StateStarting,
 
 		loopDone:         make(chan struct{}),
 		turnDone:         make(chan struct{}, 1),
