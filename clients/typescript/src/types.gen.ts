@@ -165,7 +165,7 @@ export interface ClearGoalResult {
 export type Cmd = "send" | "steer" | "stop" | "answer" | "decideHunk" | "status" | "setMode" | "setGoal" | "getGoal" | "clearGoal" | "markGoalDone" | "setSpendCap" | "cancelQueued" | "forkSession" | "rename";
 
 /** Code is a stable, machine-readable error class. Codes travel across every process boundary (wire, control.sock, HTTP) so callers can branch on them. A code says nothing of any transport's status: the supervisor's HTTP API maps codes onto HTTP statuses at its edge (pkg/api). */
-export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "unauthorized" | "forbidden" | "protocol_mismatch" | "internal";
+export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "storage_unavailable" | "unauthorized" | "forbidden" | "protocol_mismatch" | "internal";
 
 /** The settings of the codex engine (docs/engines-codex.md): a spec's engineConfig when its engine is codex. */
 export interface CodexConfig {
@@ -468,7 +468,7 @@ export interface ErrorReply {
 export type EventType = "sessionStarted" | "sessionResumed" | "userMessage" | "turnStarted" | "assistantDelta" | "assistantText" | "toolStarted" | "toolFinished" | "askOpened" | "askAnswered" | "steerDelivered" | "steerRequeued" | "turnEnded" | "stopped" | "failure" | "usage" | "context" | "retry" | "hunkStaged" | "hunkDecided" | "editApplied" | "modeChanged" | "goalSet" | "goalCleared" | "goalCheck" | "spendCapSet" | "rotated" | "compacted" | "queueChanged" | "logRepaired" | "renamed";
 
 /** FailureCode is the stable code of a failure event. */
-export type FailureCode = "engineError" | "permissionUnavailable" | "signInExpired" | "contextFull" | "spendCap" | "stalled";
+export type FailureCode = "engineError" | "permissionUnavailable" | "signInExpired" | "contextFull" | "spendCap" | "stalled" | "storageFailed";
 
 /** FailureData is the data of failure. */
 export interface FailureData {
@@ -1334,7 +1334,7 @@ export interface StagePolicy {
 }
 
 /** State is a session's coarse state, as a status bar shows it. */
-export type State = "starting" | "idle" | "working" | "waitingForApproval" | "waitingForReview" | "failed" | "stopped";
+export type State = "starting" | "idle" | "working" | "waitingForApproval" | "waitingForReview" | "failed" | "stopped" | "storageFailed";
 
 export interface StateReportMessage {
   t: "state";
@@ -1809,4 +1809,4 @@ export const eventTypes = ["sessionStarted", "sessionResumed", "userMessage", "t
 export const commandNames = ["send", "steer", "stop", "answer", "decideHunk", "status", "setMode", "setGoal", "getGoal", "clearGoal", "markGoalDone", "setSpendCap", "cancelQueued", "forkSession", "rename"] as const;
 
 /** Every error code. */
-export const codes = ["runner_crashed", "timeout", "not_found", "bad_request", "conflict", "engine_error", "permission_unavailable", "unavailable", "unauthorized", "forbidden", "protocol_mismatch", "internal"] as const;
+export const codes = ["runner_crashed", "timeout", "not_found", "bad_request", "conflict", "engine_error", "permission_unavailable", "unavailable", "storage_unavailable", "unauthorized", "forbidden", "protocol_mismatch", "internal"] as const;
