@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -160,17 +161,33 @@ func (r *Runner) storageFailed(ctx context.Context, err *eventlog.StorageError) 
 // is still down, and nil on a healthy session.
 func (r *Runner) recoverStorage() error {
 	g := r.storage
+	if !g.down.Load() {
+		return nil
+	}
+	// The watcher is ending the running turn: its end comes first, so
+	// that the closing events written below find it open in the log.
+	r.mu.Lock()
+	t := r.turns.running
+	r.mu.Unlock()
+	if t != nil {
+		select {
+		case <-t.done:
+		case <-time.After(stopWait):
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.down.Load() {
 		return nil
 	}
 	if r.turns.inTurn() {
-		// The watcher is still ending the turn; its turnEnded comes
-		// first, or the closing events after the failure record it.
 		return g.refusalLocked()
 	}
 	if err := r.evlog().Probe(); err != nil {
+		var serr *eventlog.StorageError
+		if errors.As(err, &serr) {
+			return refusalFor(serr)
+		}
 		return g.refusalLocked()
 	}
 	cause := "the event log could not be written"
