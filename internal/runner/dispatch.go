@@ -13,7 +13,18 @@ import (
 // control.sock, the link's command message (and so the supervisor's HTTP
 // API and CLI) and print mode. A refused command is a reply with its
 // error.
+//
+// A command whose ctx carries a requestId (command.WithRequestID) runs once:
+// a retry with the same requestId gets the first reply that succeeded
+// (requests.go).
 func (r *Runner) Do(ctx context.Context, req command.Request) *wire.Reply {
+	if id := command.RequestIDFrom(ctx); id != "" {
+		return r.requests.once(id, req.Cmd(), func() *wire.Reply { return r.doOnce(ctx, req) })
+	}
+	return r.doOnce(ctx, req)
+}
+
+func (r *Runner) doOnce(ctx context.Context, req command.Request) *wire.Reply {
 	result, err := r.do(ctx, req)
 	if err != nil {
 		return wire.ErrReply(err)
@@ -71,11 +82,11 @@ func handle[Q command.Call[R], R any](fn func(r *Runner, ctx context.Context, c 
 // handlers holds one handler per command of command.Registry; adding a
 // command adds its line here.
 var handlers = handlerTable(
-	handle(func(r *Runner, _ context.Context, c command.Send) (event.Queued, error) {
+	handle(func(r *Runner, ctx context.Context, c command.Send) (event.Queued, error) {
 		if strings.TrimSpace(c.Text) == "" {
 			return event.Queued{}, wire.Errorf(wire.CodeBadRequest, "send needs text")
 		}
-		return r.enqueue(c.Text, kindSend, false)
+		return r.enqueueSend(c.Text, command.RequestIDFrom(ctx))
 	}),
 	handle(func(r *Runner, ctx context.Context, c command.Steer) (command.SteerResult, error) {
 		if strings.TrimSpace(c.Text) == "" {

@@ -6,7 +6,9 @@ import (
 	"strconv"
 
 	"github.com/corral-dev/corral/internal/eventlog"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
+	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // leftovers is what a runner that ended without closing its session (a
@@ -23,6 +25,15 @@ type leftovers struct {
 	lastTurn int
 	// maxID is the highest number of an id in the log.
 	maxID int64
+	// sends are the latest messages queued by a send with a requestId,
+	// oldest first (at most maxRequests).
+	sends []requestedSend
+}
+
+// requestedSend is a message a send with a requestId queued.
+type requestedSend struct {
+	requestID string
+	msg       event.Queued
 }
 
 type editHunk struct{ edit, hunk string }
@@ -71,6 +82,12 @@ func scanLeftovers(path string) (leftovers, error) {
 			var d event.UserMessageData
 			if json.Unmarshal(ev.Data, &d) == nil {
 				note(d.ID)
+				if d.RequestID != "" {
+					l.sends = append(l.sends, requestedSend{d.RequestID, event.Queued{ID: d.ID, Text: d.Text}})
+					if len(l.sends) > 2*maxRequests {
+						l.sends = append(l.sends[:0], l.sends[len(l.sends)-maxRequests:]...)
+					}
+				}
 			}
 		case event.TurnStarted:
 			var d event.TurnStartedData
@@ -105,6 +122,9 @@ func (r *Runner) closeLeftovers() error {
 	}
 	r.ids.skipTo(l.maxID)
 	r.turns.resumeAfter(l.lastTurn)
+	for _, s := range l.sends {
+		r.requests.remember(s.requestID, command.Send{}.Cmd(), wire.OKReply(s.msg))
+	}
 	return r.closeOpen(l)
 }
 

@@ -67,6 +67,7 @@ type Runner struct {
 
 	store      *store
 	storage    *storageGuard
+	requests   *requestLog
 	gate       *gatekeeper
 	ids        idSource
 	turns      *turnQueue
@@ -169,14 +170,15 @@ func New(opts Options) (*Runner, error) {
 	}
 	bgCtx, cancelBg := context.WithCancel(context.Background())
 	r := &Runner{
-		opts:    opts,
-		log:     opts.Logger,
-		store:   st,
-		storage: guard,
-		gate:    gk,
-		meter:   newMeter(spec.SpendCapUSD),
-		spec:    spec,
-		state:   wire.StateStarting,
+		opts:     opts,
+		log:      opts.Logger,
+		store:    st,
+		storage:  guard,
+		requests: newRequestLog(),
+		gate:     gk,
+		meter:    newMeter(spec.SpendCapUSD),
+		spec:     spec,
+		state:    wire.StateStarting,
 
 		loopDone:         make(chan struct{}),
 		turnDone:         make(chan struct{}, 1),

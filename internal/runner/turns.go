@@ -133,11 +133,21 @@ func plural(n int) string {
 // its error returned: nothing is acknowledged that is not in the log. A
 // person's message resets the goal's count of checks in a row.
 func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) (event.Queued, error) {
+	return r.enqueueRequest(text, kind, queuedBehindTurn, "")
+}
+
+// enqueueSend queues a person's message sent with requestID ("" for none),
+// which its userMessage event records.
+func (r *Runner) enqueueSend(text, requestID string) (event.Queued, error) {
+	return r.enqueueRequest(text, kindSend, false, requestID)
+}
+
+func (r *Runner) enqueueRequest(text, kind string, queuedBehindTurn bool, requestID string) (event.Queued, error) {
 	if kind == kindSend {
 		r.goal.reset()
 	}
 	q, err := r.turns.add(kind, text, queuedBehindTurn, func(m event.Queued, queued bool) error {
-		return r.store.record(event.UserMessage, event.UserMessageData{ID: m.ID, Text: text, Kind: kind, Queued: queued})
+		return r.store.record(event.UserMessage, event.UserMessageData{ID: m.ID, Text: text, Kind: kind, Queued: queued, RequestID: requestID})
 	})
 	r.presence.touch()
 	return q, err

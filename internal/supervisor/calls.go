@@ -17,9 +17,10 @@ import (
 // from its folder (answerNotLive). A refused command is a Reply with an
 // error; the error result is for a command that never got an answer (not
 // found, runner crashed, timeout). Any other command the supervisor passes
-// through without knowing it.
+// through without knowing it, with the requestId ctx carries
+// (command.WithRequestID).
 func (m *Manager) Command(ctx context.Context, id string, req command.Request) (*wire.Reply, error) {
-	raw, err := command.Marshal(req)
+	raw, err := command.MarshalWithID(req, command.RequestIDFrom(ctx))
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeBadRequest, "%v", err)
 	}

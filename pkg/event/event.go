@@ -90,6 +90,9 @@ type UserMessageData struct {
 	Text   string `json:"text"`
 	Kind   string `json:"kind"` // send, goalCheck, loop, inherit
 	Queued bool   `json:"queued"`
+	// RequestID is the requestId of the send that queued the message, so
+	// that a retry of it finds this message, also in a later runner.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // TurnStartedData is the data of turnStarted.
