@@ -263,6 +263,20 @@ func (s StateReport) Busy() bool {
 	return s.Settling || s.Queued > 0 || s.OpenAsks > 0 || s.PendingEdits > 0
 }
 
+// WaitsForPerson reports whether nothing but a person holds the session up:
+// its turn waits on an ask or a review, or no turn runs and what it has
+// (queued messages held by the spend cap, open asks, pending hunks) waits
+// for a person's word. Such a session's runner does nothing until then.
+func (s StateReport) WaitsForPerson() bool {
+	switch s.State {
+	case StateWaitingForApproval, StateWaitingForReview:
+		return true
+	case StateIdle, StateStopped, StateFailed:
+		return !s.Settling && (s.Queued > 0 || s.OpenAsks > 0 || s.PendingEdits > 0)
+	}
+	return false
+}
+
 // State is a session's coarse state, as a status bar shows it.
 type State string
 
