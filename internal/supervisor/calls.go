@@ -118,7 +118,7 @@ func (m *Manager) Command(ctx context.Context, id string, req command.Request) (
 
 // sendRetries bounds how many runners in a row a send is tried on after
 // the one it reached died under it.
-const sendRetries = 5
+const sendRetries = 3
 
 // newRequestID names a send the caller named no requestId for, so that
 // sending it again to the next runner is safe.

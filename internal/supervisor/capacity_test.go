@@ -71,10 +71,10 @@ func TestMaxLiveRefusesWhenEveryRunnerIsBusy(t *testing.T) {
 // session starts beside them and they keep their runners; past it they
 // count as live again.
 func TestSessionsWaitingForAPersonDoNotBlockNewOnes(t *testing.T) {
-	m := newManager(t, fakerunner.ModeAsk, func(c *Config) { c.MaxLive = 1; c.MaxWaiting = 1 })
+	m := newScriptManager(t, "", func(c *Config) { c.MaxLive = 1; c.MaxWaiting = 1 })
 	waiting := func() string {
 		t.Helper()
-		s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+		s, err := m.Create(ctxT(t), scriptSpec(t, askScenario))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestSessionsWaitingForAPersonDoNotBlockNewOnes(t *testing.T) {
 	}
 	// Two wait now, one past the budget: it holds the slot, and with no
 	// runner quiet a new session is refused as at the cap.
-	if _, err := m.Create(ctxT(t), wire.Spec{Engine: "script"}); !errors.Is(err, wire.ErrUnavailable) {
+	if _, err := m.Create(ctxT(t), scriptSpec(t, echoScenario)); !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("create past both budgets: %v, want unavailable", err)
 	}
 	if !m.Live(first) || !m.Live(second) {
