@@ -24,7 +24,7 @@ func (r *Runner) admit(req command.Request) (release func(), err error) {
 		// A fork takes the session for itself.
 		return func() {}, nil
 	case r.storage.down.Load() && r.recoverStorage() != nil:
-		return nil, r.storage.refusal()
+		return nil, r.refuseForStorage()
 	case !r.cmds.TryRLock():
 		return nil, wire.Errorf(wire.CodeConflict, "the session is forking or shutting down; send again once it is done")
 	}

@@ -53,7 +53,7 @@ func (r *Runner) do(ctx context.Context, req command.Request) (any, error) {
 	if err == nil && (r.storage.failures.Load() != failures || r.storage.down.Load()) {
 		// The log failed while the command ran: some of its events may
 		// not be in the file, and nothing is acknowledged that is not.
-		return nil, r.storage.refusal()
+		return nil, r.refuseForStorage()
 	}
 	return result, err
 }

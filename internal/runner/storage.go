@@ -82,6 +82,15 @@ func refusalFor(err *eventlog.StorageError) error {
 		"%s: the session is storageFailed and takes no commands until its state folder has room again", msg)
 }
 
+// refuseForStorage is the refusal of a command while the storage is down.
+// The state is reported first (presence.touch sends the report at once if
+// it changed), so a shell that reads the refusal finds the session
+// storageFailed at the supervisor, whichever goroutine saw the failure.
+func (r *Runner) refuseForStorage() error {
+	r.presence.touch()
+	return r.storage.refusal()
+}
+
 // watchStorage starts the goroutine that acts on the log's failures: it
 // ends the running turn and probes, now and then, for room. closeStorage
 // stops it.
