@@ -119,10 +119,11 @@ func (r *Runner) watchStorage() {
 				}
 			case <-probe:
 			}
-			if !g.down.Load() {
-				continue
+			if g.down.Load() && r.recoverStorage() != nil {
+				continue // still no room: probe again at the next tick
 			}
-			if r.recoverStorage() == nil {
+			// Healthy (here or by a command's probe): no more ticks.
+			if ticker != nil {
 				ticker.Stop()
 				ticker, probe = nil, nil
 			}
