@@ -52,7 +52,7 @@ func streamingEngine() engine.Engine {
 // a turn: the turn ends (the engine is interrupted), the session is
 // storageFailed in status, every command but status is refused with
 // storage_unavailable, every event a shell saw is in the file and no more;
-// once room is made the next command recovers the session, a storageFailed
+// once room is made the runner's probe recovers the session, a storageFailed
 // failure event and the interrupted turn's end are written, and neither ids
 // nor turn numbers repeat, also across a new runner.
 func TestRealDiskFullMidTurnStopsAndRecovers(t *testing.T) {
@@ -91,6 +91,8 @@ func TestRealDiskFullMidTurnStopsAndRecovers(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
+	// No command comes: the runner's own probe finds the room.
+	waitStatus(t, s.r, func(st command.Status) bool { return st.State != wire.StateStorageFailed })
 	second := decodeResult[event.Queued](t, s.do(command.Send{Text: "short two"}))
 	if second.ID == first.ID || idNumber(second.ID) <= idNumber(first.ID) {
 		t.Fatalf("ids %s then %s", first.ID, second.ID)
