@@ -101,16 +101,7 @@ func diskFullMidTurn(t *testing.T, root string) Figure {
 		t.Fatalf("%v\n%s", err, d.Log())
 	}
 
-	missing, twice := 0, 0
-	for _, text := range acked {
-		switch lc.userTexts[text] {
-		case 0:
-			missing++
-		case 1:
-		default:
-			twice++
-		}
-	}
+	missing, twice := lc.sendsRecorded(acked)
 	ids, turns := lc.repeatedNumbers()
 	failureEvents := lc.failures(event.FailStorage)
 	pass := missing == 0 && twice == 0 && ids == 0 && turns == 0 && lc.repeated == 0 && lc.openTurns == 0 && failureEvents == failures

@@ -213,6 +213,21 @@ func checkLog(path string) (*logCheck, error) {
 	return lc, nil
 }
 
+// sendsRecorded counts the acknowledged sends (by text) the log lacks, and
+// those it records more than once.
+func (lc *logCheck) sendsRecorded(acked []string) (missing, twice int) {
+	for _, text := range acked {
+		switch lc.userTexts[text] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			twice++
+		}
+	}
+	return missing, twice
+}
+
 // follower reads a session's events as a shell does, reconnecting from the
 // next seq whenever the stream ends, and keeps every line it saw.
 type follower struct {

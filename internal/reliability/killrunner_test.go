@@ -64,16 +64,7 @@ func TestRunnerKill9AtRandomPoints(t *testing.T) {
 	}
 	f.end(lastSeq(lc))
 
-	lostSends, twice := 0, 0
-	for _, text := range acked {
-		switch lc.userTexts[text] {
-		case 0:
-			lostSends++
-		case 1:
-		default:
-			twice++
-		}
-	}
+	lostSends, twice := lc.sendsRecorded(acked)
 	lostSeen := 0
 	f.mu.Lock()
 	for seq, line := range f.seen {
