@@ -50,6 +50,12 @@ func (r *Runner) do(ctx context.Context, req command.Request) (any, error) {
 	defer release()
 	failures := r.storage.failures.Load()
 	result, err := h.run(r, ctx, req)
+	if _, send := req.(command.Send); send {
+		// A send's one event is recorded or refused by its own append
+		// (enqueue): its reply says which, so a retry of a send that got
+		// in finds it rather than queueing it again.
+		return result, err
+	}
 	if err == nil && (r.storage.failures.Load() != failures || r.storage.down.Load()) {
 		// The log failed while the command ran: some of its events may
 		// not be in the file, and nothing is acknowledged that is not.
