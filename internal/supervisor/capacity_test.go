@@ -112,7 +112,7 @@ func TestWaitsForPerson(t *testing.T) {
 	}{
 		{wire.StateReport{State: wire.StateWaitingForApproval, OpenAsks: 1}, true},
 		{wire.StateReport{State: wire.StateWaitingForReview, PendingEdits: 1}, true},
-		{wire.StateReport{State: wire.StateIdle, Queued: 2}, true}, // held by the spend cap
+		{wire.StateReport{State: wire.StateIdle, Queued: 2}, false}, // a turn may be starting
 		{wire.StateReport{State: wire.StateIdle, PendingEdits: 1}, true},
 		{wire.StateReport{State: wire.StateIdle, Queued: 1, Settling: true}, false},
 		{wire.StateReport{State: wire.StateIdle}, false},

@@ -29,7 +29,7 @@ type Config struct {
 	// MaxWaiting is the separate budget of runners whose session waits
 	// for a person (default 64; wire.StateReport.WaitsForPerson): up to
 	// it, they do not count against MaxLive, so sessions waiting on an
-	// ask, a review or a spend cap never make a new session fail.
+	// ask or a review never make a new session fail.
 	MaxWaiting int
 	// SpareRunner keeps one runner started ahead of need, so that
 	// creating or waking a session on a built-in engine does not wait for

@@ -264,15 +264,16 @@ func (s StateReport) Busy() bool {
 }
 
 // WaitsForPerson reports whether nothing but a person holds the session up:
-// its turn waits on an ask or a review, or no turn runs and what it has
-// (queued messages held by the spend cap, open asks, pending hunks) waits
-// for a person's word. Such a session's runner does nothing until then.
+// its turn waits on an ask or a review, or no turn runs and open asks or
+// pending hunks wait for a person's word. Such a session's runner does
+// nothing until then. Queued messages do not count: the report cannot
+// tell a queue held by the spend cap from one whose turn is starting.
 func (s StateReport) WaitsForPerson() bool {
 	switch s.State {
 	case StateWaitingForApproval, StateWaitingForReview:
 		return true
 	case StateIdle, StateStopped, StateFailed:
-		return !s.Settling && (s.Queued > 0 || s.OpenAsks > 0 || s.PendingEdits > 0)
+		return !s.Settling && s.Queued == 0 && (s.OpenAsks > 0 || s.PendingEdits > 0)
 	}
 	return false
 }
