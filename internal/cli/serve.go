@@ -49,6 +49,7 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs.DurationVar(&cfg.RunnerGrace, "runner-grace", 5*time.Minute, "sessions outlive the supervisor: when it exits or crashes, its runners go on and wait this long for the next supervisor on this state folder to re-attach, then stop")
 	fs.BoolVar(&o.stopRunners, "stop-runners-on-exit", false, "stop every runner when the supervisor exits, and have runners die with it (no re-attach)")
 	fs.IntVar(&cfg.MaxLive, "max-live", 64, "most sessions live at once: past it the least recently used idle one is stopped, and with none idle a start fails with 503")
+	fs.IntVar(&cfg.MaxWaiting, "max-waiting", 64, "most sessions waiting for a person (an ask, a review) kept live besides --max-live")
 	fs.StringVar(&cfg.CredentialsFile, "credentials", "", "credentials file (mode 0600) handed to runners instead of the keyring")
 	fs.StringVar(&cfg.EnginesDir, "engines-dir", os.Getenv("CORRAL_ENGINES_DIR"), "folder of the installed agent CLIs (CORRAL_ENGINES_DIR for runners)")
 	cfg.EngineDefaults = map[string]wire.EngineConfig{}
@@ -95,6 +96,9 @@ func parseServe(e *env, args []string) (*serveOptions, error) {
 	}
 	if o.cfg.MaxLive <= 0 {
 		return nil, usagef("--max-live must be positive")
+	}
+	if o.cfg.MaxWaiting <= 0 {
+		return nil, usagef("--max-waiting must be positive")
 	}
 	if o.cfg.MaxConns <= 0 {
 		return nil, usagef("--max-conns must be positive")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/internal/sessiondir"
+	"github.com/corral-dev/corral/internal/smallfs"
 	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/event"
@@ -36,7 +37,9 @@ var report Report
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if path := os.Getenv("CORRAL_RELIABILITY_REPORT"); path != "" && code == 0 {
+	// A scenario on a small file system runs in a child process, which
+	// hands its figure to the parent (onSmallFS) rather than report.
+	if path := os.Getenv("CORRAL_RELIABILITY_REPORT"); path != "" && code == 0 && !smallfs.InChild() {
 		sizeName, command := "short", "go test ./internal/reliability/"
 		if full {
 			sizeName, command = "full", "make reliability"
@@ -47,6 +50,42 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// childFigure names the file in which a scenario run in a child process
+// (on a small file system) leaves its figure for the parent.
+const childFigure = "CORRAL_RELIABILITY_CHILD_FIGURE"
+
+// onSmallFS runs scenario on a fresh tmpfs of size bytes (smallfs: in a
+// child process) and records the figure it returns in this process.
+func onSmallFS(t *testing.T, size int64, scenario func(t *testing.T, root string) Figure) {
+	t.Helper()
+	if !smallfs.InChild() {
+		t.Setenv(childFigure, filepath.Join(t.TempDir(), "figure.json"))
+	}
+	path := os.Getenv(childFigure)
+	if root := smallfs.Dir(t, size); root != "" {
+		raw, err := json.Marshal(scenario(t, root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if t.Skipped() || t.Failed() {
+		return
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the scenario left no figure: %v", err)
+	}
+	var f Figure
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	report.Record(f)
 }
 
 // daemon is a real `supervisor serve` on a fresh state folder, with a
@@ -60,8 +99,15 @@ type daemon struct {
 
 func startDaemon(t testing.TB, scenario string) *daemon {
 	t.Helper()
+	return startDaemonOn(t, scenario, "")
+}
+
+// startDaemonOn is startDaemon with the state folder at state ("" for a
+// fresh one).
+func startDaemonOn(t testing.TB, scenario, state string) *daemon {
+	t.Helper()
 	// Warnings only: a full run's debug log would fill the memory.
-	s := testsupervisor.Start(t, testsupervisor.Options{Args: []string{"--log-level", "warn"}})
+	s := testsupervisor.Start(t, testsupervisor.Options{Args: []string{"--log-level", "warn"}, State: state})
 	_, runner := testsupervisor.Binaries(t)
 	d := &daemon{Supervisor: s, c: s.Client, cwd: s.Work, runner: runner}
 	os.WriteFile(filepath.Join(d.cwd, "notes.txt"), []byte("some notes\n"), 0o600)
@@ -165,6 +211,21 @@ func checkLog(path string) (*logCheck, error) {
 	}
 	lc.openTurns = len(open)
 	return lc, nil
+}
+
+// sendsRecorded counts the acknowledged sends (by text) the log lacks, and
+// those it records more than once.
+func (lc *logCheck) sendsRecorded(acked []string) (missing, twice int) {
+	for _, text := range acked {
+		switch lc.userTexts[text] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			twice++
+		}
+	}
+	return missing, twice
 }
 
 // follower reads a session's events as a shell does, reconnecting from the

@@ -23,6 +23,8 @@ func (r *Runner) admit(req command.Request) (release func(), err error) {
 	case fork:
 		// A fork takes the session for itself.
 		return func() {}, nil
+	case r.storage.down.Load() && r.recoverStorage() != nil:
+		return nil, r.refuseForStorage()
 	case !r.cmds.TryRLock():
 		return nil, wire.Errorf(wire.CodeConflict, "the session is forking or shutting down; send again once it is done")
 	}
@@ -75,13 +77,23 @@ func (r *Runner) setSpendCap(capUSD *float64) (event.SpendCapSetData, error) {
 	return event.SpendCapSetData{SpendCapUSD: *capUSD}, nil
 }
 
+// stateLocked is the session's state and activity: storageFailed, whatever
+// else it was doing, while its storage is down. r.mu is held.
+func (r *Runner) stateLocked() (wire.State, string) {
+	if r.storage.down.Load() {
+		return wire.StateStorageFailed, "the event log cannot be written; waiting for room in the state folder"
+	}
+	return r.state, r.activity
+}
+
 // status snapshots the session for the status command and presence.json.
 func (r *Runner) status() command.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	turnNo, queued := r.turns.snapshot()
+	state, activity := r.stateLocked()
 	return command.Status{
-		Session: r.spec.ID, Title: r.spec.Title, Engine: r.spec.Engine, State: r.state, Activity: r.activity,
+		Session: r.spec.ID, Title: r.spec.Title, Engine: r.spec.Engine, State: state, Activity: activity,
 		Mode: r.spec.Mode, Turn: turnNo, Queued: queued,
 		OpenAsks: r.asks.openIDs(), PendingEdit: r.review.pendingIDs(), Usage: r.meter.usage(),
 		LastSeq: r.evlog().LastSeq(), SpendCapUSD: r.spec.SpendCapUSD, Unattended: r.spec.Unattended,

@@ -120,10 +120,10 @@ func serveConn(ctx context.Context, c net.Conn, do CommandHandler, log *zap.Logg
 		case len(line) == 0:
 			continue
 		default:
-			if req, derr := command.Decode(line); derr != nil {
+			if req, requestID, derr := command.DecodeWithID(line); derr != nil {
 				reply = wire.ErrReply(derr)
 			} else {
-				reply = do(ctx, req)
+				reply = do(command.WithRequestID(ctx, requestID), req)
 			}
 		}
 		raw, err := json.Marshal(reply)

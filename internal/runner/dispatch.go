@@ -13,7 +13,18 @@ import (
 // control.sock, the link's command message (and so the supervisor's HTTP
 // API and CLI) and print mode. A refused command is a reply with its
 // error.
+//
+// A command whose ctx carries a requestId (command.WithRequestID) runs once:
+// a retry with the same requestId gets the first reply that succeeded
+// (requests.go).
 func (r *Runner) Do(ctx context.Context, req command.Request) *wire.Reply {
+	if id := command.RequestIDFrom(ctx); id != "" {
+		return r.requests.once(id, req.Cmd(), func() *wire.Reply { return r.doOnce(ctx, req) })
+	}
+	return r.doOnce(ctx, req)
+}
+
+func (r *Runner) doOnce(ctx context.Context, req command.Request) *wire.Reply {
 	result, err := r.do(ctx, req)
 	if err != nil {
 		return wire.ErrReply(err)
@@ -29,14 +40,28 @@ func (r *Runner) do(ctx context.Context, req command.Request) (any, error) {
 	if !ok {
 		return nil, wire.Errorf(wire.CodeBadRequest, "unknown command %q", req.Cmd())
 	}
-	if !h.beforeLive {
-		release, err := r.admit(req)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
+	if h.beforeLive {
+		return h.run(r, ctx, req)
 	}
-	return h.run(r, ctx, req)
+	release, err := r.admit(req)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	failures := r.storage.failures.Load()
+	result, err := h.run(r, ctx, req)
+	if _, send := req.(command.Send); send {
+		// A send's one event is recorded or refused by its own append
+		// (enqueue): its reply says which, so a retry of a send that got
+		// in finds it rather than queueing it again.
+		return result, err
+	}
+	if err == nil && (r.storage.failures.Load() != failures || r.storage.down.Load()) {
+		// The log failed while the command ran: some of its events may
+		// not be in the file, and nothing is acknowledged that is not.
+		return nil, r.refuseForStorage()
+	}
+	return result, err
 }
 
 // handler runs one command.
@@ -63,11 +88,11 @@ func handle[Q command.Call[R], R any](fn func(r *Runner, ctx context.Context, c 
 // handlers holds one handler per command of command.Registry; adding a
 // command adds its line here.
 var handlers = handlerTable(
-	handle(func(r *Runner, _ context.Context, c command.Send) (event.Queued, error) {
+	handle(func(r *Runner, ctx context.Context, c command.Send) (event.Queued, error) {
 		if strings.TrimSpace(c.Text) == "" {
 			return event.Queued{}, wire.Errorf(wire.CodeBadRequest, "send needs text")
 		}
-		return r.enqueue(c.Text, kindSend, false), nil
+		return r.enqueueSend(c.Text, command.RequestIDFrom(ctx))
 	}),
 	handle(func(r *Runner, ctx context.Context, c command.Steer) (command.SteerResult, error) {
 		if strings.TrimSpace(c.Text) == "" {

@@ -94,7 +94,7 @@ var _ policyHost = policyRunner{}
 func (p policyRunner) spec() wire.Spec               { return p.r.Spec() }
 func (p policyRunner) emit(typ event.Type, data any) { p.r.emit(typ, data) }
 func (p policyRunner) engineUsage(u event.UsageData) { (*host)(p.r).Emit(event.Usage, u) }
-func (p policyRunner) enqueue(text, kind string)     { p.r.enqueue(text, kind, false) }
+func (p policyRunner) enqueue(text, kind string)     { p.r.enqueueOwn(text, kind, false) }
 
 func (p policyRunner) busy() bool {
 	p.r.mu.Lock()

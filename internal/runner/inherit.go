@@ -29,7 +29,7 @@ func (r *Runner) inherit() error {
 	if err != nil {
 		return err
 	}
-	r.enqueue(brief, kindInherit, false)
+	r.enqueueOwn(brief, kindInherit, false)
 	return nil
 }
 

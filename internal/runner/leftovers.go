@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/internal/eventlog"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
+	"github.com/corral-dev/corral/pkg/wire"
 )
 
 // leftovers is what a runner that ended without closing its session (a
@@ -24,6 +25,15 @@ type leftovers struct {
 	lastTurn int
 	// maxID is the highest number of an id in the log.
 	maxID int64
+	// sends are the latest messages queued by a send with a requestId,
+	// oldest first (at most maxRequests).
+	sends []requestedSend
+}
+
+// requestedSend is a message a send with a requestId queued.
+type requestedSend struct {
+	requestID string
+	msg       event.Queued
 }
 
 type editHunk struct{ edit, hunk string }
@@ -72,6 +82,12 @@ func scanLeftovers(path string) (leftovers, error) {
 			var d event.UserMessageData
 			if json.Unmarshal(ev.Data, &d) == nil {
 				note(d.ID)
+				if d.RequestID != "" {
+					l.sends = append(l.sends, requestedSend{d.RequestID, event.Queued{ID: d.ID, Text: d.Text}})
+					if len(l.sends) > 2*maxRequests {
+						l.sends = append(l.sends[:0], l.sends[len(l.sends)-maxRequests:]...)
+					}
+				}
 			}
 		case event.TurnStarted:
 			var d event.TurnStartedData
@@ -106,16 +122,10 @@ func (r *Runner) closeLeftovers() error {
 	}
 	r.ids.skipTo(l.maxID)
 	r.turns.resumeAfter(l.lastTurn)
-	for _, id := range l.asks {
-		r.emit(event.AskAnswered, event.AskAnsweredData{AskID: id, Decision: command.DecisionDeny, By: "expired"})
+	for _, s := range l.sends {
+		r.requests.remember(s.requestID, command.Send{}.Cmd(), wire.OKReply(s.msg))
 	}
-	for _, h := range l.hunks {
-		r.emit(event.HunkDecided, event.HunkDecidedData{EditID: h.edit, HunkID: h.hunk, Decision: command.DecisionReject, By: "expired"})
-	}
-	if l.openTurn > 0 {
-		r.emit(event.TurnEnded, event.TurnEndedData{Turn: l.openTurn, Outcome: "interrupted"})
-	}
-	return nil
+	return r.closeOpen(l)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

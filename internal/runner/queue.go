@@ -82,17 +82,21 @@ func newTurnQueue(ids *idSource, held func() bool) *turnQueue {
 // turn loop can see the message, and in queue order, so what it records
 // (the userMessage event) comes before the message's turn and in the
 // order the messages run; queued is false when the message is first in
-// line with no turn running or ending (or behindTurn says otherwise).
-func (q *turnQueue) add(kind, text string, behindTurn bool, announce func(m event.Queued, queued bool)) event.Queued {
+// line with no turn running or ending (or behindTurn says otherwise). A
+// message whose announcement fails (its event is not in the log) is not
+// queued, and add returns announce's error; its id is not used again.
+func (q *turnQueue) add(kind, text string, behindTurn bool, announce func(m event.Queued, queued bool) error) (event.Queued, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	id, _ := q.ids.next(idPrefix(kind))
 	m := event.Queued{ID: id, Text: text}
-	announce(m, behindTurn || q.running != nil || q.settling != nil || len(q.waiting) > 0)
+	if err := announce(m, behindTurn || q.running != nil || q.settling != nil || len(q.waiting) > 0); err != nil {
+		return event.Queued{}, err
+	}
 	q.waiting = append(q.waiting, queuedMessage{m, kind})
 	q.changedLocked(event.QueueAdded, m.ID)
 	q.notifyLocked()
-	return m
+	return m, nil
 }
 
 // changedLocked records a change of the waiting messages; q.mu is held.

@@ -29,7 +29,10 @@ type announced struct {
 func addAll(q *turnQueue, kinds ...string) []announced {
 	var out []announced
 	for _, k := range kinds {
-		q.add(k, "text "+k, false, func(m event.Queued, queued bool) { out = append(out, announced{m.ID, queued}) })
+		q.add(k, "text "+k, false, func(m event.Queued, queued bool) error {
+			out = append(out, announced{m.ID, queued})
+			return nil
+		})
 	}
 	return out
 }
@@ -83,7 +86,7 @@ func TestTurnQueueMarksMessagesQueuedBehindATurn(t *testing.T) {
 			q := newTurnQueue(&idSource{}, func() bool { return false })
 			c.setup(q)
 			var queued bool
-			q.add(kindSend, "x", c.behindTurn, func(_ event.Queued, qd bool) { queued = qd })
+			q.add(kindSend, "x", c.behindTurn, func(_ event.Queued, qd bool) error { queued = qd; return nil })
 			if queued != c.queued {
 				t.Fatalf("queued = %v, want %v", queued, c.queued)
 			}

@@ -42,8 +42,9 @@ func (r *Runner) stateReport() wire.StateReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	turnNo, queued := r.turns.snapshot()
+	state, _ := r.stateLocked()
 	return wire.StateReport{
-		State: r.state, Turn: turnNo, Queued: len(queued),
+		State: state, Turn: turnNo, Queued: len(queued),
 		OpenAsks: len(r.asks.openIDs()), PendingEdits: len(r.review.pendingIDs()),
 		Settling: r.turns.settled() != nil,
 	}

@@ -66,6 +66,8 @@ type Runner struct {
 	log  *zap.Logger
 
 	store      *store
+	storage    *storageGuard
+	requests   *requestLog
 	gate       *gatekeeper
 	ids        idSource
 	turns      *turnQueue
@@ -161,26 +163,31 @@ func New(opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(opts.Dir, opts.Mirror, opts.Logger)
+	guard := newStorageGuard()
+	st, err := openStore(opts.Dir, opts.Mirror, guard.fail, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
 	bgCtx, cancelBg := context.WithCancel(context.Background())
 	r := &Runner{
-		opts:  opts,
-		log:   opts.Logger,
-		store: st,
-		gate:  gk,
-		meter: newMeter(spec.SpendCapUSD),
-		spec:  spec,
-		state: wire.StateStarting,
+		opts:     opts,
+		log:      opts.Logger,
+		store:    st,
+		storage:  guard,
+		requests: newRequestLog(),
+		gate:     gk,
+		meter:    newMeter(spec.SpendCapUSD),
+		spec:     spec,
+		state:    wire.StateStarting,
 
 		loopDone:         make(chan struct{}),
 		turnDone:         make(chan struct{}, 1),
 		backgroundCtx:    bgCtx,
 		cancelBackground: cancelBg,
 	}
-	r.turns = newTurnQueue(&r.ids, r.meter.reached)
+	// The queue is held while the spend cap is reached and while the
+	// storage is down (no turn starts that the log cannot record).
+	r.turns = newTurnQueue(&r.ids, func() bool { return guard.down.Load() || r.meter.reached() })
 	r.turns.changed = func(d event.QueueChangedData) { r.emit(event.QueueChanged, d) }
 	r.asks = newAskBroker(st.emit)
 	r.review = newReview(spec.Cwd, st.emit)
@@ -200,6 +207,7 @@ func New(opts Options) (*Runner, error) {
 			return nil, err
 		}
 	}
+	r.watchStorage()
 	return r, nil
 }
 
@@ -411,6 +419,7 @@ func (r *Runner) Close() error {
 	r.closed = true
 	live, rotating := r.live, r.rotating
 	r.mu.Unlock()
+	r.closeStorage()
 	if live {
 		if rotating != nil {
 			<-rotating

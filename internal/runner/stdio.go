@@ -214,11 +214,12 @@ func (l *Link) noTerminals(reqID string, m wire.Message) {
 // commands run off the read loop in their own goroutine, except sends and
 // steers, whose order must be the order they arrived in.
 func (l *Link) command(ctx context.Context, reqID string, m *wire.Command) {
-	req, err := command.Decode(m.Command)
+	req, requestID, err := command.DecodeWithID(m.Command)
 	if err != nil {
 		l.send(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: wire.ErrReply(err)})
 		return
 	}
+	ctx = command.WithRequestID(ctx, requestID)
 	r, outcome := l.runner()
 	if r == nil {
 		l.send(reqID, &wire.CommandReply{Outcome: outcome})

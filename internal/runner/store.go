@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -15,13 +16,18 @@ import (
 // store is the session folder as the runner writes it: the event log and
 // meta.json. Every event the runner records goes through emit and every
 // change of the spec through saveSpec, so this is the one place that
-// decides what a failed write means (today: the failure is logged and the
-// session carries on). A fork moves the store to the new session's folder.
+// decides what a failed write means: the log's Failed callback tells the
+// runner (storage.go), which stops the session until the storage takes
+// writes again, and record hands the error to the callers that must not
+// acknowledge what is not in the file. A fork moves the store to the new
+// session's folder.
 type store struct {
 	log *zap.Logger
 	// written is handed every batch of event lines once it is in the
 	// file (Options.Mirror); nil when nobody mirrors.
 	written func(eventlog.Batch)
+	// failed is told each time the log enters its failed state.
+	failed func(*eventlog.StorageError)
 
 	// events and dir change together, and only in a fork, which no other
 	// command runs beside (Runner.cmds); readers take either at any time.
@@ -36,9 +42,9 @@ type store struct {
 }
 
 // openStore opens the event log of the session folder dir.
-func openStore(dir string, written func(eventlog.Batch), log *zap.Logger) (*store, error) {
-	s := &store{log: log, written: written, specWritten: closedChan()}
-	events, err := eventlog.Open(filepath.Join(dir, EventsFile), eventlog.Options{Written: written})
+func openStore(dir string, written func(eventlog.Batch), failed func(*eventlog.StorageError), log *zap.Logger) (*store, error) {
+	s := &store{log: log, written: written, failed: failed, specWritten: closedChan()}
+	events, err := eventlog.Open(filepath.Join(dir, EventsFile), eventlog.Options{Written: written, Failed: failed})
 	if err != nil {
 		return nil, err
 	}
@@ -61,12 +67,28 @@ func (s *store) eventLog() *eventlog.Log { return s.events.Load() }
 
 func (s *store) eventsPath() string { return filepath.Join(s.Dir(), EventsFile) }
 
-// emit appends an event, logging (not returning) a failure: an event that
-// cannot be recorded must not take the session down with it.
+// emit appends an event, logging (not returning) a failure: the runner
+// learns of a failed storage through the log's Failed callback, and a
+// caller that must not acknowledge an event that is not in the file uses
+// record.
 func (s *store) emit(typ event.Type, data any) {
-	if _, err := s.eventLog().Append(typ, data); err != nil {
+	if err := s.record(typ, data); err != nil && !errors.Is(err, eventlog.ErrUnavailable) {
 		s.log.Error("append event", zap.String("type", string(typ)), zap.Error(err))
 	}
+}
+
+// record appends an event and returns why it is not in the file, if it is
+// not: a *eventlog.StorageError (the session is storageFailed) becomes
+// storage_unavailable.
+func (s *store) record(typ event.Type, data any) error {
+	_, err := s.eventLog().Append(typ, data)
+	if err != nil {
+		s.log.Debug("append event", zap.String("type", string(typ)), zap.Error(err))
+		if errors.Is(err, eventlog.ErrUnavailable) {
+			return wire.Errorf(wire.CodeStorageUnavailable, "%s not recorded: %v", typ, err)
+		}
+	}
+	return err
 }
 
 // saveSpec replaces meta.json, after the write Start began.
@@ -102,7 +124,7 @@ func (s *store) waitSpecWritten() {
 // moveTo continues the session in folder dir, which already holds a copy
 // of the event log: new events go there, and the old log is closed.
 func (s *store) moveTo(dir string) error {
-	next, err := eventlog.Open(filepath.Join(dir, EventsFile), eventlog.Options{Written: s.written})
+	next, err := eventlog.Open(filepath.Join(dir, EventsFile), eventlog.Options{Written: s.written, Failed: s.failed})
 	if err != nil {
 		return err
 	}

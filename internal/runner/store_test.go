@@ -15,7 +15,7 @@ import (
 
 func TestStoreWritesTheSpecInOrder(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openStore(dir, nil, zap.NewNop())
+	s, err := openStore(dir, nil, nil, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestStoreMovesToTheForkedFolder(t *testing.T) {
 		for i := range b.Lines {
 			mirrored = append(mirrored, b.FirstSeq+int64(i))
 		}
-	}, zap.NewNop())
+	}, nil, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

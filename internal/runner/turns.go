@@ -41,8 +41,12 @@ func (r *Runner) runTurns() {
 func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	r.meter.beginTurn()
 	r.review.beginTurn()
-	r.emit(event.TurnStarted, event.TurnStartedData{Turn: t.no, MessageID: t.msg.ID, Text: t.msg.Text})
-	res, err := eng.Turn(ctx, engine.TurnInput{ID: t.msg.ID, Text: t.msg.Text, Kind: t.kind})
+	var res engine.TurnResult
+	err := r.store.record(event.TurnStarted, event.TurnStartedData{Turn: t.no, MessageID: t.msg.ID, Text: t.msg.Text})
+	if err == nil {
+		// A turn the log does not hold never reaches the engine.
+		res, err = eng.Turn(ctx, engine.TurnInput{ID: t.msg.ID, Text: t.msg.Text, Kind: t.kind})
+	}
 
 	var exact *event.UsageData
 	if res.HasUsage && !res.Usage.Estimated {
@@ -81,7 +85,7 @@ func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	if !stopped {
 		for _, text := range leftover {
 			r.emit(event.SteerRequeued, event.SteerData{Text: text})
-			r.enqueue(text, kindSend, true)
+			r.enqueueOwn(text, kindSend, true)
 		}
 	}
 	if outcome == "failed" {
@@ -124,17 +128,39 @@ func plural(n int) string {
 }
 
 // enqueue adds a message of kind to the queue and records it: its
-// userMessage event comes before the turnStarted it leads to. A person's
-// message resets the goal's count of checks in a row.
-func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) event.Queued {
+// userMessage event comes before the turnStarted it leads to. A message
+// whose event cannot be recorded (the storage failed) is not queued and
+// its error returned: nothing is acknowledged that is not in the log. A
+// person's message resets the goal's count of checks in a row.
+func (r *Runner) enqueue(text, kind string, queuedBehindTurn bool) (event.Queued, error) {
+	return r.enqueueRequest(text, kind, queuedBehindTurn, "")
+}
+
+// enqueueSend queues a person's message sent with requestID ("" for none),
+// which its userMessage event records.
+func (r *Runner) enqueueSend(text, requestID string) (event.Queued, error) {
+	return r.enqueueRequest(text, kindSend, false, requestID)
+}
+
+func (r *Runner) enqueueRequest(text, kind string, queuedBehindTurn bool, requestID string) (event.Queued, error) {
 	if kind == kindSend {
 		r.goal.reset()
 	}
-	q := r.turns.add(kind, text, queuedBehindTurn, func(m event.Queued, queued bool) {
-		r.emit(event.UserMessage, event.UserMessageData{ID: m.ID, Text: text, Kind: kind, Queued: queued})
+	q, err := r.turns.add(kind, text, queuedBehindTurn, func(m event.Queued, queued bool) error {
+		return r.store.record(event.UserMessage, event.UserMessageData{ID: m.ID, Text: text, Kind: kind, Queued: queued, RequestID: requestID})
 	})
 	r.presence.touch()
-	return q
+	return q, err
+}
+
+// enqueueOwn queues a message the runner makes itself (a goal check, a
+// loop's prompt, a parent's handoff, a steer that found no tool boundary):
+// one whose event cannot be recorded is lost with the storage, which the
+// failure event reports.
+func (r *Runner) enqueueOwn(text, kind string, queuedBehindTurn bool) {
+	if _, err := r.enqueue(text, kind, queuedBehindTurn); err != nil {
+		r.log.Warn("queue a message", zap.String("kind", kind), zap.Error(err))
+	}
 }
 
 // tickLoop is a timed loop's tick: it queues prompt unless a turn runs or
@@ -148,8 +174,8 @@ func (r *Runner) tickLoop(prompt string) bool {
 	if r.turns.busy() {
 		return false
 	}
-	r.enqueue(prompt, kindLoop, false)
-	return true
+	_, err := r.enqueue(prompt, kindLoop, false)
+	return err == nil
 }
 
 // stop interrupts the running turn, denies open asks, rejects pending hunks
@@ -172,34 +198,41 @@ func (r *Runner) stop(ctx context.Context, reason string) event.StoppedData {
 	}
 	receipt.DeniedAsks = r.asks.denyAll(by)
 	receipt.RejectedHunks = r.review.rejectAll(by)
-	if t != nil {
-		ictx, cancel := context.WithTimeout(ctx, interruptGrace)
-		if err := eng.Interrupt(ictx); err != nil {
-			r.log.Warn("engine interrupt", zap.Error(err))
-		}
-		cancel()
-		select {
-		case <-t.done:
-		case <-time.After(interruptGrace):
-			// The engine did not end the turn in-band: cancel it.
-			t.cancel()
-			select {
-			case <-t.done:
-			case <-time.After(stopWait - interruptGrace):
-				r.log.Error("turn did not end after stop", zap.Int("turn", t.no))
-			}
-		}
-	}
+	r.interruptTurn(ctx, t, eng)
 	r.emit(event.Stopped, receipt)
 	r.presence.touch()
 	return receipt
 }
 
+// interruptTurn asks the engine to end turn t (nil: none runs) and waits,
+// bounded, until it has; an engine that does not end it in-band has the
+// turn's context cancelled.
+func (r *Runner) interruptTurn(ctx context.Context, t *turn, eng engine.Engine) {
+	if t == nil {
+		return
+	}
+	ictx, cancel := context.WithTimeout(ctx, interruptGrace)
+	if err := eng.Interrupt(ictx); err != nil {
+		r.log.Warn("engine interrupt", zap.Error(err))
+	}
+	cancel()
+	select {
+	case <-t.done:
+	case <-time.After(interruptGrace):
+		// The engine did not end the turn in-band: cancel it.
+		t.cancel()
+		select {
+		case <-t.done:
+		case <-time.After(stopWait - interruptGrace):
+			r.log.Error("turn did not end after stop", zap.Int("turn", t.no))
+		}
+	}
+}
+
 func (r *Runner) steer(ctx context.Context, text string) (command.SteerResult, error) {
 	if s, ok := r.engine().(engine.Steerer); ok {
 		if !r.turns.inTurn() {
-			q := r.enqueue(text, kindSend, false)
-			return command.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+			return r.steerQueued(text, false)
 		}
 		err := s.Steer(ctx, text)
 		if err == nil {
@@ -209,12 +242,19 @@ func (r *Runner) steer(ctx context.Context, text string) (command.SteerResult, e
 		if err != engine.ErrNoTurn {
 			return command.SteerResult{}, engineErr(err)
 		}
-		q := r.enqueue(text, kindSend, true)
-		return command.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
+		return r.steerQueued(text, true)
 	}
 	if r.turns.steer(text) {
 		return command.SteerResult{Delivery: "boundary"}, nil
 	}
-	q := r.enqueue(text, kindSend, false)
+	return r.steerQueued(text, false)
+}
+
+// steerQueued queues a steer that found no turn to take it.
+func (r *Runner) steerQueued(text string, behindTurn bool) (command.SteerResult, error) {
+	q, err := r.enqueue(text, kindSend, behindTurn)
+	if err != nil {
+		return command.SteerResult{}, err
+	}
 	return command.SteerResult{Delivery: "queued", MessageID: q.ID}, nil
 }

@@ -120,6 +120,8 @@ func (r *reflector) commands(cmds []command.Info) {
 		name := CommandDef(c.Name)
 		s := &Schema{Type: Types{"object"}, Description: r.comments[typeKey(c.Request)], Properties: &Properties{
 			{Name: "cmd", Schema: &Schema{Const: string(c.Name)}},
+			{Name: "requestId", Schema: &Schema{Type: Types{"string"},
+				Description: "The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters."}},
 		}, Required: []string{"cmd"}}
 		r.fields(name, c.Request, s)
 		r.defs[name] = s

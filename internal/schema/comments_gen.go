@@ -246,6 +246,7 @@ var Comments = map[string]string{
 	"github.com/corral-dev/corral/pkg/event.UsageData":                       "UsageData is the data of usage events and the usage totals of a turn.",
 	"github.com/corral-dev/corral/pkg/event.UserMessageData":                 "UserMessageData is the data of userMessage.",
 	"github.com/corral-dev/corral/pkg/event.UserMessageData.Kind":            "send, goalCheck, loop, inherit",
+	"github.com/corral-dev/corral/pkg/event.UserMessageData.RequestID":       "RequestID is the requestId of the send that queued the message, so that a retry of it finds this message, also in a later runner.",
 	"github.com/corral-dev/corral/pkg/gate.Category":                         "Category says what kind of access a decision is about, so an approval UI can group and explain it.",
 	"github.com/corral-dev/corral/pkg/gate.Decision":                         "Decision is the gate's verdict on a request.",
 	"github.com/corral-dev/corral/pkg/gate.Part":                             "Part is the judgement of one simple command inside a shell request.",

@@ -152,9 +152,9 @@ func Default() *Registry {
 
 		Routes: routes(),
 		Enums: map[reflect.Type][]string{
-			typeOf[wire.Code]():               {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeUnauthorized), string(wire.CodeForbidden), string(wire.CodeProtocol), string(wire.CodeInternal)},
-			typeOf[wire.State]():              {string(wire.StateStarting), string(wire.StateIdle), string(wire.StateWorking), string(wire.StateWaitingForApproval), string(wire.StateWaitingForReview), string(wire.StateFailed), string(wire.StateStopped)},
-			typeOf[event.FailureCode]():       {string(event.FailEngineError), string(event.FailPermissionUnavailable), string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap), string(event.FailStalled)},
+			typeOf[wire.Code]():               {string(wire.CodeRunnerCrashed), string(wire.CodeTimeout), string(wire.CodeNotFound), string(wire.CodeBadRequest), string(wire.CodeConflict), string(wire.CodeEngineError), string(wire.CodePermissionUnavailable), string(wire.CodeUnavailable), string(wire.CodeStorageUnavailable), string(wire.CodeUnauthorized), string(wire.CodeForbidden), string(wire.CodeProtocol), string(wire.CodeInternal)},
+			typeOf[wire.State]():              {string(wire.StateStarting), string(wire.StateIdle), string(wire.StateWorking), string(wire.StateWaitingForApproval), string(wire.StateWaitingForReview), string(wire.StateFailed), string(wire.StateStopped), string(wire.StateStorageFailed)},
+			typeOf[event.FailureCode]():       {string(event.FailEngineError), string(event.FailPermissionUnavailable), string(event.FailSignInExpired), string(event.FailContextFull), string(event.FailSpendCap), string(event.FailStalled), string(event.FailStorage)},
 			typeOf[event.QueueChange]():       {string(event.QueueAdded), string(event.QueueStarted), string(event.QueueCancelled), string(event.QueueCleared)},
 			typeOf[wire.Type]():               messageTypes(),
 			typeOf[wire.Outcome]():            {string(wire.OutcomeRan), string(wire.OutcomeNotLive), string(wire.OutcomeNotReady)},

@@ -37,6 +37,9 @@ import (
 // envDir tells the child process the size to mount.
 const envSize = "CORRAL_SMALLFS_SIZE"
 
+// InChild reports whether this process is the child Dir runs a test in.
+func InChild() bool { return os.Getenv(envSize) != "" }
+
 // Dir returns a folder on a fresh tmpfs of size bytes in the child process,
 // and "" in the parent once the child has run the test.
 func Dir(t *testing.T, size int64) string {

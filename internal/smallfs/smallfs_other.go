@@ -17,3 +17,7 @@ func Dir(t *testing.T, size int64) string {
 	t.Skip("a small tmpfs needs Linux mount namespaces")
 	return ""
 }
+
+// InChild reports whether this process is the child Dir runs a test in:
+// never, where Dir skips.
+func InChild() bool { return false }

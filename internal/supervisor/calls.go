@@ -2,10 +2,15 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/supervisor/termhost"
 	"github.com/corral-dev/corral/pkg/command"
@@ -17,9 +22,22 @@ import (
 // from its folder (answerNotLive). A refused command is a Reply with an
 // error; the error result is for a command that never got an answer (not
 // found, runner crashed, timeout). Any other command the supervisor passes
-// through without knowing it.
+// through without knowing it, with the requestId ctx carries
+// (command.WithRequestID).
+//
+// A send whose runner dies before it answers is sent again to the
+// session's next runner (up to sendRetries times), under the same
+// requestId (one is made when the caller named none): the runner records
+// a send's requestId with the message, so a send that got in before the
+// crash is not queued twice, and the caller gets its reply rather than
+// runner_crashed.
 func (m *Manager) Command(ctx context.Context, id string, req command.Request) (*wire.Reply, error) {
-	raw, err := command.Marshal(req)
+	_, send := req.(command.Send)
+	requestID := command.RequestIDFrom(ctx)
+	if send && requestID == "" {
+		requestID = newRequestID()
+	}
+	raw, err := command.MarshalWithID(req, requestID)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeBadRequest, "%v", err)
 	}
@@ -34,9 +52,22 @@ func (m *Manager) Command(ctx context.Context, id string, req command.Request) (
 	touch := !query
 	backoff := 5 * time.Millisecond
 	reensured := false
+	retries := 0
+	retry := func(err error) bool {
+		if !send || retries >= sendRetries || !errors.Is(err, wire.ErrRunnerCrashed) || ctx.Err() != nil {
+			return false
+		}
+		retries++
+		m.log.Info("runner died under a send; sending it again to the next runner",
+			zap.String("session", id), zap.Int("retry", retries), zap.Error(err))
+		return true
+	}
 	for {
 		e, err := m.acquire(ctx, id)
 		if err != nil {
+			if retry(err) {
+				continue
+			}
 			return nil, err
 		}
 		r, err := call(ctx, e.child, &wire.Command{Command: raw})
@@ -57,6 +88,9 @@ func (m *Manager) Command(ctx context.Context, id string, req command.Request) (
 		}
 		m.release(e, touch)
 		if err != nil {
+			if retry(err) {
+				continue
+			}
 			return nil, err
 		}
 		switch r.Outcome {
@@ -80,6 +114,18 @@ func (m *Manager) Command(ctx context.Context, id string, req command.Request) (
 			return nil, wire.Errorf(wire.CodeProtocol, "runner answered %s with outcome %q", req.Cmd(), r.Outcome)
 		}
 	}
+}
+
+// sendRetries bounds how many runners in a row a send is tried on after
+// the one it reached died under it.
+const sendRetries = 3
+
+// newRequestID names a send the caller named no requestId for, so that
+// sending it again to the next runner is safe.
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return "sup-" + hex.EncodeToString(b[:])
 }
 
 // statusCommand is the status command as the link carries it.

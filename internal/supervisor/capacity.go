@@ -11,15 +11,41 @@ import (
 // machine: every live session is a runner, and for the real engines an
 // agent CLI process of a few hundred MB besides.
 
-// liveLocked counts the runners that are live or starting, each once.
+// Runners whose session waits for a person (an ask, a review, messages
+// held by the spend cap) have a budget of their own, Config.MaxWaiting:
+// up to it they do not count against MaxLive, so that people slow to
+// answer never make a new session fail. Past it the rest count as live.
+
+// liveLocked counts the runners that are live or starting, each once, that
+// count against MaxLive.
 func (m *Manager) liveLocked() int {
 	seen := map[*entry]bool{}
+	waiting := 0
 	for _, e := range m.entries {
-		if !e.retiring {
-			seen[e] = true
+		if e.retiring || seen[e] {
+			continue
+		}
+		seen[e] = true
+		if waitsForPerson(e) {
+			waiting++
 		}
 	}
-	return len(seen)
+	return len(seen) - min(waiting, m.cfg.MaxWaiting)
+}
+
+// waitsForPerson reports whether e's runner is up and its session waits
+// for a person (wire.StateReport.WaitsForPerson).
+func waitsForPerson(e *entry) bool {
+	select {
+	case <-e.ready:
+	default:
+		return false
+	}
+	if e.err != nil || !e.child.alive() {
+		return false
+	}
+	st := e.child.state.Load()
+	return st != nil && st.WaitsForPerson()
 }
 
 // SetMaxLive changes the cap on live runners (Config.MaxLive) while the

@@ -65,3 +65,62 @@ func TestMaxLiveRefusesWhenEveryRunnerIsBusy(t *testing.T) {
 		t.Fatalf("sessions after the refused create: %d, %v", len(list), err)
 	}
 }
+
+// Sessions waiting for a person (here on an ask) have a budget of their
+// own (MaxWaiting): up to it they do not hold a MaxLive slot, so a new
+// session starts beside them and they keep their runners; past it they
+// count as live again.
+func TestSessionsWaitingForAPersonDoNotBlockNewOnes(t *testing.T) {
+	m := newScriptManager(t, "", func(c *Config) { c.MaxLive = 1; c.MaxWaiting = 1 })
+	waiting := func() string {
+		t.Helper()
+		s, err := m.Create(ctxT(t), scriptSpec(t, askScenario))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCommand(t, m, s.ID, command.Send{Text: "run make"})
+		readUntil(t, m, s.ID, 1, "askOpened")
+		// The runner reports the state just after the event.
+		waitFor(t, func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			e := m.entries[s.ID]
+			return e != nil && waitsForPerson(e)
+		})
+		return s.ID
+	}
+	first := waiting()
+	// The one live slot is free: the asking session waits outside it.
+	second := waiting()
+	if !m.Live(first) || !m.Live(second) {
+		t.Fatalf("live: first %v, second %v", m.Live(first), m.Live(second))
+	}
+	// Two wait now, one past the budget: it holds the slot, and with no
+	// runner quiet a new session is refused as at the cap.
+	if _, err := m.Create(ctxT(t), scriptSpec(t, echoScenario)); !errors.Is(err, wire.ErrUnavailable) {
+		t.Fatalf("create past both budgets: %v, want unavailable", err)
+	}
+	if !m.Live(first) || !m.Live(second) {
+		t.Fatal("a waiting session's runner was stopped")
+	}
+}
+
+func TestWaitsForPerson(t *testing.T) {
+	for _, c := range []struct {
+		st   wire.StateReport
+		want bool
+	}{
+		{wire.StateReport{State: wire.StateWaitingForApproval, OpenAsks: 1}, true},
+		{wire.StateReport{State: wire.StateWaitingForReview, PendingEdits: 1}, true},
+		{wire.StateReport{State: wire.StateIdle, Queued: 2}, false}, // a turn may be starting
+		{wire.StateReport{State: wire.StateIdle, PendingEdits: 1}, true},
+		{wire.StateReport{State: wire.StateIdle, Queued: 1, Settling: true}, false},
+		{wire.StateReport{State: wire.StateIdle}, false},
+		{wire.StateReport{State: wire.StateWorking, Queued: 3}, false},
+		{wire.StateReport{State: wire.StateStorageFailed}, false},
+	} {
+		if got := c.st.WaitsForPerson(); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.st, got, c.want)
+		}
+	}
+}

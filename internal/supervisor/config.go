@@ -26,6 +26,11 @@ type Config struct {
 	// recently used idle one is stopped, and when none is idle a start
 	// fails with unavailable.
 	MaxLive int
+	// MaxWaiting is the separate budget of runners whose session waits
+	// for a person (default 64; wire.StateReport.WaitsForPerson): up to
+	// it, they do not count against MaxLive, so sessions waiting on an
+	// ask or a review never make a new session fail.
+	MaxWaiting int
 	// SpareRunner keeps one runner started ahead of need, so that
 	// creating or waking a session on a built-in engine does not wait for
 	// a process to start.
@@ -139,6 +144,9 @@ func (c *Config) setDefaults() error {
 	def(&c.CallTimeout, 30*time.Second)
 	if c.MaxLive <= 0 {
 		c.MaxLive = 64
+	}
+	if c.MaxWaiting <= 0 {
+		c.MaxWaiting = 64
 	}
 	if c.MaxLine <= 0 {
 		c.MaxLine = wire.DefaultMaxLine

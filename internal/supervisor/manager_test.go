@@ -129,7 +129,8 @@ func TestKilledRunnerRejectsPendingCallsAndResumesLog(t *testing.T) {
 	errs := make(chan error, callers)
 	for range callers {
 		go func() {
-			_, err := m.Command(ctxT(t), s.ID, command.Send{Text: "never answered"})
+			// A steer: a send would be sent again to the next runner.
+			_, err := m.Command(ctxT(t), s.ID, command.Steer{Text: "never answered"})
 			errs <- err
 		}()
 	}

@@ -186,10 +186,19 @@ func (c *child) rotation(ev Event) string {
 }
 
 // report records what the runner says its session is doing. The idle clock
-// starts when a busy session stops being busy.
+// starts when a busy session stops being busy. A session whose event log
+// fails is logged at error level (the runner logs why to its own log).
 func (c *child) report(st *wire.StateReport) {
-	if prev := c.state.Swap(st); prev != nil && prev.Busy() && !st.Busy() {
+	prev := c.state.Swap(st)
+	if prev != nil && prev.Busy() && !st.Busy() {
 		c.idleSince.Store(c.now().UnixNano())
+	}
+	wasFailed := prev != nil && prev.State == wire.StateStorageFailed
+	switch {
+	case st.State == wire.StateStorageFailed && !wasFailed:
+		c.log.Error("session storage failed: its event log cannot be written (is the state folder's disk full?); commands are refused with storage_unavailable until it has room")
+	case wasFailed && st.State != wire.StateStorageFailed:
+		c.log.Info("session storage writable again")
 	}
 }
 

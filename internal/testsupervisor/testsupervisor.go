@@ -43,6 +43,9 @@ type Options struct {
 	// under way running, and a restart re-attaches to them. Zero:
 	// --stop-runners-on-exit, runners die with the supervisor.
 	RunnerGrace time.Duration
+	// State is the state folder to use (a small file system, say); empty
+	// means a fresh one under the test's temporary folder.
+	State string
 }
 
 // Supervisor is a running `supervisor serve`.
@@ -78,6 +81,9 @@ func Start(tb testing.TB, opts Options) *Supervisor {
 		State:  filepath.Join(base, "state"),
 		Work:   filepath.Join(base, "work"),
 		stderr: &testio.Buffer{},
+	}
+	if opts.State != "" {
+		s.State = opts.State
 	}
 	s.Socket = filepath.Join(s.State, "supervisor.sock")
 	if err := os.Mkdir(s.Work, 0o700); err != nil {

@@ -58,6 +58,7 @@ var statuses = map[wire.Code]int{
 	wire.CodeProtocol:              http.StatusBadGateway,
 	wire.CodePermissionUnavailable: http.StatusServiceUnavailable,
 	wire.CodeUnavailable:           http.StatusServiceUnavailable,
+	wire.CodeStorageUnavailable:    http.StatusInsufficientStorage,
 	wire.CodeTimeout:               http.StatusGatewayTimeout,
 }
 

@@ -244,9 +244,17 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 }
 
 // Command runs a control command. The reply is returned when the runner
-// accepted it; a refusal is returned as its *wire.Error.
+// accepted it; a refusal is returned as its *wire.Error. The command
+// carries the requestId ctx carries (command.WithRequestID), or a new
+// random one: a caller that retries a command after an error that leaves
+// its fate unknown (a timeout, a lost connection) passes the same
+// requestId again, and the session acts once.
 func (c *Client) Command(ctx context.Context, id string, req command.Request) (*wire.Reply, error) {
-	body, err := command.Marshal(req)
+	requestID := command.RequestIDFrom(ctx)
+	if requestID == "" {
+		requestID = NewRequestID()
+	}
+	body, err := command.MarshalWithID(req, requestID)
 	if err != nil {
 		return nil, err
 	}

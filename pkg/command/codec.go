@@ -18,16 +18,23 @@ type Info struct {
 	// Request is the command's type, Result its result's.
 	Request, Result reflect.Type
 
-	// flat is Request's fields plus "cmd": the command's whole JSON
-	// object, which the decoder reads with unknown fields refused.
+	// flat is "cmd", "requestId" and Request's fields: the command's
+	// whole JSON object, which the decoder reads with unknown fields
+	// refused.
 	flat reflect.Type
 }
+
+// flatOwn is the index in flat of a command's first own field.
+const flatOwn = 2
 
 // entry describes the command of type Q.
 func entry[Q Call[R], R any]() Info {
 	var q Q
 	rt := reflect.TypeFor[Q]()
-	fields := []reflect.StructField{{Name: "Cmd", Type: reflect.TypeFor[Name](), Tag: `json:"cmd"`}}
+	fields := []reflect.StructField{
+		{Name: "Cmd", Type: reflect.TypeFor[Name](), Tag: `json:"cmd"`},
+		{Name: "RequestID", Type: reflect.TypeFor[string](), Tag: `json:"requestId,omitempty"`},
+	}
 	for i := range rt.NumField() {
 		f := rt.Field(i)
 		if !f.IsExported() || f.Anonymous {
@@ -63,35 +70,47 @@ func names() string {
 // Decode reads a command from its JSON object. A malformed object, a
 // missing or unknown "cmd", a field the command does not have or a field
 // of the wrong type is a *wire.Error with code bad_request that says which.
+// A requestId is checked and dropped: DecodeWithID keeps it.
 func Decode(raw []byte) (Request, error) {
+	req, _, err := DecodeWithID(raw)
+	return req, err
+}
+
+// DecodeWithID is Decode that also returns the command's requestId ("" when
+// it has none).
+func DecodeWithID(raw []byte) (Request, string, error) {
 	var head struct {
 		Cmd Name `json:"cmd"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, badCommand("", err)
+		return nil, "", badCommand("", err)
 	}
 	if head.Cmd == "" {
-		return nil, wire.Errorf(wire.CodeBadRequest, "cmd is required: one of %s", names())
+		return nil, "", wire.Errorf(wire.CodeBadRequest, "cmd is required: one of %s", names())
 	}
 	info, ok := Lookup(head.Cmd)
 	if !ok {
-		return nil, wire.Errorf(wire.CodeBadRequest, "unknown command %q (the commands are %s)", head.Cmd, names())
+		return nil, "", wire.Errorf(wire.CodeBadRequest, "unknown command %q (the commands are %s)", head.Cmd, names())
 	}
 	flat := reflect.New(info.flat)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(flat.Interface()); err != nil {
-		return nil, badCommand(head.Cmd, err)
+		return nil, "", badCommand(head.Cmd, err)
 	}
 	req := reflect.New(info.Request).Elem()
 	for i := range req.NumField() {
-		req.Field(i).Set(flat.Elem().Field(i + 1))
+		req.Field(i).Set(flat.Elem().Field(i + flatOwn))
 	}
 	out := req.Interface().(Request)
 	if err := CheckLimits(out); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return out, nil
+	requestID := flat.Elem().Field(1).String()
+	if err := checkRequestID(requestID); err != nil {
+		return nil, "", err
+	}
+	return out, requestID, nil
 }
 
 // badCommand explains why a command's JSON was refused.
@@ -111,6 +130,30 @@ func badCommand(cmd Name, err error) error {
 	default:
 		return wire.Errorf(wire.CodeBadRequest, "%s: %v", prefix, err)
 	}
+}
+
+// MarshalWithID is Marshal with the command's requestId ("" for none)
+// after "cmd": {"cmd":"send","requestId":"r1","text":"hi"}.
+func MarshalWithID(req Request, requestID string) ([]byte, error) {
+	out, err := Marshal(req)
+	if err != nil || requestID == "" {
+		return out, err
+	}
+	if err := checkRequestID(requestID); err != nil {
+		return nil, err
+	}
+	id, err := json.Marshal(requestID)
+	if err != nil {
+		return nil, err
+	}
+	// out is {"cmd":"NAME"...; the id goes right after the name.
+	name, _ := json.Marshal(req.Cmd())
+	at := len(`{"cmd":`) + len(name)
+	with := make([]byte, 0, len(out)+len(`,"requestId":`)+len(id))
+	with = append(with, out[:at]...)
+	with = append(with, `,"requestId":`...)
+	with = append(with, id...)
+	return append(with, out[at:]...), nil
 }
 
 // Marshal encodes a command as its JSON object, "cmd" first:

@@ -64,6 +64,9 @@ const (
 	FailContextFull           FailureCode = "contextFull"
 	FailSpendCap              FailureCode = "spendCap"
 	FailStalled               FailureCode = "stalled"
+	// FailStorage: the event log could not be written (a full disk) and
+	// the session stopped until it could; written once it can be.
+	FailStorage FailureCode = "storageFailed"
 )
 
 // SessionStartedData is the data of sessionStarted and sessionResumed.
@@ -87,6 +90,9 @@ type UserMessageData struct {
 	Text   string `json:"text"`
 	Kind   string `json:"kind"` // send, goalCheck, loop, inherit
 	Queued bool   `json:"queued"`
+	// RequestID is the requestId of the send that queued the message, so
+	// that a retry of it finds this message, also in a later runner.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // TurnStartedData is the data of turnStarted.

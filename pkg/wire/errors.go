@@ -21,6 +21,7 @@ const (
 	CodeEngineError           Code = "engine_error"
 	CodePermissionUnavailable Code = "permission_unavailable"
 	CodeUnavailable           Code = "unavailable"
+	CodeStorageUnavailable    Code = "storage_unavailable"
 	CodeUnauthorized          Code = "unauthorized"
 	CodeForbidden             Code = "forbidden"
 	CodeProtocol              Code = "protocol_mismatch"
@@ -38,6 +39,7 @@ var (
 	ErrEngine                = &Error{Code: CodeEngineError, Message: "engine error"}
 	ErrPermissionUnavailable = &Error{Code: CodePermissionUnavailable, Message: "permission unavailable"}
 	ErrUnavailable           = &Error{Code: CodeUnavailable, Message: "unavailable"}
+	ErrStorageUnavailable    = &Error{Code: CodeStorageUnavailable, Message: "storage unavailable"}
 	ErrUnauthorized          = &Error{Code: CodeUnauthorized, Message: "unauthorized"}
 	ErrForbidden             = &Error{Code: CodeForbidden, Message: "forbidden"}
 	ErrProtocol              = &Error{Code: CodeProtocol, Message: "protocol version mismatch"}

@@ -263,6 +263,21 @@ func (s StateReport) Busy() bool {
 	return s.Settling || s.Queued > 0 || s.OpenAsks > 0 || s.PendingEdits > 0
 }
 
+// WaitsForPerson reports whether nothing but a person holds the session up:
+// its turn waits on an ask or a review, or no turn runs and open asks or
+// pending hunks wait for a person's word. Such a session's runner does
+// nothing until then. Queued messages do not count: the report cannot
+// tell a queue held by the spend cap from one whose turn is starting.
+func (s StateReport) WaitsForPerson() bool {
+	switch s.State {
+	case StateWaitingForApproval, StateWaitingForReview:
+		return true
+	case StateIdle, StateStopped, StateFailed:
+		return !s.Settling && s.Queued == 0 && (s.OpenAsks > 0 || s.PendingEdits > 0)
+	}
+	return false
+}
+
 // State is a session's coarse state, as a status bar shows it.
 type State string
 
@@ -275,6 +290,10 @@ const (
 	StateWaitingForReview   State = "waitingForReview"
 	StateFailed             State = "failed"
 	StateStopped            State = "stopped"
+	// StateStorageFailed: the session's event log cannot be written (a
+	// full disk); every command but status is refused with
+	// storage_unavailable until the storage takes writes again.
+	StateStorageFailed State = "storageFailed"
 )
 
 func (Hello) Type() Type        { return THello }

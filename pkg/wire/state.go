@@ -97,7 +97,7 @@ func ParseState(line []byte) (st StateReport, ok bool) {
 // states this package names.
 func stateOf(word []byte) State {
 	for _, s := range [...]State{StateIdle, StateWorking, StateWaitingForApproval, StateWaitingForReview,
-		StateStarting, StateStopped, StateFailed} {
+		StateStarting, StateStopped, StateFailed, StateStorageFailed} {
 		if string(word) == string(s) {
 			return s
 		}

@@ -221,10 +221,14 @@ export class CorralClient {
 
   /**
    * Runs a control command and returns its result, typed by the command
-   * (CommandResults); a refusal throws its CorralError.
+   * (CommandResults); a refusal throws its CorralError. The command carries
+   * its own requestId, or a new random one: to retry a command whose fate
+   * is unknown (a lost connection), pass the same requestId again and the
+   * session acts once.
    */
   async command<C extends Command>(id: string, cmd: C, signal?: AbortSignal): Promise<CommandResults[C["cmd"]]> {
-    const r = await this.call<Reply>("POST", "/sessions/" + encodeURIComponent(id) + "/commands", cmd, signal);
+    const body = cmd.requestId ? cmd : { ...cmd, requestId: newRequestId() };
+    const r = await this.call<Reply>("POST", "/sessions/" + encodeURIComponent(id) + "/commands", body, signal);
     if (!r.ok) {
       throw r.error ? CorralError.from(r.error) : new CorralError("internal", "a reply with neither ok nor error");
     }
@@ -591,4 +595,11 @@ class Queue<T> implements AsyncIterable<T> {
       await new Promise<void>((resolve) => (this.waiting = resolve));
     }
   }
+}
+
+/** A new random requestId for a command: 16 random bytes in hex. */
+export function newRequestId(): string {
+  const b = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }

@@ -42,6 +42,8 @@ export interface AgentPreset {
 
 export interface AnswerCommand {
   cmd: "answer";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   askId: string;
   decision: "allow" | "deny";
   note?: string;
@@ -122,6 +124,8 @@ export interface ByeMessage {
 
 export interface CancelQueuedCommand {
   cmd: "cancelQueued";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   messageId: string;
 }
 
@@ -154,6 +158,8 @@ export interface ClaudeConfig {
 
 export interface ClearGoalCommand {
   cmd: "clearGoal";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
 }
 
 /** ClearGoalResult is the result of clearGoal. */
@@ -165,7 +171,7 @@ export interface ClearGoalResult {
 export type Cmd = "send" | "steer" | "stop" | "answer" | "decideHunk" | "status" | "setMode" | "setGoal" | "getGoal" | "clearGoal" | "markGoalDone" | "setSpendCap" | "cancelQueued" | "forkSession" | "rename";
 
 /** Code is a stable, machine-readable error class. Codes travel across every process boundary (wire, control.sock, HTTP) so callers can branch on them. A code says nothing of any transport's status: the supervisor's HTTP API maps codes onto HTTP statuses at its edge (pkg/api). */
-export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "unauthorized" | "forbidden" | "protocol_mismatch" | "internal";
+export type Code = "runner_crashed" | "timeout" | "not_found" | "bad_request" | "conflict" | "engine_error" | "permission_unavailable" | "unavailable" | "storage_unavailable" | "unauthorized" | "forbidden" | "protocol_mismatch" | "internal";
 
 /** The settings of the codex engine (docs/engines-codex.md): a spec's engineConfig when its engine is codex. */
 export interface CodexConfig {
@@ -324,6 +330,8 @@ export interface DamagedRange {
 
 export interface DecideHunkCommand {
   cmd: "decideHunk";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   editId?: string;
   hunkId: string;
   decision: "accept" | "reject";
@@ -468,7 +476,7 @@ export interface ErrorReply {
 export type EventType = "sessionStarted" | "sessionResumed" | "userMessage" | "turnStarted" | "assistantDelta" | "assistantText" | "toolStarted" | "toolFinished" | "askOpened" | "askAnswered" | "steerDelivered" | "steerRequeued" | "turnEnded" | "stopped" | "failure" | "usage" | "context" | "retry" | "hunkStaged" | "hunkDecided" | "editApplied" | "modeChanged" | "goalSet" | "goalCleared" | "goalCheck" | "spendCapSet" | "rotated" | "compacted" | "queueChanged" | "logRepaired" | "renamed";
 
 /** FailureCode is the stable code of a failure event. */
-export type FailureCode = "engineError" | "permissionUnavailable" | "signInExpired" | "contextFull" | "spendCap" | "stalled";
+export type FailureCode = "engineError" | "permissionUnavailable" | "signInExpired" | "contextFull" | "spendCap" | "stalled" | "storageFailed";
 
 /** FailureData is the data of failure. */
 export interface FailureData {
@@ -516,6 +524,8 @@ export interface ForkResult {
 
 export interface ForkSessionCommand {
   cmd: "forkSession";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
 }
 
 /** GateVerdict is the gate's rule decision on a tool call (allow, ask or deny; a person's answer to an ask is askAnswered) and the call's category (shell, edit, read, network, web, mcp). */
@@ -526,6 +536,8 @@ export interface GateVerdict {
 
 export interface GetGoalCommand {
   cmd: "getGoal";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
 }
 
 /** Goal is what a session works towards. */
@@ -759,6 +771,8 @@ export interface Loop {
 
 export interface MarkGoalDoneCommand {
   cmd: "markGoalDone";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
 }
 
 /** MergeReply is the body of POST /v1/sessions/{id}/workspace/merge: ok, with merged false and the conflicting files when the merge would conflict (then nothing changed). */
@@ -972,6 +986,8 @@ export interface ReadyMessage {
 
 export interface RenameCommand {
   cmd: "rename";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   title: string;
 }
 
@@ -1138,6 +1154,8 @@ export interface Running {
 
 export interface SendCommand {
   cmd: "send";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   text: string;
 }
 
@@ -1222,16 +1240,22 @@ export interface SetCredentialRequest {
 
 export interface SetGoalCommand {
   cmd: "setGoal";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   goal: string;
 }
 
 export interface SetModeCommand {
   cmd: "setMode";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   mode: "review" | "auto" | "readonly";
 }
 
 export interface SetSpendCapCommand {
   cmd: "setSpendCap";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   spendCapUsd: number;
 }
 
@@ -1334,7 +1358,7 @@ export interface StagePolicy {
 }
 
 /** State is a session's coarse state, as a status bar shows it. */
-export type State = "starting" | "idle" | "working" | "waitingForApproval" | "waitingForReview" | "failed" | "stopped";
+export type State = "starting" | "idle" | "working" | "waitingForApproval" | "waitingForReview" | "failed" | "stopped" | "storageFailed";
 
 export interface StateReportMessage {
   t: "state";
@@ -1367,6 +1391,8 @@ export interface Status {
 
 export interface StatusCommand {
   cmd: "status";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
 }
 
 /** StatusResponse answers GET /v1/graphs and GET /v1/graphs/{run}. */
@@ -1378,6 +1404,8 @@ export interface StatusResponse {
 
 export interface SteerCommand {
   cmd: "steer";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
   text: string;
 }
 
@@ -1414,6 +1442,8 @@ export interface SteerResult {
 
 export interface StopCommand {
   cmd: "stop";
+  /** The client's name for this attempt at the command: a retry with the same requestId gets the first reply that succeeded instead of acting twice (docs/commands.md, Retries); at most 128 bytes, no control characters. */
+  requestId?: string;
 }
 
 /** StoppedData is the data of stopped: what the stop cancelled. */
@@ -1699,6 +1729,8 @@ export interface UserMessageData {
   /** send, goalCheck, loop, inherit */
   kind: string;
   queued: boolean;
+  /** RequestID is the requestId of the send that queued the message, so that a retry of it finds this message, also in a later runner. */
+  requestId?: string;
 }
 
 /** UserMessageData is the data of userMessage. */
@@ -1809,4 +1841,4 @@ export const eventTypes = ["sessionStarted", "sessionResumed", "userMessage", "t
 export const commandNames = ["send", "steer", "stop", "answer", "decideHunk", "status", "setMode", "setGoal", "getGoal", "clearGoal", "markGoalDone", "setSpendCap", "cancelQueued", "forkSession", "rename"] as const;
 
 /** Every error code. */
-export const codes = ["runner_crashed", "timeout", "not_found", "bad_request", "conflict", "engine_error", "permission_unavailable", "unavailable", "unauthorized", "forbidden", "protocol_mismatch", "internal"] as const;
+export const codes = ["runner_crashed", "timeout", "not_found", "bad_request", "conflict", "engine_error", "permission_unavailable", "unavailable", "storage_unavailable", "unauthorized", "forbidden", "protocol_mismatch", "internal"] as const;

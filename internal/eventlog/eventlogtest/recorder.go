@@ -117,3 +117,10 @@ func Decode[T any](t testing.TB, ev event.Event) T {
 	}
 	return v
 }
+
+// Events returns a copy of every recorded event, in order.
+func (r *Recorder) Events() []event.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]event.Event(nil), r.events...)
+}

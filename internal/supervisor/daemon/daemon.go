@@ -54,6 +54,8 @@ type Config struct {
 	// the live runners (see supervisor.Config).
 	SpareRunner bool
 	MaxLive     int
+	// MaxWaiting is supervisor.Config.MaxWaiting.
+	MaxWaiting int
 	// Listen, when set, is a TCP address to serve too; every request on
 	// it needs a credential (the bearer token, a session cookie or a
 	// ticket) and a Host that names the supervisor (webauth).
@@ -219,6 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 		PluginRunnerPath: pluginRunner,
 		SpareRunner:      cfg.SpareRunner,
 		MaxLive:          cfg.MaxLive,
+		MaxWaiting:       cfg.MaxWaiting,
 		EngineDefaults:   cfg.EngineDefaults,
 		IdleTTL:          cfg.IdleTTL,
 		RunnerGrace:      cfg.RunnerGrace,

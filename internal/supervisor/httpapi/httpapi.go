@@ -225,12 +225,12 @@ func (s *server) command(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	req, err := command.Decode(raw)
+	req, requestID, err := command.DecodeWithID(raw)
 	if err != nil {
 		writeError(w, fmt.Errorf("request body: %w", err))
 		return
 	}
-	reply, err := s.m.Command(r.Context(), r.PathValue("id"), req)
+	reply, err := s.m.Command(command.WithRequestID(r.Context(), requestID), r.PathValue("id"), req)
 	if err != nil {
 		writeError(w, err)
 		return
