@@ -54,6 +54,9 @@ type Config struct {
 	// the live runners (see supervisor.Config).
 	SpareRunner bool
 	MaxLive     int
+	// Prewarm keeps an engine process started ahead for the next session
+	// on Claude Code or Codex (see supervisor.Config).
+	Prewarm bool
 	// Listen, when set, is a TCP address to serve too; every request on
 	// it needs a credential (the bearer token, a session cookie or a
 	// ticket) and a Host that names the supervisor (webauth).
@@ -218,6 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 		RunnerPath:       runner,
 		PluginRunnerPath: pluginRunner,
 		SpareRunner:      cfg.SpareRunner,
+		Prewarm:          cfg.Prewarm,
 		MaxLive:          cfg.MaxLive,
 		EngineDefaults:   cfg.EngineDefaults,
 		IdleTTL:          cfg.IdleTTL,
