@@ -105,7 +105,7 @@ func (m *Manager) startWarm(shape wire.Spec) {
 	case late:
 		m.dropWarm(w.child, w.id)
 	default:
-		m.log.Debug("engine started ahead", zap.String("engine", shape.Engine), zap.String("session", w.id))
+		m.log.Debug("runner ready with an engine started ahead", zap.String("engine", shape.Engine), zap.String("session", w.id))
 	}
 }
 
