@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -114,6 +115,7 @@ func (e *Engine) Prewarm(ctx context.Context, opts engine.StartOptions) error {
 	if err != nil {
 		return err
 	}
+	e.prime(ctx, c)
 	opts.Host, opts.Logger = nil, nil
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -124,6 +126,25 @@ func (e *Engine) Prewarm(ctx context.Context, opts engine.StartOptions) error {
 	e.warm = &warmProcess{opts: opts, launch: l, convID: convID, conn: c}
 	e.logger.Debug("claude CLI started ahead", zap.Int("pid", c.pid()), zap.String("conversation", convID))
 	return nil
+}
+
+// primeTimeout bounds prime's request.
+const primeTimeout = 10 * time.Second
+
+// prime has a new process do, ahead of its first message, the work that
+// message would otherwise wait for: the CLI builds its system prompt and
+// tool list (and compiles the code that does it) lazily, on the first
+// message or on a request for the context's breakdown. get_context_usage
+// with detail "summary" asks for that breakdown from local estimates,
+// without a model or token-count call, and stores nothing; measured on
+// 2.1.332, the first turn's CPU time fell from about 190 to 140 ms. A CLI
+// that refuses the request is only not primed.
+func (e *Engine) prime(ctx context.Context, c *conn) {
+	ctx, cancel := context.WithTimeout(ctx, primeTimeout)
+	defer cancel()
+	if _, err := c.request(ctx, contextUsageRequest{Subtype: "get_context_usage", Detail: "summary"}); err != nil {
+		e.logger.Debug("claude CLI started ahead not primed", zap.Error(err))
+	}
 }
 
 // warmFits says whether a process started for warm serves a new
