@@ -99,11 +99,23 @@ func (r *prewarmRig) waitWarm(tb testing.TB, engine string, n int) {
 	}
 }
 
+// firstOutput is where a measured session's time went, from the create
+// request: its answer, the send's answer, the first output.
+type firstOutput struct {
+	created, sent, output time.Duration
+}
+
 // createToFirstOutput creates a session of spec over the unix socket, sends
 // the prompt, and returns the session and the time from the create request
 // to the first assistant output (assistantDelta or assistantText) read from
 // its event stream.
 func (r *prewarmRig) createToFirstOutput(tb testing.TB, spec wire.Spec) (*client.EventStream, string, time.Duration) {
+	stream, id, t := r.createTimed(tb, spec)
+	return stream, id, t.output
+}
+
+// createTimed is createToFirstOutput with the times of the steps.
+func (r *prewarmRig) createTimed(tb testing.TB, spec wire.Spec) (*client.EventStream, string, firstOutput) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	tb.Cleanup(cancel)
@@ -113,6 +125,8 @@ func (r *prewarmRig) createToFirstOutput(tb testing.TB, spec wire.Spec) (*client
 	if err != nil {
 		tb.Fatal(err)
 	}
+	var t firstOutput
+	t.created = time.Since(t0)
 	stream, err := c.Events(ctx, s.ID, client.EventsOptions{Follow: true})
 	if err != nil {
 		tb.Fatal(err)
@@ -121,6 +135,7 @@ func (r *prewarmRig) createToFirstOutput(tb testing.TB, spec wire.Spec) (*client
 	if reply, err := c.Command(ctx, s.ID, command.Send{Text: prewarmPrompt}); err != nil || !reply.OK {
 		tb.Fatalf("send: %+v %v", reply, err)
 	}
+	t.sent = time.Since(t0)
 	for {
 		line, err := stream.Next()
 		if err != nil {
@@ -132,33 +147,50 @@ func (r *prewarmRig) createToFirstOutput(tb testing.TB, spec wire.Spec) (*client
 		}
 		switch ev.Type {
 		case event.AssistantDelta, event.AssistantText:
-			return stream, s.ID, time.Since(t0)
+			t.output = time.Since(t0)
+			return stream, s.ID, t
 		case event.TurnEnded, event.Failure:
 			tb.Fatalf("session %s: %s before any output: %s", s.ID, ev.Type, ev.Data)
 		}
 	}
 }
 
-// bareColdStart runs the engine's CLI by hand, as a person would without
-// Corral, on the same prompt and fake model, and returns the time from its
-// start to its first output of the answer. Claude Code runs in print mode
-// with streamed output; Codex as `codex exec --json` (its native binary,
-// as the engine runs it, without the npm launcher's Node).
-func (r *prewarmRig) bareColdStart(tb testing.TB, engine string) time.Duration {
+// Ways of running a CLI by hand.
+const (
+	// bareStream drives Claude Code as Corral does, stream-json in and
+	// out, with the prompt as a user frame on stdin (but no initialize and
+	// no hooks).
+	bareStream = "claude"
+	// barePrint is what a person types: claude -p PROMPT, streamed.
+	barePrint = "claude-print"
+	// bareExec is codex exec --json PROMPT.
+	bareExec = "codex"
+)
+
+// bareColdStart runs an engine's CLI by hand, the way how says, on the
+// same prompt and fake model as the sessions, and returns the time from
+// its start to its first output of the answer. Codex runs its native
+// binary, as the engine does, without the npm launcher's Node.
+func (r *prewarmRig) bareColdStart(tb testing.TB, how string) time.Duration {
 	tb.Helper()
 	home := tb.TempDir()
 	env := append(proc.CleanEnv(proc.BaseEnv()), "HOME="+home)
+	claudeEnv := append(env, "ANTHROPIC_API_KEY="+prewarmKey, "ANTHROPIC_BASE_URL="+r.url,
+		"CLAUDE_CONFIG_DIR="+filepath.Join(home, "claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1")
+	claude := filepath.Join(r.enginesDir, "node_modules", ".bin", "claude")
 	var cmd *exec.Cmd
-	var marker string
-	switch engine {
-	case "claude":
-		cmd = exec.Command(filepath.Join(r.enginesDir, "node_modules", ".bin", "claude"),
-			"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", prewarmPrompt)
-		cmd.Env = append(env, "ANTHROPIC_API_KEY="+prewarmKey, "ANTHROPIC_BASE_URL="+r.url,
-			"CLAUDE_CONFIG_DIR="+filepath.Join(home, "claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1")
-		marker = `"text_delta"`
-	case "codex":
+	var stdin string
+	marker := `"text_delta"`
+	switch how {
+	case bareStream:
+		cmd = exec.Command(claude, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json", "--include-partial-messages")
+		cmd.Env = claudeEnv
+		stdin = `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"` + prewarmPrompt + `"}]}}` + "\n"
+	case barePrint:
+		cmd = exec.Command(claude, "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", prewarmPrompt)
+		cmd.Env = claudeEnv
+	case bareExec:
 		codexHome := filepath.Join(home, "codex")
 		if err := os.MkdirAll(codexHome, 0o700); err != nil {
 			tb.Fatal(err)
@@ -180,7 +212,10 @@ wire_api = "responses"
 		cmd = exec.Command(codexNative(tb, r.enginesDir), "exec", "--json", "--skip-git-repo-check", prewarmPrompt)
 		cmd.Env = append(env, "OPENAI_API_KEY="+prewarmKey, "CODEX_HOME="+codexHome)
 		marker = `"agent_message"`
+	default:
+		tb.Fatalf("no bare way %q", how)
 	}
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Dir = r.sup.Work
 	proc.Configure(cmd)
 	stdout, err := cmd.StdoutPipe()
@@ -204,7 +239,7 @@ wire_api = "responses"
 			return time.Since(t0)
 		}
 	}
-	tb.Fatalf("bare %s ended without output: %v\n%s", engine, sc.Err(), stderr.String())
+	tb.Fatalf("bare %s ended without output: %v\n%s", how, sc.Err(), stderr.String())
 	return 0
 }
 
