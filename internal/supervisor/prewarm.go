@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/sessiondir"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -53,14 +54,53 @@ func prewarmShape(spec wire.Spec) wire.Spec {
 	}
 }
 
-// prewarmAfter starts a warm runner for the next session like spec, the
-// spec of a session just created (with the cwd it asked for, before any
-// workspace), unless one is ready or starting.
-func (m *Manager) prewarmAfter(spec wire.Spec) {
-	if !m.cfg.Prewarm || spec.NeedsPlugin() || spec.Engine == "script" || spec.Cwd == "" {
+// prewarmWait is how long after a create the next warm runner waits for
+// the session's first turn to end.
+const prewarmWait = 10 * time.Second
+
+// prewarmable says whether a session like spec could be given an engine
+// started ahead.
+func (m *Manager) prewarmable(spec wire.Spec) bool {
+	switch {
+	case !m.cfg.Prewarm || spec.NeedsPlugin() || spec.Engine == "script" || spec.Cwd == "":
+		return false
+	case spec.Workspace != nil && !anyCwd[spec.Engine]:
+		return false
+	}
+	return true
+}
+
+// prewarmAfterFirstTurn starts a warm runner for the next session like
+// spec, the spec of session id just created (with the cwd it asked for,
+// before any workspace), once that session's first turn has ended, or
+// prewarmWait has passed, or it is gone: a CLI starting ahead takes about
+// as much CPU as the session's first turn, which it must not slow down.
+func (m *Manager) prewarmAfterFirstTurn(id string, spec wire.Spec) {
+	if !m.prewarmable(spec) {
 		return
 	}
-	if spec.Workspace != nil && !anyCwd[spec.Engine] {
+	m.spawns.Add(1)
+	go func() {
+		defer m.spawns.Done()
+		ctx, cancel := context.WithTimeout(m.stopping, prewarmWait)
+		defer cancel()
+		if s, err := m.Events(ctx, id, 0, true); err == nil {
+			for {
+				ev, err := s.Next(ctx)
+				if err != nil || string(ev.Type) == string(event.TurnEnded) {
+					break
+				}
+			}
+			s.Close()
+		}
+		m.prewarmAfter(spec)
+	}()
+}
+
+// prewarmAfter starts a warm runner for the next session like spec unless
+// one is ready or starting.
+func (m *Manager) prewarmAfter(spec wire.Spec) {
+	if !m.prewarmable(spec) {
 		return
 	}
 	shape := prewarmShape(spec)

@@ -55,7 +55,7 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 	m.releaseBound(spec.ID)
 	if err == nil {
 		asked.Workspace = spec.Workspace
-		m.prewarmAfter(asked)
+		m.prewarmAfterFirstTurn(spec.ID, asked)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
