@@ -78,7 +78,7 @@ func TestPrewarmedSessions(t *testing.T) {
 			pids := engineProcesses(t, r.sup.State, engine)
 			var reserved []int
 			for id, ps := range pids {
-				if sessiondir.IsReserved(filepath.Join(r.sup.State, "sessions", id)) {
+				if _, ok := sessiondir.IsReserved(filepath.Join(r.sup.State, "sessions", id)); ok {
 					reserved = append(reserved, ps...)
 				}
 			}
@@ -108,7 +108,7 @@ func TestPrewarmedSessions(t *testing.T) {
 	}
 	des, _ := os.ReadDir(filepath.Join(r.sup.State, "sessions"))
 	for _, de := range des {
-		if sessiondir.IsReserved(filepath.Join(r.sup.State, "sessions", de.Name())) {
+		if _, ok := sessiondir.IsReserved(filepath.Join(r.sup.State, "sessions", de.Name())); ok {
 			t.Errorf("reserved folder %s left after the supervisor stopped", de.Name())
 		}
 	}

@@ -104,8 +104,9 @@ const ReservedFile = "reserved"
 
 // Reserve makes a folder under sessions with a fresh id for a session to
 // be created later (CreateReserved), so that its engine can be started
-// ahead in it; the folder holds ReservedFile and no meta.json.
-func Reserve(sessions string) (id, dir string, err error) {
+// ahead in it; the folder holds ReservedFile, whose content is owner, and
+// no meta.json.
+func Reserve(sessions, owner string) (id, dir string, err error) {
 	if err := os.MkdirAll(sessions, 0o700); err != nil {
 		return "", "", fmt.Errorf("create sessions folder: %w", err)
 	}
@@ -119,7 +120,7 @@ func Reserve(sessions string) (id, dir string, err error) {
 		} else if err != nil {
 			return "", "", fmt.Errorf("reserve session folder: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, ReservedFile), nil, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, ReservedFile), []byte(owner), 0o600); err != nil {
 			os.RemoveAll(dir)
 			return "", "", fmt.Errorf("reserve session folder: %w", err)
 		}
@@ -150,14 +151,14 @@ func CreateReserved(sessions, id string, spec wire.Spec) (wire.Spec, error) {
 }
 
 // IsReserved says whether dir is a folder Reserve made that no session
-// took.
-func IsReserved(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, ReservedFile))
+// took, and for which owner.
+func IsReserved(dir string) (owner string, ok bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, ReservedFile))
 	if err != nil {
-		return false
+		return "", false
 	}
 	_, err = os.Stat(filepath.Join(dir, MetaFile))
-	return errors.Is(err, os.ErrNotExist)
+	return string(raw), errors.Is(err, os.ErrNotExist)
 }
 
 // ReadSpec reads a session folder's meta.json; ok is false when it has none.

@@ -150,7 +150,7 @@ func (m *Manager) startWarm(shape wire.Spec) {
 }
 
 func (m *Manager) warmUp(shape wire.Spec) (*warmRunner, error) {
-	id, dir, err := sessiondir.Reserve(m.sessions)
+	id, dir, err := sessiondir.Reserve(m.sessions, m.reserver())
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,21 @@ func (m *Manager) warmUp(shape wire.Spec) (*warmRunner, error) {
 // dropWarm stops a warm runner no session took and removes its folder.
 func (m *Manager) dropWarm(c *child, id string) {
 	c.stop(m.cfg.ShutdownGrace, m.cfg.KillGrace)
-	if dir := m.dir(id); sessiondir.IsReserved(dir) {
+	m.removeIfReserved(m.dir(id))
+}
+
+// reserver names this supervisor in the folders it reserves: the host and
+// the state folder, so that of nodes sharing a storage (docs/fleet.md) each
+// removes only its own.
+func (m *Manager) reserver() string {
+	host, _ := os.Hostname()
+	return host + "\n" + m.cfg.StateDir
+}
+
+// removeIfReserved removes dir if this supervisor reserved it and no
+// session took it.
+func (m *Manager) removeIfReserved(dir string) {
+	if owner, ok := sessiondir.IsReserved(dir); ok && owner == m.reserver() {
 		os.RemoveAll(dir)
 	}
 }
@@ -211,14 +225,17 @@ func (m *Manager) takeWarm(spec wire.Spec) *warmRunner {
 }
 
 // createInWarm makes the session of spec in the folder reserved for warm
-// runner w; on failure it stops w.
+// runner w. When that fails (the folder is gone), it stops w and makes the
+// session in a new folder instead.
 func (m *Manager) createInWarm(w *warmRunner, spec wire.Spec) (wire.Spec, error) {
-	spec, err := sessiondir.CreateReserved(m.sessions, w.id, spec)
-	if err != nil {
-		m.releaseBound(w.id)
-		os.RemoveAll(m.dir(w.id))
+	created, err := sessiondir.CreateReserved(m.sessions, w.id, spec)
+	if err == nil {
+		return created, nil
 	}
-	return spec, err
+	m.log.Warn("the folder reserved for a session is gone; starting it cold", zap.String("session", w.id), zap.Error(err))
+	m.releaseBound(w.id)
+	m.removeIfReserved(m.dir(w.id))
+	return createFolder(m.sessions, spec)
 }
 
 // takeBound returns the warm runner a create bound to session id.
@@ -261,9 +278,7 @@ func (m *Manager) onWarmExitLocked(c *child) {
 		}
 	}
 	c.log.Warn("runner with an engine started ahead exited", zap.Error(c.death))
-	if sessiondir.IsReserved(dir) {
-		os.RemoveAll(dir)
-	}
+	m.removeIfReserved(dir)
 }
 
 // stopWarm stops every warm runner, during Shutdown.
@@ -281,17 +296,16 @@ func (m *Manager) stopWarm() {
 	}
 }
 
-// removeReserved removes the folders reserved for sessions that a previous
-// supervisor never created.
+// removeReserved removes the folders this supervisor reserved, in a
+// previous run, for sessions never created.
 func (m *Manager) removeReserved() {
 	des, err := os.ReadDir(m.sessions)
 	if err != nil {
 		return
 	}
 	for _, de := range des {
-		dir := filepath.Join(m.sessions, de.Name())
-		if de.IsDir() && sessiondir.IsReserved(dir) {
-			os.RemoveAll(dir)
+		if de.IsDir() {
+			m.removeIfReserved(filepath.Join(m.sessions, de.Name()))
 		}
 	}
 }
