@@ -104,9 +104,10 @@ func (e *warmEngine) state() (prewarmed, started *engine.StartOptions, closed bo
 }
 
 func TestSpareStartsTheEngineAheadAndItsSessionTakesIt(t *testing.T) {
-	s := startSpare(t)
+	// The folders first: their removal must come after the link's end.
 	dir := filepath.Join(t.TempDir(), "9b1c0e2f4a7d")
 	cwd := t.TempDir()
+	s := startSpare(t)
 	creds := map[string]string{"anthropic-api-key": "sk-1"}
 	s.send("1", &wire.Prewarm{Spec: wire.Spec{ID: "9b1c0e2f4a7d", Engine: "claude", Cwd: cwd}, Dir: dir, Credentials: creds})
 	if m := await[*wire.Prewarmed](s.linkPeer, "prewarmed", "1", nil); m.Error != nil {
@@ -148,8 +149,8 @@ func TestSpareClosesAnEngineStartedAheadThatItsSessionCannotUse(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := startSpare(t)
 			dir, cwd := filepath.Join(t.TempDir(), "s1"), t.TempDir()
+			s := startSpare(t)
 			s.send("1", &wire.Prewarm{Spec: wire.Spec{ID: "s1", Engine: "claude", Cwd: cwd}, Dir: dir})
 			if m := await[*wire.Prewarmed](s.linkPeer, "prewarmed", "1", nil); m.Error != nil {
 				t.Fatalf("prewarmed: %v", m.Error)

@@ -103,17 +103,25 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	if opts.Host == nil {
 		return "", errors.New("codex: StartOptions.Host is required")
 	}
-	srv, ok := e.adoptWarm(opts)
-	if !ok {
-		if err := e.prepare(ctx, opts); err != nil {
-			return "", err
-		}
+	srv, adopted := e.adoptWarm(opts)
+	if !adopted {
 		var err error
-		if srv, err = e.connect(ctx); err != nil {
+		if srv, err = e.startServer(ctx, opts); err != nil {
 			return "", err
 		}
 	}
 	res, err := e.openThread(ctx, srv, opts.Resume)
+	if err != nil && adopted {
+		// The server started ahead failed the session (it died as the
+		// session took it): a cold start says whether a server of the
+		// session's own does too.
+		e.log.Info("codex app-server started ahead did not open the thread; starting cold", zap.Error(err))
+		srv.stop()
+		if srv, err = e.startServer(ctx, opts); err != nil {
+			return "", err
+		}
+		res, err = e.openThread(ctx, srv, opts.Resume)
+	}
 	if err != nil {
 		srv.stop()
 		return "", err
@@ -172,6 +180,14 @@ func (e *Engine) prepare(ctx context.Context, opts engine.StartOptions) error {
 	e.cliVersion = v
 	e.spec = spawnSpec{bin: bin, dir: opts.Cwd, env: env, trace: e.trace, stderrLine: func(line []byte) { e.log.Debug("codex stderr", zap.ByteString("line", line)) }}
 	return nil
+}
+
+// startServer prepares a server for opts and starts it.
+func (e *Engine) startServer(ctx context.Context, opts engine.StartOptions) (*serverProc, error) {
+	if err := e.prepare(ctx, opts); err != nil {
+		return nil, err
+	}
+	return e.connect(ctx)
 }
 
 // connect starts a server and completes the initialize handshake.
