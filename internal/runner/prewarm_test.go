@@ -3,11 +3,9 @@ package runner
 import (
 	"context"
 	"errors"
-	"io"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/corral-dev/corral/internal/engines/script"
 	"github.com/corral-dev/corral/pkg/engine"
@@ -54,38 +52,9 @@ func startSpare(t *testing.T) *warmSpare {
 		s.mu.Unlock()
 		return e
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	link := &Link{
-		Build: func(spec wire.Spec, creds map[string]string, opts Options) (*Runner, error) {
-			opts.Spec, opts.Credentials = spec, creds
-			return New(opts)
-		},
+	p := serveLink(t, &Link{
+		Build:   buildRunner,
 		Options: Options{Engines: map[string]engine.Factory{"claude": factory, "script": script.New}},
-	}
-	p := &linkPeer{t: t, enc: wire.NewEncoder(inW), msgs: make(chan received, 1024), done: make(chan error, 1)}
-	go func() {
-		p.done <- link.Serve(context.Background(), inR, outW)
-		outW.Close()
-	}()
-	go func() {
-		dec := wire.NewDecoder(outR, 0)
-		for {
-			m, reqID, err := dec.Decode()
-			if err != nil {
-				close(p.msgs)
-				return
-			}
-			p.msgs <- received{reqID, m}
-		}
-	}()
-	t.Cleanup(func() {
-		inW.Close()
-		select {
-		case <-p.done:
-		case <-time.After(waitLimit):
-			t.Error("link did not end after stdin closed")
-		}
 	})
 	s.linkPeer = p
 	return s
