@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -182,9 +183,12 @@ func (e *Engine) adoptWarm(opts engine.StartOptions, forkFrom string) (string, b
 	e.mu.Lock()
 	logger := e.logger
 	e.mu.Unlock()
-	if forkFrom != "" || !warmFits(w.opts, opts) || !w.conn.alive() {
+	// A process that has ended may not have closed its pipes yet: ask
+	// the kernel too.
+	running := w.conn.alive() && syscall.Kill(w.conn.pid(), 0) == nil
+	if forkFrom != "" || !warmFits(w.opts, opts) || !running {
 		logger.Info("claude CLI started ahead does not fit the session; starting cold",
-			zap.Bool("running", w.conn.alive()), zap.Bool("fork", forkFrom != ""))
+			zap.Bool("running", running), zap.Bool("fork", forkFrom != ""))
 		w.conn.close(closeGrace)
 		return "", false
 	}
