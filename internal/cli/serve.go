@@ -36,6 +36,7 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs.StringVar(&cfg.RunnerPath, "runner", "", "runner executable (default: runner next to this program, else on PATH)")
 	fs.StringVar(&cfg.PluginRunnerPath, "plugin-runner", "", "runner with plugin engines, for sessions on them (default: plugin-runner next to the runner, else on PATH)")
 	fs.BoolVar(&cfg.SpareRunner, "spare-runner", true, "keep a runner started ahead of need, so a new session does not wait for a process to start")
+	fs.BoolVar(&cfg.Prewarm, "prewarm", true, "after a session on claude or codex, start the engine's CLI ahead for the next session of the same shape, so its first turn does not wait for the CLI to start (docs/engines.md)")
 	fs.StringVar(&cfg.Listen, "listen", "", "also serve on this TCP address, HOST:PORT (every request needs the bearer token, a session cookie or a ticket)")
 	fs.StringVar(&cfg.Listen, "listen-tcp", "", "the same as --listen")
 	fs.Var(&o.origins, "allow-origin", "a web origin (scheme://host[:port]) whose pages may call the API (repeatable)")
@@ -164,7 +165,7 @@ func reloadServe(e *env, args []string, running *serveOptions, log *zap.Logger) 
 	}{
 		{"state", running.state, o.state}, {"runner", running.cfg.RunnerPath, o.cfg.RunnerPath},
 		{"plugin-runner", running.cfg.PluginRunnerPath, o.cfg.PluginRunnerPath},
-		{"spare-runner", running.cfg.SpareRunner, o.cfg.SpareRunner},
+		{"spare-runner", running.cfg.SpareRunner, o.cfg.SpareRunner}, {"prewarm", running.cfg.Prewarm, o.cfg.Prewarm},
 		{"listen", running.cfg.Listen, o.cfg.Listen}, {"token-file", running.cfg.TokenFile, o.cfg.TokenFile},
 		{"tls-cert", running.cfg.TLSCert, o.cfg.TLSCert}, {"tls-key", running.cfg.TLSKey, o.cfg.TLSKey},
 		{"max-conns", running.cfg.MaxConns, o.cfg.MaxConns},

@@ -34,14 +34,9 @@ type received struct {
 
 func startLink(t *testing.T, scenario string) *linkPeer {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
 	terms := NewTerminals(term.NewHub(term.HubOptions{}))
-	link := &Link{
-		Build: func(spec wire.Spec, creds map[string]string, opts Options) (*Runner, error) {
-			opts.Spec, opts.Credentials = spec, creds
-			return New(opts)
-		},
+	return serveLink(t, &Link{
+		Build: buildRunner,
 		Options: Options{
 			Dir:     t.TempDir(),
 			Spec:    wire.Spec{ID: "s1"},
@@ -49,7 +44,20 @@ func startLink(t *testing.T, scenario string) *linkPeer {
 		},
 		Terminals: terms,
 		OnLive:    func(r *Runner) { terms.SetCwd(r.Spec().Cwd) },
-	}
+	})
+}
+
+// buildRunner is a Link's Build for tests.
+func buildRunner(spec wire.Spec, creds map[string]string, opts Options) (*Runner, error) {
+	opts.Spec, opts.Credentials = spec, creds
+	return New(opts)
+}
+
+// serveLink serves link over pipes to a linkPeer until the test ends.
+func serveLink(t *testing.T, link *Link) *linkPeer {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
 	p := peerOn(t, outR, inW)
 	go func() {
 		p.done <- link.Serve(context.Background(), inR, outW)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -55,6 +54,11 @@ type Options struct {
 	// Report, when set, is told what the session is doing whenever that
 	// changes (stateReporter).
 	Report func(wire.StateReport)
+	// Warm is an engine started ahead for this session (Prewarm). The
+	// runner starts its conversation in it when the session starts anew
+	// on that engine in that folder, and closes it otherwise; either way
+	// the Runner owns it from New on.
+	Warm *WarmEngine
 }
 
 // Runner is one live session: the coordinator of its parts (doc.go). It
@@ -324,42 +328,25 @@ func (r *Runner) startEngine(ctx context.Context, spec wire.Spec) (engine.Engine
 // startEngineWith starts the engine spec names through start, or through
 // its Start when start is nil or declines (returns ok false).
 func (r *Runner) startEngineWith(ctx context.Context, spec wire.Spec, start func(engine.Engine, engine.StartOptions) (conv string, ok bool, err error)) (engine.Engine, string, error) {
-	// The runner's own settings (the shared cache folder), the session's
-	// over them, and what the spec says of a plugin over both.
-	config := maps.Clone(r.opts.EngineConfig)
-	if config == nil {
-		config = map[string]string{}
+	factory, opts := engineStart(r.opts, spec, r.Dir())
+	opts.Host = (*host)(r)
+	opts.Logger = r.log.Named("engine")
+	// An engine started ahead for this folder (prewarm.go) serves a new
+	// conversation; a resume, a fork or an inherited start gets a new one.
+	var eng engine.Engine
+	if warm := r.takeWarm(); warm != nil {
+		if start == nil && spec.EngineSession == "" && warm.fits(spec.Engine, r.Dir()) {
+			eng = warm.eng
+		} else {
+			warm.Close()
+		}
 	}
-	maps.Copy(config, spec.EngineConfig.Strings())
-	if spec.PluginPath != "" {
-		config["pluginPath"] = spec.PluginPath
+	if eng == nil {
+		eng = factory()
 	}
-	factory, ok := r.opts.Engines[spec.Engine]
-	if !ok {
-		// An engine name Corral does not know is a plugin's, looked up
-		// in the plugins folder.
-		factory = r.opts.Engines["plugin"]
-		config["plugin"] = spec.Engine
-	}
-	eng := factory()
 	if err := checkPreset(eng, spec); err != nil {
 		eng.Close()
 		return nil, "", err
-	}
-	opts := engine.StartOptions{
-		SessionID:     spec.ID,
-		Dir:           r.Dir(),
-		Cwd:           spec.Cwd,
-		Model:         spec.Model,
-		ModelEndpoint: spec.ModelEndpoint,
-		Resume:        spec.EngineSession,
-		Scenario:      spec.Scenario,
-		Credentials:   r.opts.Credentials,
-		Env:           r.opts.Env,
-		Config:        config,
-		Agent:         spec.Agent,
-		Host:          (*host)(r),
-		Logger:        r.log.Named("engine"),
 	}
 	var convID string
 	var err error
@@ -419,6 +406,9 @@ func (r *Runner) Close() error {
 	r.closed = true
 	live, rotating := r.live, r.rotating
 	r.mu.Unlock()
+	if warm := r.takeWarm(); warm != nil {
+		warm.Close() // never started: the session did not start
+	}
 	r.closeStorage()
 	if live {
 		if rotating != nil {

@@ -34,6 +34,9 @@ type Link struct {
 	// term.error.
 	Terminals TerminalHandler
 	Log       *zap.Logger
+	// Prewarm starts an engine ahead of its session (a spare's
+	// prewarm); nil uses the package's Prewarm with Options.
+	Prewarm func(ctx context.Context, m *wire.Prewarm, opts Options) (*WarmEngine, error)
 	// Grace, when positive, keeps a live session running when its
 	// supervisor goes away (the link's input ends): the link then waits
 	// this long for another supervisor to re-attach (Attach) before it
@@ -63,6 +66,12 @@ type Link struct {
 	r        *Runner
 	ensuring bool
 	wg       sync.WaitGroup
+	// warm is the engine a prewarm started, until a live.ensure takes
+	// it; warming is open while a prewarm runs, and stopWarming cancels
+	// it.
+	warm        *WarmEngine
+	warming     chan struct{}
+	stopWarming context.CancelFunc
 }
 
 // TerminalHandler serves the term.* messages of one session.
@@ -184,6 +193,8 @@ func (l *Link) handle(ctx context.Context, reqID string, msg wire.Message) {
 		l.hello(m)
 	case *wire.LiveEnsure:
 		l.ensure(ctx, reqID, m)
+	case *wire.Prewarm:
+		l.prewarm(ctx, reqID, m)
 	case *wire.Command:
 		l.command(ctx, reqID, m)
 	case *wire.TermOpen, *wire.TermInput, *wire.TermResize, *wire.TermClose, *wire.TermAck:
@@ -287,7 +298,11 @@ func (l *Link) ensure(ctx context.Context, reqID string, m *wire.LiveEnsure) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
+		opts.Warm = l.takeWarm()
 		r, err := l.Build(opts.Spec, m.Credentials, opts)
+		if err != nil && opts.Warm != nil {
+			opts.Warm.Close()
+		}
 		if err == nil {
 			if err = r.Start(ctx); err != nil {
 				r.Close()
@@ -413,9 +428,17 @@ func (l *Link) closeRunner() {
 	if l.Terminals != nil {
 		l.Terminals.Close()
 	}
+	l.mu.Lock()
+	if l.stopWarming != nil {
+		l.stopWarming()
+	}
+	l.mu.Unlock()
 	l.closeLive()
 	l.wg.Wait()
 	l.closeLive() // a live.ensure may have finished meanwhile
+	if w := l.takeWarm(); w != nil {
+		w.Close()
+	}
 }
 
 func (l *Link) closeLive() {
@@ -427,4 +450,69 @@ func (l *Link) closeLive() {
 			l.Log.Error("close runner", zap.Error(err))
 		}
 	}
+}
+
+// prewarm starts, on a spare, the engine of the session the supervisor
+// expects next (wire.Prewarm), off the read loop: the supervisor waits for
+// prewarmed before it hands the spare a session, and a live.ensure that
+// comes sooner waits for the prewarm to end.
+func (l *Link) prewarm(ctx context.Context, reqID string, m *wire.Prewarm) {
+	l.mu.Lock()
+	switch {
+	case l.r != nil || l.ensuring || l.Options.Dir != "":
+		l.mu.Unlock()
+		l.send(reqID, &wire.Prewarmed{Error: wire.Errorf(wire.CodeConflict, "prewarm: this runner holds a session")})
+		return
+	case l.warm != nil || l.warming != nil:
+		l.mu.Unlock()
+		l.send(reqID, &wire.Prewarmed{Error: wire.Errorf(wire.CodeConflict, "prewarm: this runner has an engine started ahead already")})
+		return
+	}
+	warming := make(chan struct{})
+	wctx, cancel := context.WithCancel(ctx)
+	l.warming, l.stopWarming = warming, cancel
+	l.mu.Unlock()
+	start := l.Prewarm
+	if start == nil {
+		start = func(ctx context.Context, m *wire.Prewarm, o Options) (*WarmEngine, error) {
+			return Prewarm(ctx, o, m.Spec, m.Dir, m.Credentials)
+		}
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer cancel()
+		w, err := start(wctx, m, l.Options)
+		if err == nil && wctx.Err() != nil {
+			w.Close()
+			w, err = nil, wire.Errorf(wire.CodeUnavailable, "prewarm: the runner is shutting down")
+		}
+		l.mu.Lock()
+		l.warm, l.warming, l.stopWarming = w, nil, nil
+		l.mu.Unlock()
+		close(warming)
+		if err != nil {
+			l.Log.Info("no engine started ahead", zap.String("engine", m.Spec.Engine), zap.Error(err))
+			l.send(reqID, &wire.Prewarmed{Error: wire.ToError(err)})
+			return
+		}
+		l.Log.Debug("engine started ahead", zap.String("engine", m.Spec.Engine))
+		l.send(reqID, &wire.Prewarmed{})
+	}()
+}
+
+// takeWarm hands over the engine a prewarm started, once it has ended,
+// or nil.
+func (l *Link) takeWarm() *WarmEngine {
+	l.mu.Lock()
+	warming := l.warming
+	l.mu.Unlock()
+	if warming != nil {
+		<-warming
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.warm
+	l.warm = nil
+	return w
 }

@@ -65,12 +65,16 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int, g
 		}
 		o.Spec = spec
 		o.Credentials = secrets
-		// Sessions share one unpacked copy of an engine CLI's package
-		// (hundreds of MB) in <state>/cache, beside <state>/sessions.
-		o.EngineConfig = map[string]string{"cacheDir": filepath.Join(filepath.Dir(filepath.Dir(sess.dir)), "cache")}
+		o.EngineConfig = engineCache(sess.dir)
 		return runner.New(o)
 	}
-	link := &runner.Link{Build: build, Options: opts, Log: log, Terminals: terms, Grace: grace}
+	// A spare may be asked to start the engine of the session expected
+	// next in the folder reserved for it (runner.Prewarm).
+	prewarm := func(ctx context.Context, m *wire.Prewarm, o runner.Options) (*runner.WarmEngine, error) {
+		o.EngineConfig = engineCache(m.Dir)
+		return runner.Prewarm(ctx, o, m.Spec, m.Dir, m.Credentials)
+	}
+	link := &runner.Link{Build: build, Prewarm: prewarm, Options: opts, Log: log, Terminals: terms, Grace: grace}
 	ctl := &controlServer{ctx: ctx, log: log}
 	defer ctl.close()
 	att := &attachServer{ctx: ctx, log: log, link: link, terms: terms}
@@ -145,6 +149,13 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int, g
 		return 1
 	}
 	return 0
+}
+
+// engineCache is the runner's own engine settings for the session in dir:
+// sessions share one unpacked copy of an engine CLI's package (hundreds of
+// MB) in <state>/cache, beside <state>/sessions.
+func engineCache(dir string) map[string]string {
+	return map[string]string{"cacheDir": filepath.Join(filepath.Dir(filepath.Dir(dir)), "cache")}
 }
 
 // stdioSession is the session folder a supervisor's runner holds: named on

@@ -98,6 +98,69 @@ func Create(sessions string, spec wire.Spec) (wire.Spec, string, error) {
 	return spec, "", errors.New("create session folder: no free id after 8 tries")
 }
 
+// ReservedFile marks a session folder reserved for a session not yet
+// created (Reserve): it holds no meta.json, so no listing shows it.
+const ReservedFile = "reserved"
+
+// Reserve makes a folder under sessions with a fresh id for a session to
+// be created later (CreateReserved), so that its engine can be started
+// ahead in it; the folder holds ReservedFile, whose content is owner, and
+// no meta.json.
+func Reserve(sessions, owner string) (id, dir string, err error) {
+	if err := os.MkdirAll(sessions, 0o700); err != nil {
+		return "", "", fmt.Errorf("create sessions folder: %w", err)
+	}
+	for range 8 {
+		if id, err = NewID(); err != nil {
+			return "", "", err
+		}
+		dir = filepath.Join(sessions, id)
+		if err := os.Mkdir(dir, 0o700); errors.Is(err, os.ErrExist) {
+			continue
+		} else if err != nil {
+			return "", "", fmt.Errorf("reserve session folder: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ReservedFile), []byte(owner), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return "", "", fmt.Errorf("reserve session folder: %w", err)
+		}
+		return id, dir, nil
+	}
+	return "", "", errors.New("reserve session folder: no free id after 8 tries")
+}
+
+// CreateReserved makes the folder Reserve made for id the session of spec,
+// as Create makes a new one, and returns the spec with its id.
+func CreateReserved(sessions, id string, spec wire.Spec) (wire.Spec, error) {
+	dir := filepath.Join(sessions, id)
+	if _, err := os.Stat(filepath.Join(dir, ReservedFile)); err != nil {
+		return spec, fmt.Errorf("session folder %s is not reserved: %w", id, err)
+	}
+	spec.ID = id
+	raw, err := encodeSpec(spec)
+	if err == nil {
+		err = atomicfile.WriteNoSync(filepath.Join(dir, MetaFile), raw, 0o600)
+	}
+	if err == nil {
+		err = os.Remove(filepath.Join(dir, ReservedFile))
+	}
+	if err != nil {
+		return spec, fmt.Errorf("create reserved session folder: %w", err)
+	}
+	return spec, nil
+}
+
+// IsReserved says whether dir is a folder Reserve made that no session
+// took, and for which owner.
+func IsReserved(dir string) (owner string, ok bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, ReservedFile))
+	if err != nil {
+		return "", false
+	}
+	_, err = os.Stat(filepath.Join(dir, MetaFile))
+	return string(raw), errors.Is(err, os.ErrNotExist)
+}
+
 // ReadSpec reads a session folder's meta.json; ok is false when it has none.
 func ReadSpec(dir string) (spec wire.Spec, ok bool, err error) {
 	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))

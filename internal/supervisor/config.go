@@ -35,6 +35,12 @@ type Config struct {
 	// creating or waking a session on a built-in engine does not wait for
 	// a process to start.
 	SpareRunner bool
+	// Prewarm keeps, for each engine that can start ahead (Claude Code,
+	// Codex) and a session was recently created on, one runner whose
+	// engine process is already started and initialized for a session of
+	// the same shape, so that the next such session's first turn does not
+	// wait for the CLI to start (prewarm.go, docs/engines.md).
+	Prewarm bool
 	// Env is added to each runner's environment (after the inherited one,
 	// cleaned of credentials).
 	Env []string

@@ -34,6 +34,7 @@ type Manager struct {
 	closed   bool
 	spawns   sync.WaitGroup
 	spare    spare
+	prewarm  prewarms
 	termBufs termBuffers // terminal output from every runner
 	bus      *bus        // every session's events and lifecycle, for Feed
 	checks   *engineChecks
@@ -83,12 +84,14 @@ func New(cfg Config) (*Manager, error) {
 		deleting: map[string]bool{},
 		bus:      newBus(cfg.FeedItems, cfg.FeedBytes),
 		checks:   newEngineChecks(cfg),
+		prewarm:  newPrewarms(),
 	}
 	if err := os.MkdirAll(m.sessions, 0o700); err != nil {
 		return nil, fmt.Errorf("sessions folder: %w", err)
 	}
 	m.stopping, m.stopStarts = context.WithCancel(context.Background())
 	m.sweepStaleRunners()
+	m.removeReserved()
 	m.refillSpare()
 	return m, nil
 }
@@ -243,6 +246,18 @@ func (m *Manager) startRunner(id string) (c *child, spare bool, err error) {
 	}
 	ctx, cancel := context.WithTimeout(m.stopping, m.cfg.StartTimeout)
 	defer cancel()
+	// A runner whose engine was started ahead in this reserved folder
+	// (prewarm.go), else the spare.
+	if c := m.takeBound(id); c != nil {
+		c.takeSession(id)
+		err := m.open(ctx, c, spec, dir)
+		if err == nil {
+			return c, true, nil
+		}
+		if ctx.Err() != nil || !errors.Is(err, wire.ErrRunnerCrashed) {
+			return nil, true, err
+		}
+	}
 	if !spec.NeedsPlugin() {
 		if c := m.takeSpare(ctx, id); c != nil {
 			err := m.open(ctx, c, spec, dir)
@@ -352,6 +367,7 @@ func (m *Manager) onExit(c *child) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.onWarmExitLocked(c)
 	if m.spare.child == c {
 		m.spare.child = nil
 		c.log.Warn("spare runner exited", zap.Error(c.death))
@@ -479,6 +495,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 
 	m.stopSpare()
+	m.stopWarm()
 	m.mu.Lock()
 	var children []*child
 	seen := map[*entry]bool{}

@@ -36,17 +36,27 @@ func (m *Manager) Create(ctx context.Context, spec wire.Spec) (api.Session, erro
 	if closed {
 		return api.Session{}, shuttingDown()
 	}
+	asked := spec // the cwd asked for, before a workspace: the next session's shape
 	spec, undoWorkspace, err := m.makeWorkspace(ctx, spec)
 	if err != nil {
 		return api.Session{}, err
 	}
-	spec, err = createFolder(m.sessions, spec)
+	if w := m.takeWarm(spec); w != nil {
+		spec, err = m.createInWarm(w, spec)
+	} else {
+		spec, err = createFolder(m.sessions, spec)
+	}
 	if err != nil {
 		undoWorkspace()
 		return api.Session{}, err
 	}
 	m.publishLife(spec.ID, api.Lifecycle{Type: api.LifeCreated, Spec: &spec})
 	e, err := m.acquire(ctx, spec.ID)
+	m.releaseBound(spec.ID)
+	if err == nil {
+		asked.Workspace = spec.Workspace
+		m.prewarmAfterFirstTurn(spec.ID, asked)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			// The start failed; the runner is gone, so is the session.

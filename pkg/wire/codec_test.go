@@ -98,6 +98,8 @@ func TestEachRequestHasOneReply(t *testing.T) {
 			return TTermOpened
 		case Request[*Bye]:
 			return TBye
+		case Request[*Prewarmed]:
+			return TPrewarmed
 		}
 		return ""
 	}
@@ -107,7 +109,7 @@ func TestEachRequestHasOneReply(t *testing.T) {
 			t.Errorf("%s is answered by %q to the compiler, %q to ReplyType", typ, got, want)
 		}
 	}
-	for _, typ := range []Type{TLiveEnsure, TLiveReady, TCommand, TCommandReply, TTermOpen, TTermOpened, TShutdown, TBye} {
+	for _, typ := range []Type{TLiveEnsure, TLiveReady, TCommand, TCommandReply, TTermOpen, TTermOpened, TShutdown, TBye, TPrewarm, TPrewarmed} {
 		if !CarriesReqID(typ) {
 			t.Errorf("%s carries no reqId", typ)
 		}

@@ -16,6 +16,7 @@ const (
 	TTermClose  Type = "term.close"  // TermClose: detach a client
 	TTermAck    Type = "term.ack"    // TermAck: flow control
 	TShutdown   Type = "shutdown"    // Shutdown: flush, stop the engine, exit 0
+	TPrewarm    Type = "prewarm"     // Prewarm: start a spare's engine for the session expected next
 )
 
 // Child (runner) to parent (supervisor).
@@ -30,6 +31,7 @@ const (
 	TTermData     Type = "term.data"    // TermData: terminal output; a binary frame when asked
 	TTermExit     Type = "term.exit"    // TermExit: the terminal's program ended
 	TTermError    Type = "term.error"   // TermError: a refused input, or the end of a client's stream
+	TPrewarmed    Type = "prewarmed"    // Prewarmed: answers prewarm
 )
 
 // Message is one protocol message: one of the types of this file. On the
@@ -99,6 +101,28 @@ type LiveEnsure struct {
 type LiveReady struct {
 	Session string `json:"session,omitempty"`
 	Error   *Error `json:"error,omitempty"`
+}
+
+// Prewarm asks a spare runner, which holds no session, to start the engine
+// of the session the supervisor expects next, ahead of it: the engine's
+// process is started and initialized for Spec's shape (engine, cwd, model,
+// endpoint, engine settings, agent preset) in the session folder Dir,
+// which the supervisor reserved for that session. A later LiveEnsure for
+// Dir hands the session the warm engine when the engine finds the session
+// of the same shape and given the same Credentials; otherwise the engine
+// starts cold (docs/engines.md, "Prewarmed engines").
+type Prewarm struct {
+	Spec Spec   `json:"spec"`
+	Dir  string `json:"dir"`
+	// Credentials are what the session's LiveEnsure would carry; like
+	// LiveEnsure's, they never go to a file or a log.
+	Credentials map[string]string `json:"credentials,omitempty"`
+}
+
+// Prewarmed answers Prewarm: Error says why no engine was started (an
+// engine that cannot be started ahead answers bad_request).
+type Prewarmed struct {
+	Error *Error `json:"error,omitempty"`
 }
 
 // Command runs one control command (docs/commands.md) in the session:
@@ -315,11 +339,14 @@ func (Shutdown) Type() Type     { return TShutdown }
 func (Bye) Type() Type          { return TBye }
 func (Mirror) Type() Type       { return TMirror }
 func (StateReport) Type() Type  { return TState }
+func (Prewarm) Type() Type      { return TPrewarm }
+func (Prewarmed) Type() Type    { return TPrewarmed }
 
 func (LiveEnsure) answeredBy(*LiveReady) {}
 func (Command) answeredBy(*CommandReply) {}
 func (TermOpen) answeredBy(*TermOpened)  {}
 func (Shutdown) answeredBy(*Bye)         {}
+func (Prewarm) answeredBy(*Prewarmed)    {}
 
 func (m TermOpen) Terminal() (string, string)   { return m.TermID, m.ClientID }
 func (m TermOpened) Terminal() (string, string) { return m.TermID, m.ClientID }
@@ -352,6 +379,8 @@ var messages = map[Type]func() Message{
 	TBye:          func() Message { return new(Bye) },
 	TMirror:       func() Message { return new(Mirror) },
 	TState:        func() Message { return new(StateReport) },
+	TPrewarm:      func() Message { return new(Prewarm) },
+	TPrewarmed:    func() Message { return new(Prewarmed) },
 }
 
 // replies maps each request's type to its reply's; Request[R] says the
@@ -361,6 +390,7 @@ var replies = map[Type]Type{
 	TCommand:    TCommandReply,
 	TTermOpen:   TTermOpened,
 	TShutdown:   TBye,
+	TPrewarm:    TPrewarmed,
 }
 
 // ReplyType returns the type of the message that answers a request of

@@ -792,7 +792,7 @@ export interface MergeResult {
 }
 
 /** One line of the supervisor <-> runner protocol, told apart by t (docs/wire.md). */
-export type Message = ByeMessage | CommandMessage | CommandReplyMessage | HelloMessage | LiveEnsureMessage | LiveReadyMessage | MirrorMessage | ReadyMessage | ShutdownMessage | StateReportMessage | TermAckMessage | TermCloseMessage | TermDataMessage | TermErrorMessage | TermExitMessage | TermInputMessage | TermOpenMessage | TermOpenedMessage | TermResizeMessage;
+export type Message = ByeMessage | CommandMessage | CommandReplyMessage | HelloMessage | LiveEnsureMessage | LiveReadyMessage | MirrorMessage | PrewarmMessage | PrewarmedMessage | ReadyMessage | ShutdownMessage | StateReportMessage | TermAckMessage | TermCloseMessage | TermDataMessage | TermErrorMessage | TermExitMessage | TermInputMessage | TermOpenMessage | TermOpenedMessage | TermResizeMessage;
 
 export interface MirrorMessage {
   t: "mirror";
@@ -939,6 +939,20 @@ export interface Policy {
   spendCapUsd?: number;
   /** Models adds to the model catalog: engine → tier → model. */
   models?: Record<string, Record<string, string>>;
+}
+
+export interface PrewarmMessage {
+  t: "prewarm";
+  reqId: string;
+  spec: Spec;
+  dir: string;
+  credentials?: Record<string, string>;
+}
+
+export interface PrewarmedMessage {
+  t: "prewarmed";
+  reqId: string;
+  error?: Error;
 }
 
 /** Probe is one readiness probe's answer, as routing saw it. */
@@ -1701,7 +1715,7 @@ export interface TurnStartedEvent {
 }
 
 /** Type is a message's kind: the "t" of its line. */
-export type Type = "bye" | "command" | "commandReply" | "hello" | "live.ensure" | "live.ready" | "mirror" | "ready" | "shutdown" | "state" | "term.ack" | "term.close" | "term.data" | "term.error" | "term.exit" | "term.input" | "term.open" | "term.opened" | "term.resize";
+export type Type = "bye" | "command" | "commandReply" | "hello" | "live.ensure" | "live.ready" | "mirror" | "prewarm" | "prewarmed" | "ready" | "shutdown" | "state" | "term.ack" | "term.close" | "term.data" | "term.error" | "term.exit" | "term.input" | "term.open" | "term.opened" | "term.resize";
 
 /** UsageData is the data of usage events and the usage totals of a turn. */
 export interface UsageData {

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -70,6 +68,8 @@ type Engine struct {
 	cost        costLedger
 	model       string
 	windows     map[string]int64 // context windows the CLI reported
+	// warm is the process Prewarm started, until Start adopts or drops it.
+	warm *warmProcess
 }
 
 // New returns a Claude Code engine; the runner registers it as "claude".
@@ -116,39 +116,20 @@ func (e *Engine) start(ctx context.Context, opts engine.StartOptions, forkFrom s
 	e.started = true
 	e.mu.Unlock()
 
-	switch {
-	case opts.Host == nil:
+	if opts.Host == nil {
 		return "", errors.New("claude engine: StartOptions.Host is nil")
-	case opts.Dir == "":
-		return "", errors.New("claude engine: StartOptions.Dir is empty")
-	case opts.Cwd == "":
-		return "", errors.New("claude engine: StartOptions.Cwd is empty")
+	}
+	if convID, ok := e.adoptWarm(opts, forkFrom); ok {
+		return convID, nil
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	key := opts.Credentials[CredentialItem]
-	if key == "" {
-		return "", &engine.Failure{
-			Code:    event.FailSignInExpired,
-			Message: "no " + CredentialItem + " credential: store an Anthropic API key in the OS keyring (service dev.corral) or the credentials file",
-		}
-	}
-	configDir := configDirFor(opts.Dir)
-	if err := os.MkdirAll(configDir, 0o700); err != nil {
-		return "", &engine.Failure{Code: event.FailEngineError, Message: "create the claude config folder", Err: err}
-	}
-	base := opts.Env
-	if base == nil {
-		base = proc.BaseEnv()
-	}
-	env := buildEnv(base, configDir, opts.ModelEndpoint)
-	bin, version, err := locateCLI(ctx, opts.Config, env)
+	l, err := prepareLaunch(ctx, opts)
 	if err != nil {
-		return "", &engine.Failure{Code: event.FailEngineError, Message: "claude CLI unavailable", Err: err}
+		return "", err
 	}
-
 	convID, persisted := opts.Resume, opts.Resume != ""
 	if !persisted {
 		if convID, err = newConversationID(); err != nil {
@@ -157,7 +138,7 @@ func (e *Engine) start(ctx context.Context, opts engine.StartOptions, forkFrom s
 	}
 	e.mu.Lock()
 	e.opts, e.host, e.logger = opts, opts.Host, logger.With(zap.String("engine", "claude"))
-	e.bin, e.version, e.env, e.key = bin, version, env, key
+	e.bin, e.version, e.env, e.key = l.bin, l.version, l.env, l.key
 	e.convID, e.persisted, e.forkFrom = convID, persisted, forkFrom
 	// A new conversation has cost nothing yet; a resumed or forked one has
 	// a total the first result will report.
@@ -168,7 +149,7 @@ func (e *Engine) start(ctx context.Context, opts engine.StartOptions, forkFrom s
 	if _, err := e.connect(ctx); err != nil {
 		return "", err
 	}
-	e.logger.Info("claude CLI started", zap.String("bin", bin), zap.String("version", version), zap.String("conversation", convID))
+	e.logger.Info("claude CLI started", zap.String("bin", l.bin), zap.String("version", l.version), zap.String("conversation", convID))
 	return convID, nil
 }
 
@@ -196,12 +177,7 @@ func (e *Engine) connect(ctx context.Context) (*conn, error) {
 		e.mu.Unlock()
 		return c, nil
 	}
-	args := baseArgs()
-	args = append(args, sessionArgs(e.convID, e.persisted, e.forkFrom)...)
-	args = append(args, presetArgs(e.opts.Agent)...)
-	if e.opts.Model != "" {
-		args = append(args, "--model", e.opts.Model)
-	}
+	args := processArgs(e.opts, e.convID, e.persisted, e.forkFrom)
 	spec := launchSpec{bin: e.bin, args: args, dir: e.opts.Cwd, env: e.env, key: e.key}
 	e.mu.Unlock()
 	return e.launch(ctx, spec)
@@ -210,6 +186,28 @@ func (e *Engine) connect(ctx context.Context) (*conn, error) {
 // launch starts a CLI process and initializes it; on success it becomes the
 // engine's process.
 func (e *Engine) launch(ctx context.Context, spec launchSpec) (*conn, error) {
+	c, err := e.startInitialized(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		c.close(closeGrace)
+		return nil, errClosed
+	}
+	old := e.conn
+	e.conn = c
+	e.mu.Unlock()
+	if old != nil {
+		old.close(closeGrace)
+	}
+	e.logger.Debug("claude CLI initialized", zap.Int("pid", c.pid()), zap.Strings("args", spec.args))
+	return c, nil
+}
+
+// startInitialized starts a CLI process and initializes it.
+func (e *Engine) startInitialized(ctx context.Context, spec launchSpec) (*conn, error) {
 	c, err := startConn(spec, e.logger, e.handleFrame, e.tap)
 	if err != nil {
 		return nil, &engine.Failure{Code: event.FailEngineError, Message: "start the claude CLI", Err: err}
@@ -225,19 +223,6 @@ func (e *Engine) launch(ctx context.Context, spec launchSpec) (*conn, error) {
 		}
 		return nil, f
 	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		c.close(closeGrace)
-		return nil, errClosed
-	}
-	old := e.conn
-	e.conn = c
-	e.mu.Unlock()
-	if old != nil {
-		old.close(closeGrace)
-	}
-	e.logger.Debug("claude CLI initialized", zap.Int("pid", c.pid()), zap.Strings("args", spec.args))
 	return c, nil
 }
 
@@ -417,6 +402,9 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	if c != nil {
 		c.close(closeGrace)
+	}
+	if w := e.takeWarm(); w != nil {
+		w.conn.close(closeGrace)
 	}
 	return nil
 }

@@ -91,6 +91,13 @@ type simpleRequest struct {
 	Subtype string `json:"subtype"`
 }
 
+// contextUsageRequest asks for the context window's breakdown; "summary"
+// answers from local estimates, without a model or token-count call.
+type contextUsageRequest struct {
+	Subtype string `json:"subtype"` // get_context_usage
+	Detail  string `json:"detail"`
+}
+
 func newUserMessage(text string) userMessageOut {
 	return userMessageOut{
 		Type:    "user",

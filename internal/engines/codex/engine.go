@@ -63,6 +63,8 @@ type Engine struct {
 	turns    map[string]*turnState     // the running turn of each thread
 	totals   map[string]tokenBreakdown // cumulative usage by thread
 	rejected *engine.Failure           // a configWarning that was not benign
+	// warm is the server Prewarm started, until Start adopts or drops it.
+	warm *warmServer
 }
 
 // New returns a Codex engine, for the runner's engine registry.
@@ -101,45 +103,25 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	if opts.Host == nil {
 		return "", errors.New("codex: StartOptions.Host is required")
 	}
-	if opts.Dir == "" || !filepath.IsAbs(opts.Cwd) {
-		return "", fmt.Errorf("codex: StartOptions need a session folder and an absolute cwd (got %q, %q)", opts.Dir, opts.Cwd)
-	}
-	e.opts = opts
-	e.log = opts.Logger
-	if e.log == nil {
-		e.log = zap.NewNop()
-	}
-	e.log = e.log.With(zap.String("engine", Name))
-
-	s, err := newSettings(opts)
-	if err != nil {
-		return "", engineFailure("codex", err, nil)
-	}
-	e.settings = s
-	bin, err := e.locate(opts.Config)
-	if err != nil {
-		return "", engineFailure("codex: locate the CLI", err, nil)
-	}
-	home := filepath.Join(opts.Dir, "engine", "codex")
-	if err := prepareHome(home, s, opts, e.extraConfig); err != nil {
-		return "", engineFailure("codex", err, nil)
-	}
-	env := childEnv(opts.Env, home, opts.Credentials[CredentialItem])
-	if native, extra, ok := nativeBinary(bin); ok {
-		bin, env = native, withEnv(env, extra...)
-	}
-	v, err := e.version(ctx, bin, env)
-	if err != nil {
-		return "", engineFailure("codex", err, nil)
-	}
-	e.cliVersion = v
-	e.spec = spawnSpec{bin: bin, dir: opts.Cwd, env: env, trace: e.trace, stderrLine: func(line []byte) { e.log.Debug("codex stderr", zap.ByteString("line", line)) }}
-
-	srv, err := e.connect(ctx)
-	if err != nil {
-		return "", err
+	srv, adopted := e.adoptWarm(opts)
+	if !adopted {
+		var err error
+		if srv, err = e.startServer(ctx, opts); err != nil {
+			return "", err
+		}
 	}
 	res, err := e.openThread(ctx, srv, opts.Resume)
+	if err != nil && adopted {
+		// The server started ahead failed the session (it died as the
+		// session took it): a cold start says whether a server of the
+		// session's own does too.
+		e.log.Info("codex app-server started ahead did not open the thread; starting cold", zap.Error(err))
+		srv.stop()
+		if srv, err = e.startServer(ctx, opts); err != nil {
+			return "", err
+		}
+		res, err = e.openThread(ctx, srv, opts.Resume)
+	}
 	if err != nil {
 		srv.stop()
 		return "", err
@@ -159,6 +141,53 @@ func (e *Engine) Start(ctx context.Context, opts engine.StartOptions) (string, e
 	e.srv, e.threadID, e.model = srv, res.Thread.ID, res.Model
 	e.log.Info("codex thread open", zap.String("thread", res.Thread.ID), zap.String("model", res.Model), zap.String("provider", res.ModelProvider), zap.Bool("resumed", opts.Resume != ""))
 	return res.Thread.ID, nil
+}
+
+// prepare checks opts, writes the session's CODEX_HOME, and locates and
+// checks the CLI: what a server for opts is started with (e.spec).
+func (e *Engine) prepare(ctx context.Context, opts engine.StartOptions) error {
+	if opts.Dir == "" || !filepath.IsAbs(opts.Cwd) {
+		return fmt.Errorf("codex: StartOptions need a session folder and an absolute cwd (got %q, %q)", opts.Dir, opts.Cwd)
+	}
+	e.opts = opts
+	e.log = opts.Logger
+	if e.log == nil {
+		e.log = zap.NewNop()
+	}
+	e.log = e.log.With(zap.String("engine", Name))
+
+	s, err := newSettings(opts)
+	if err != nil {
+		return engineFailure("codex", err, nil)
+	}
+	e.settings = s
+	bin, err := e.locate(opts.Config)
+	if err != nil {
+		return engineFailure("codex: locate the CLI", err, nil)
+	}
+	home := filepath.Join(opts.Dir, "engine", "codex")
+	if err := prepareHome(home, s, opts, e.extraConfig); err != nil {
+		return engineFailure("codex", err, nil)
+	}
+	env := childEnv(opts.Env, home, opts.Credentials[CredentialItem])
+	if native, extra, ok := nativeBinary(bin); ok {
+		bin, env = native, withEnv(env, extra...)
+	}
+	v, err := e.version(ctx, bin, env)
+	if err != nil {
+		return engineFailure("codex", err, nil)
+	}
+	e.cliVersion = v
+	e.spec = spawnSpec{bin: bin, dir: opts.Cwd, env: env, trace: e.trace, stderrLine: func(line []byte) { e.log.Debug("codex stderr", zap.ByteString("line", line)) }}
+	return nil
+}
+
+// startServer prepares a server for opts and starts it.
+func (e *Engine) startServer(ctx context.Context, opts engine.StartOptions) (*serverProc, error) {
+	if err := e.prepare(ctx, opts); err != nil {
+		return nil, err
+	}
+	return e.connect(ctx)
 }
 
 // connect starts a server and completes the initialize handshake.
@@ -321,6 +350,9 @@ func (e *Engine) Close() error {
 		// The server's connection waits for the requests it was
 		// answering before it is gone.
 		srv.stop()
+	}
+	if w := e.takeWarm(); w != nil {
+		w.srv.stop()
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ type Config struct {
 	MaxLive     int
 	// MaxWaiting is supervisor.Config.MaxWaiting.
 	MaxWaiting int
+	// Prewarm keeps an engine process started ahead for the next session
+	// on Claude Code or Codex (see supervisor.Config).
+	Prewarm bool
 	// Listen, when set, is a TCP address to serve too; every request on
 	// it needs a credential (the bearer token, a session cookie or a
 	// ticket) and a Host that names the supervisor (webauth).
@@ -220,6 +223,7 @@ func Run(ctx context.Context, cfg Config) error {
 		RunnerPath:       runner,
 		PluginRunnerPath: pluginRunner,
 		SpareRunner:      cfg.SpareRunner,
+		Prewarm:          cfg.Prewarm,
 		MaxLive:          cfg.MaxLive,
 		MaxWaiting:       cfg.MaxWaiting,
 		EngineDefaults:   cfg.EngineDefaults,
