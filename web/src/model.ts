@@ -343,6 +343,7 @@ export const stateLabel: Record<State, string> = {
   waitingForApproval: 'waiting for you',
   waitingForReview: 'waiting for review',
   failed: 'failed',
+  storageFailed: 'out of disk space',
   stopped: 'stopped',
 };
 
