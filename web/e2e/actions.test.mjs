@@ -7,7 +7,7 @@
 // message, fork, and delete.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rig, newWorktree, screenshot, until, here, pageHelpers } from './harness.mjs';
@@ -49,6 +49,9 @@ before(async () => {
 
 after(async () => {
   await r?.close();
+  // The state folder holds the engines' caches (Copilot unpacks ~235 MB
+  // into it), so each run would leave that behind.
+  rmSync(root, { recursive: true, force: true });
 });
 
 test('notify me: a session that starts waiting raises a notification, and the list never polls', async () => {

@@ -3,7 +3,7 @@
 // axe-core check of every screen, and a screenshot of each.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Supervisor, rig, newWorktree, screenshot, until, here, run, pageHelpers } from './harness.mjs';
@@ -29,6 +29,9 @@ before(async () => {
 
 after(async () => {
   await r?.close();
+  // The state folder holds the engines' caches (Copilot unpacks ~235 MB
+  // into it), so each run would leave that behind.
+  rmSync(root, { recursive: true, force: true });
 });
 
 test('the one-time link signs the browser in, once', async () => {

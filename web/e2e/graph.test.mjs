@@ -7,7 +7,7 @@
 // session, where its hunk is accepted, and the file's bytes are checked.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rig, newWorktree, screenshot, until, here, run, pageHelpers } from './harness.mjs';
@@ -46,6 +46,9 @@ before(async () => {
 
 after(async () => {
   await r?.close();
+  // The state folder holds the engines' caches (Copilot unpacks ~235 MB
+  // into it), so each run would leave that behind.
+  rmSync(root, { recursive: true, force: true });
 });
 
 /** runNode runs one node to its verdict through the API. */

@@ -6,7 +6,7 @@
 //   - a live event: the runner's timestamp → drawn on screen (the
 //     corral-event-drawn marks), p50 and p95.
 // Run: make build && node web/e2e/perf.mjs  (ROUNDS=N to change the rounds)
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Supervisor, startConsole, launch, newWorktree, until } from './harness.mjs';
@@ -108,3 +108,4 @@ console.log(JSON.stringify(out, null, 2));
 await browser.close();
 con.proc.kill('SIGTERM');
 await sup.kill('SIGTERM');
+rmSync(root, { recursive: true, force: true });
