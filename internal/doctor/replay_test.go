@@ -52,31 +52,35 @@ func TestReplayVerdictsFollowTheRunnersReply(t *testing.T) {
 	}
 }
 
-// TestReplayOnTheInstalledClaudeCLI is `supervisor doctor engines` end to
-// end: the built runner replays the golden turn on the pinned Claude Code
-// CLI against the fake model, and the doctor says it is supported.
-func TestReplayOnTheInstalledClaudeCLI(t *testing.T) {
-	enginesDir := testenv.NeedEngineCLI(t, "claude")
-	_, runner := testsupervisor.Binaries(t)
-	cfg := Config{Engines: []string{"claude"}, EnginesDir: enginesDir, RunnerPath: runner, Replay: true}
-	rs := Run(context.Background(), cfg)
-	for _, r := range rs {
-		if r.Status != OK {
-			t.Errorf("%s: %s %q (fix: %s)", r.Check, r.Status, r.Detail, r.Fix)
-		}
-	}
-	if r := result(t, rs, "replay claude"); !strings.Contains(r.Detail, "frame by frame") {
-		t.Errorf("replay claude: %q", r.Detail)
+// TestReplayOnTheInstalledCLIs is `supervisor doctor engines` end to end:
+// the built runner replays each engine's golden turn on its pinned CLI
+// against the fake model, and the doctor says the CLI is supported.
+func TestReplayOnTheInstalledCLIs(t *testing.T) {
+	for _, name := range []string{"claude", "codex"} {
+		t.Run(name, func(t *testing.T) {
+			enginesDir := testenv.NeedEngineCLI(t, name)
+			_, runner := testsupervisor.Binaries(t)
+			cfg := Config{Engines: []string{name}, EnginesDir: enginesDir, RunnerPath: runner, Replay: true}
+			rs := Run(context.Background(), cfg)
+			for _, r := range rs {
+				if r.Status != OK {
+					t.Errorf("%s: %s %q (fix: %s)", r.Check, r.Status, r.Detail, r.Fix)
+				}
+			}
+			if r := result(t, rs, "replay "+name); !strings.Contains(r.Detail, "frame by frame") {
+				t.Errorf("replay %s: %q", name, r.Detail)
+			}
+		})
 	}
 }
 
 func TestAnEngineWithoutAGoldenScenarioIsNotReplayed(t *testing.T) {
 	cfg := healthy(t)
-	cfg.Engines, cfg.Replay = []string{"codex"}, true
-	os.WriteFile(cfg.CredentialsFile, []byte(`{"`+creds.OpenAIAPIKey+`":"k"}`), 0o600)
-	writeScript(t, filepath.Join(cfg.EnginesDir, "node_modules", ".bin", "codex"), "#!/bin/sh\necho 'codex-cli 0.171.0'\n")
-	r := result(t, Run(context.Background(), cfg), "replay codex")
-	if r.Status != Warn || !strings.Contains(r.Detail, "cannot replay the codex engine") {
+	cfg.Engines, cfg.Replay = []string{"copilot"}, true
+	os.WriteFile(cfg.CredentialsFile, []byte(`{"`+creds.GitHubToken+`":"k"}`), 0o600)
+	writeScript(t, filepath.Join(cfg.EnginesDir, "node_modules", ".bin", "copilot"), "#!/bin/sh\necho '1.0.0'\n")
+	r := result(t, Run(context.Background(), cfg), "replay copilot")
+	if r.Status != Warn || !strings.Contains(r.Detail, "cannot replay the copilot engine") {
 		t.Fatalf("%s %q", r.Status, r.Detail)
 	}
 }

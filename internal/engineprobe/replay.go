@@ -19,7 +19,7 @@ import (
 // standard output, as for a probe.
 const ReplayFlag = "--replay"
 
-// Replay plays an engine's golden turn (GoldenPrompt) on the CLI
+// Replay plays an engine's golden turn on the CLI
 // installed in req.EnginesDir (empty: PATH), with env as the CLI's base
 // environment, against the fake model at req.ModelEndpoint playing the
 // engine's GoldenScenario, and compares the protocol with the transcript
@@ -40,6 +40,18 @@ type ReplayRequest struct {
 	Dir  string `json:"dir"`
 	Cwd  string `json:"cwd"`
 	Home string `json:"home"`
+}
+
+// CLIEnv is the environment a replay gives the CLI: base (proc.BaseEnv)
+// with HOME set to r.Home.
+func (r ReplayRequest) CLIEnv(base []string) []string {
+	env := []string{"HOME=" + r.Home}
+	for _, kv := range base {
+		if !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // ReplayReply is what the replay found.

@@ -1,7 +1,6 @@
 package runnercmd
 
 import (
-	"context"
 	"sort"
 	"strings"
 
@@ -34,12 +33,8 @@ func Builtin() map[string]engine.Factory {
 // installed CLI (runner --replay, supervisor doctor engines).
 func goldenReplays() map[string]engineprobe.Replay {
 	return map[string]engineprobe.Replay{
-		"claude": func(ctx context.Context, req engineprobe.ReplayRequest, env []string) (string, error) {
-			return claude.ReplayGolden(ctx, claude.ReplayOptions{
-				EnginesDir: req.EnginesDir, Env: env, ModelEndpoint: req.ModelEndpoint, Key: req.Key,
-				Dir: req.Dir, Cwd: req.Cwd, Home: req.Home,
-			})
-		},
+		"claude": claude.ReplayGolden,
+		"codex":  codex.ReplayGolden,
 	}
 }
 

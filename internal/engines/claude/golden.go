@@ -104,34 +104,15 @@ func goldenReplacements(cwd, dir, convID string) map[string]string {
 	}
 }
 
-// ReplayOptions say which CLI a replay runs, and where.
-type ReplayOptions struct {
-	// EnginesDir is the folder of the pinned CLIs (locate's engines
-	// folder); empty: PATH.
-	EnginesDir string
-	// Env is the CLI's base environment (proc.BaseEnv); HOME becomes Home.
-	Env []string
-	// ModelEndpoint is a fake model server playing
-	// engineprobe.GoldenScenario("claude") and accepting Key.
-	ModelEndpoint, Key string
-	// Dir, Cwd and Home are empty folders: the session's, its worktree
-	// (the scenario's ${cwd}) and the CLI's home.
-	Dir, Cwd, Home string
-}
-
-// ReplayGolden plays the golden turn on the installed Claude Code CLI
-// against the fake model and compares its protocol with the transcript
+// ReplayGolden is the Claude Code engine's engineprobe.Replay: it plays
+// the golden turn on the installed Claude Code CLI (o.EnginesDir; empty:
+// PATH), env as its base environment, against the fake model at
+// o.ModelEndpoint and compares its protocol with the transcript
 // recorded for its version. It returns the CLI's version, and an error
 // naming the first differing frame and its fields when they differ
 // (transcript.ErrNoGolden wrapped when no transcript is recorded for that
 // version), or when the turn could not be played.
-func ReplayGolden(ctx context.Context, o ReplayOptions) (version string, err error) {
-	env := []string{"HOME=" + o.Home}
-	for _, kv := range o.Env {
-		if !strings.HasPrefix(kv, "HOME=") {
-			env = append(env, kv)
-		}
-	}
+func ReplayGolden(ctx context.Context, o engineprobe.ReplayRequest, env []string) (version string, err error) {
 	var frames frameTap
 	e := New().(*Engine)
 	e.tap = frames.tap
@@ -141,7 +122,7 @@ func ReplayGolden(ctx context.Context, o ReplayOptions) (version string, err err
 		Cwd:           o.Cwd,
 		ModelEndpoint: o.ModelEndpoint,
 		Credentials:   map[string]string{CredentialItem: o.Key},
-		Env:           env,
+		Env:           o.CLIEnv(env),
 		Config:        map[string]string{locate.KeyEnginesDir: o.EnginesDir},
 		Host:          replayHost{},
 		Logger:        zap.NewNop(),

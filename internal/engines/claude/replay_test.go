@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testenv"
@@ -17,7 +18,7 @@ import (
 // match their recorded transcript.
 func TestReplayGoldenOnTheInstalledCLI(t *testing.T) {
 	enginetest.OnEachVersion(t, func(t *testing.T, oldest bool) {
-		version, err := ReplayGolden(context.Background(), replayOptions(t, replayEnginesDir(t, oldest)))
+		version, err := ReplayGolden(context.Background(), replayRequest(t, replayEnginesDir(t, oldest)), proc.BaseEnv())
 		if err != nil {
 			t.Fatalf("replay on %s: %v", version, err)
 		}
@@ -32,7 +33,7 @@ func TestReplayGoldenOnTheInstalledCLI(t *testing.T) {
 // naming that frame and the field.
 func TestReplayGoldenNamesTheFirstDifferingFrame(t *testing.T) {
 	dir := replayEnginesDir(t, false)
-	version, err := ReplayGolden(context.Background(), replayOptions(t, dir))
+	version, err := ReplayGolden(context.Background(), replayRequest(t, dir), proc.BaseEnv())
 	if err != nil {
 		t.Fatalf("replay on %s: %v", version, err)
 	}
@@ -46,17 +47,17 @@ func TestReplayGoldenNamesTheFirstDifferingFrame(t *testing.T) {
 	embeddedGolden = transcript.Golden{Dir: "golden", FS: fstest.MapFS{
 		"golden/" + version + "/" + goldenFile: {Data: []byte(drifted)},
 	}}
-	_, err = ReplayGolden(context.Background(), replayOptions(t, dir))
+	_, err = ReplayGolden(context.Background(), replayRequest(t, dir), proc.BaseEnv())
 	if err == nil || !strings.Contains(err.Error(), "frame 1 ") || !strings.Contains(err.Error(), "corral_pre_tool_call") {
 		t.Fatalf("replay against a drifted transcript: %v; want frame 1 and the field named", err)
 	}
 }
 
-// replayOptions are a replay's, as the doctor prepares them: fresh
-// folders, and the fake model playing the golden scenario.
-func replayOptions(t *testing.T, enginesDir string) ReplayOptions {
+// replayRequest is a replay's, as the doctor prepares it: fresh folders,
+// and the fake model playing the golden scenario.
+func replayRequest(t *testing.T, enginesDir string) engineprobe.ReplayRequest {
 	t.Helper()
-	o := ReplayOptions{EnginesDir: enginesDir, Env: proc.BaseEnv(), Key: testKey,
+	o := engineprobe.ReplayRequest{Engine: "claude", EnginesDir: enginesDir, Key: testKey,
 		Dir: t.TempDir(), Cwd: t.TempDir(), Home: t.TempDir()}
 	_, o.ModelEndpoint = startFake(t, goldenScenario(t), map[string]string{"cwd": o.Cwd})
 	return o

@@ -22,7 +22,7 @@ const testKey = "sk-corral-test-key"
 
 // testModel is a model the pinned CLI knows (an unknown one loses the
 // apply_patch tool).
-const testModel = "gpt-5.5"
+const testModel = goldenModel
 
 // turnDeadline is a generous bound for one turn of the real CLI against the
 // loopback fake; timing goals live in the benchmarks.
