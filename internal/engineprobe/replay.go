@@ -10,7 +10,12 @@ import (
 	"slices"
 	"strings"
 
+	"go.uber.org/zap"
+
+	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/transcript"
+	"github.com/corral-dev/corral/pkg/engine"
+	"github.com/corral-dev/corral/pkg/event"
 )
 
 // ReplayFlag is the runner's flag that makes it replay an engine's golden
@@ -42,17 +47,44 @@ type ReplayRequest struct {
 	Home string `json:"home"`
 }
 
-// CLIEnv is the environment a replay gives the CLI: base (proc.BaseEnv)
-// with HOME set to r.Home.
-func (r ReplayRequest) CLIEnv(base []string) []string {
-	env := []string{"HOME=" + r.Home}
-	for _, kv := range base {
+// StartOptions are the session a replay starts: in r's folders, on the
+// CLI in r.EnginesDir, against r.ModelEndpoint with r.Key as the
+// credential item, env (proc.BaseEnv) with HOME set to r.Home, and a host
+// whose gate is decide (nil allows every call) and which records nothing.
+func (r ReplayRequest) StartOptions(env []string, credential string, decide func(context.Context, engine.ToolCall) engine.Verdict) engine.StartOptions {
+	cliEnv := []string{"HOME=" + r.Home}
+	for _, kv := range env {
 		if !strings.HasPrefix(kv, "HOME=") {
-			env = append(env, kv)
+			cliEnv = append(cliEnv, kv)
 		}
 	}
-	return env
+	return engine.StartOptions{
+		SessionID:     "replay",
+		Dir:           r.Dir,
+		Cwd:           r.Cwd,
+		ModelEndpoint: r.ModelEndpoint,
+		Credentials:   map[string]string{credential: r.Key},
+		Env:           cliEnv,
+		Config:        map[string]string{locate.KeyEnginesDir: r.EnginesDir},
+		Host:          replayHost{decide},
+		Logger:        zap.NewNop(),
+	}
 }
+
+// replayHost is the host of a replay: its gate is decide (nil allows every
+// call), and it records nothing.
+type replayHost struct {
+	decide func(context.Context, engine.ToolCall) engine.Verdict
+}
+
+func (replayHost) Emit(event.Type, any) {}
+func (h replayHost) Permit(ctx context.Context, c engine.ToolCall) engine.Verdict {
+	if h.decide == nil {
+		return engine.Verdict{Allow: true}
+	}
+	return h.decide(ctx, c)
+}
+func (replayHost) TakeSteers(string) []string { return nil }
 
 // ReplayReply is what the replay found.
 type ReplayReply struct {

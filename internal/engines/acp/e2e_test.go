@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
@@ -239,7 +240,7 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 }
 
 func goldenCanonicalTurn(t *testing.T, oldest bool) {
-	var tr enginetest.Traffic
+	var tr jsonrpc.Traffic
 	r := agentRigOn(t, oldest, writeBashScenario(), nil)
 	eng := New().(*Engine)
 	eng.trace = tr.Record

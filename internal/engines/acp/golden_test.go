@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/transcript"
 )
@@ -26,7 +25,7 @@ var ignoredUpdates = map[string]bool{
 // replaced); what it received is kept as the kind of each message and the
 // key paths it carried. Each direction is its own section, in stream
 // order, with repeats of the same line collapsed.
-func renderTranscript(msgs []enginetest.Message, paths map[string]string) string {
+func renderTranscript(msgs []jsonrpc.Traced, paths map[string]string) string {
 	sessionID := ""
 	for _, m := range msgs {
 		var v struct {

@@ -12,13 +12,9 @@ import (
 	"strings"
 	"sync"
 
-	"go.uber.org/zap"
-
 	"github.com/corral-dev/corral/internal/engineprobe"
-	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/transcript"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/event"
 )
 
 // The golden turn: the canonical turn (a Write and a Bash, both allowed;
@@ -116,17 +112,7 @@ func ReplayGolden(ctx context.Context, o engineprobe.ReplayRequest, env []string
 	var frames frameTap
 	e := New().(*Engine)
 	e.tap = frames.tap
-	convID, err := e.Start(ctx, engine.StartOptions{
-		SessionID:     "replay",
-		Dir:           o.Dir,
-		Cwd:           o.Cwd,
-		ModelEndpoint: o.ModelEndpoint,
-		Credentials:   map[string]string{CredentialItem: o.Key},
-		Env:           o.CLIEnv(env),
-		Config:        map[string]string{locate.KeyEnginesDir: o.EnginesDir},
-		Host:          replayHost{},
-		Logger:        zap.NewNop(),
-	})
+	convID, err := e.Start(ctx, o.StartOptions(env, CredentialItem, nil))
 	if err != nil {
 		e.Close()
 		return e.version, fmt.Errorf("start the CLI: %w", err)
@@ -149,16 +135,6 @@ func ReplayGolden(ctx context.Context, o engineprobe.ReplayRequest, env []string
 	}
 	return e.version, nil
 }
-
-// replayHost is the host of a replay: it allows every tool call and
-// records nothing.
-type replayHost struct{}
-
-func (replayHost) Emit(event.Type, any) {}
-func (replayHost) Permit(context.Context, engine.ToolCall) engine.Verdict {
-	return engine.Verdict{Allow: true}
-}
-func (replayHost) TakeSteers(string) []string { return nil }
 
 // normaliser replaces what changes from run to run: paths, conversation and
 // request ids, timestamps.

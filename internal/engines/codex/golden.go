@@ -10,16 +10,11 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
-
-	"go.uber.org/zap"
 
 	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/jsonrpc"
-	"github.com/corral-dev/corral/internal/locate"
 	"github.com/corral-dev/corral/internal/transcript"
 	"github.com/corral-dev/corral/pkg/engine"
-	"github.com/corral-dev/corral/pkg/event"
 )
 
 // The golden turn: a command the gate allows, then a patch it refuses (so
@@ -61,30 +56,6 @@ func goldenDecide(_ context.Context, c engine.ToolCall) engine.Verdict {
 	return engine.Verdict{Message: goldenRefusal}
 }
 
-// tracedMessage is one protocol message the engine's trace saw.
-type tracedMessage struct {
-	dir  jsonrpc.Direction
-	body []byte
-}
-
-// traffic records the messages of one engine (its trace hook).
-type traffic struct {
-	mu   sync.Mutex
-	msgs []tracedMessage
-}
-
-func (t *traffic) record(dir jsonrpc.Direction, body []byte) {
-	t.mu.Lock()
-	t.msgs = append(t.msgs, tracedMessage{dir, append([]byte(nil), body...)})
-	t.mu.Unlock()
-}
-
-func (t *traffic) all() []tracedMessage {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]tracedMessage(nil), t.msgs...)
-}
-
 // ReplayGolden is the Codex engine's engineprobe.Replay: it plays the
 // golden turn on the installed Codex CLI (o.EnginesDir; empty: PATH), env
 // as its base environment, against the fake model at o.ModelEndpoint and compares its protocol with the transcript recorded for
@@ -93,21 +64,12 @@ func (t *traffic) all() []tracedMessage {
 // wrapped when no transcript is recorded for that version), or when the
 // turn could not be played.
 func ReplayGolden(ctx context.Context, o engineprobe.ReplayRequest, env []string) (version string, err error) {
-	var rec traffic
+	var rec jsonrpc.Traffic
 	e := New().(*Engine)
-	e.trace = rec.record
-	_, err = e.Start(ctx, engine.StartOptions{
-		SessionID:     "replay",
-		Dir:           o.Dir,
-		Cwd:           o.Cwd,
-		Model:         goldenModel,
-		ModelEndpoint: o.ModelEndpoint,
-		Credentials:   map[string]string{CredentialItem: o.Key},
-		Env:           o.CLIEnv(env),
-		Config:        map[string]string{locate.KeyEnginesDir: o.EnginesDir},
-		Host:          replayHost{},
-		Logger:        zap.NewNop(),
-	})
+	e.trace = rec.Record
+	opts := o.StartOptions(env, CredentialItem, goldenDecide)
+	opts.Model = goldenModel
+	_, err = e.Start(ctx, opts)
 	if err != nil {
 		e.Close()
 		return e.cliVersion, fmt.Errorf("start the CLI: %w", err)
@@ -116,7 +78,7 @@ func ReplayGolden(ctx context.Context, o engineprobe.ReplayRequest, env []string
 	if err := e.Close(); err != nil && turnErr == nil {
 		turnErr = err
 	}
-	got := normaliseTranscript(rec.all(), goldenPaths(o.Cwd, o.Dir))
+	got := normaliseTranscript(rec.Messages(), goldenPaths(o.Cwd, o.Dir))
 	// The protocol first: a turn that failed because a message changed is
 	// named by the message.
 	if err := embeddedGolden.Compare(e.cliVersion, goldenFile, transcript.Lines(got)); err != nil {
@@ -133,16 +95,6 @@ func goldenPaths(cwd, dir string) map[string]string {
 	return map[string]string{cwd: "<cwd>", dir: "<session>"}
 }
 
-// replayHost is the host of a replay: its gate is goldenDecide, and it
-// records nothing.
-type replayHost struct{}
-
-func (replayHost) Emit(event.Type, any) {}
-func (replayHost) Permit(ctx context.Context, c engine.ToolCall) engine.Verdict {
-	return goldenDecide(ctx, c)
-}
-func (replayHost) TakeSteers(string) []string { return nil }
-
 // environmental are kinds whose arrival depends on the machine, not the
 // protocol: the bubblewrap warning appears only where bwrap is not on PATH,
 // and a short command's output arrives as outputDelta notifications or only
@@ -155,7 +107,7 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 // adapter sent, in order, with ids and paths replaced; "< " lines are the
 // kinds of message received, sorted, each with the sorted key paths its
 // messages carried.
-func normaliseTranscript(lines []tracedMessage, paths map[string]string) string {
+func normaliseTranscript(lines []jsonrpc.Traced, paths map[string]string) string {
 	ids := map[string]string{}
 	norm := func(s string) string {
 		for p, name := range paths {
@@ -174,20 +126,20 @@ func normaliseTranscript(lines []tracedMessage, paths map[string]string) string 
 	var sent []string
 	kinds := map[string]map[string]bool{}
 	for _, l := range lines {
-		m, err := jsonrpc.ParseMessage(l.body)
+		m, err := jsonrpc.ParseMessage(l.Body)
 		if err != nil {
 			continue
 		}
-		if l.dir == jsonrpc.Sent {
+		if l.Dir == jsonrpc.Sent {
 			if m.Kind == jsonrpc.KindRequest {
 				methodOf[string(m.ID)] = m.Method
 			}
-			sent = append(sent, "> "+norm(string(l.body)))
+			sent = append(sent, "> "+norm(string(l.Body)))
 			continue
 		}
 		label, body := receivedKind(m, methodOf)
 		// Ids seen first in received messages get their numbers in order.
-		norm(string(l.body))
+		norm(string(l.Body))
 		if environmental[label] {
 			continue
 		}

@@ -27,9 +27,9 @@ func TestGoldenCanonicalTurn(t *testing.T) {
 
 func goldenCanonicalTurn(t *testing.T, oldest bool) {
 	r := newRigOn(t, oldest, goldenScenario(t), goldenDecide)
-	var rec traffic
+	var rec jsonrpc.Traffic
 	eng := New().(*Engine)
-	eng.trace = rec.record
+	eng.trace = rec.Record
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
 	if _, err := eng.Start(ctx, r.Opts); err != nil {
@@ -39,7 +39,7 @@ func goldenCanonicalTurn(t *testing.T, oldest bool) {
 	r.MustTurn(goldenPrompt)
 	eng.Close()
 
-	got := normaliseTranscript(rec.all(), goldenPaths(r.Cwd, r.Dir))
+	got := normaliseTranscript(rec.Messages(), goldenPaths(r.Cwd, r.Dir))
 	path := golden.Path(eng.cliVersion, goldenFile)
 	if *update {
 		if err := golden.Write(eng.cliVersion, goldenFile, transcript.Lines(got)); err != nil {

@@ -35,7 +35,7 @@ func onOldestCLI(t testing.TB) rigOption {
 }
 
 func goldenCanonicalTurn(t *testing.T, oldest bool) {
-	var traffic enginetest.Traffic
+	var traffic jsonrpc.Traffic
 	opts := []rigOption{withTrace(traffic.Record)}
 	if oldest {
 		opts = append(opts, onOldestCLI(t))
@@ -92,7 +92,7 @@ func goldenCanonicalTurn(t *testing.T, oldest bool) {
 }
 
 // cliVersion is the version the CLI reported in its answer to connect.
-func cliVersion(t *testing.T, traffic []enginetest.Message) string {
+func cliVersion(t *testing.T, traffic []jsonrpc.Traced) string {
 	t.Helper()
 	connectID := ""
 	for _, m := range traffic {
