@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testsupervisor"
 )
@@ -56,7 +56,7 @@ func TestReplayVerdictsFollowTheRunnersReply(t *testing.T) {
 // the built runner replays each engine's golden turn on its pinned CLI
 // against the fake model, and the doctor says the CLI is supported.
 func TestReplayOnTheInstalledCLIs(t *testing.T) {
-	for _, name := range []string{"claude", "codex"} {
+	for _, name := range KnownEngines() {
 		t.Run(name, func(t *testing.T) {
 			enginesDir := testenv.NeedEngineCLI(t, name)
 			_, runner := testsupervisor.Binaries(t)
@@ -74,13 +74,13 @@ func TestReplayOnTheInstalledCLIs(t *testing.T) {
 	}
 }
 
-func TestAnEngineWithoutAGoldenScenarioIsNotReplayed(t *testing.T) {
-	cfg := healthy(t)
-	cfg.Engines, cfg.Replay = []string{"copilot"}, true
-	os.WriteFile(cfg.CredentialsFile, []byte(`{"`+creds.GitHubToken+`":"k"}`), 0o600)
-	writeScript(t, filepath.Join(cfg.EnginesDir, "node_modules", ".bin", "copilot"), "#!/bin/sh\necho '1.0.0'\n")
-	r := result(t, Run(context.Background(), cfg), "replay copilot")
-	if r.Status != Warn || !strings.Contains(r.Detail, "cannot replay the copilot engine") {
-		t.Fatalf("%s %q", r.Status, r.Detail)
+// TestEveryKnownEngineIsReplayed: each engine the doctor checks has the
+// golden scenario its replay serves (the runner's replay of each is
+// TestReplayOnTheInstalledCLIs).
+func TestEveryKnownEngineIsReplayed(t *testing.T) {
+	for _, name := range KnownEngines() {
+		if _, ok := engineprobe.GoldenScenario(name); !ok {
+			t.Errorf("no golden scenario for %s: supervisor doctor engines would only warn that it cannot replay it", name)
+		}
 	}
 }

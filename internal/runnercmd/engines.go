@@ -33,8 +33,9 @@ func Builtin() map[string]engine.Factory {
 // installed CLI (runner --replay, supervisor doctor engines).
 func goldenReplays() map[string]engineprobe.Replay {
 	return map[string]engineprobe.Replay{
-		"claude": claude.ReplayGolden,
-		"codex":  codex.ReplayGolden,
+		"claude":  claude.ReplayGolden,
+		"codex":   codex.ReplayGolden,
+		"copilot": copilot.ReplayGolden,
 	}
 }
 

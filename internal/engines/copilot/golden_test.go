@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/jsonrpc"
@@ -40,108 +38,33 @@ func goldenCanonicalTurn(t *testing.T, oldest bool) {
 	if oldest {
 		opts = append(opts, onOldestCLI(t))
 	}
-	r := newRig(t, fakemodel.Scenario{Steps: []fakemodel.Step{
-		toolStep("create", `{"path":"${cwd}/hello.txt","file_text":"Hello!\n"}`),
-		{Text: "Created hello.txt."},
-	}}, allow, opts...)
+	r := newRig(t, goldenScenario(t), allow, opts...)
 	r.start()
-	r.MustTurn("Please create hello.txt containing a greeting.")
+	r.MustTurn(goldenPrompt)
 	if err := r.eng.Close(); err != nil {
 		t.Fatal(err)
 	}
-
-	var sent []string
-	methods := map[string]string{} // request id → method
-	kinds := map[string]bool{}
-	for _, m := range traffic.Messages() {
-		var msg rpcMessage
-		if err := json.Unmarshal(m.Body, &msg); err != nil {
-			t.Fatal(err)
-		}
-		if m.Dir == jsonrpc.Sent {
-			methods[string(msg.ID)] = msg.Method
-			sent = append(sent, normalizeSent(t, m.Body, r))
-			continue
-		}
-		switch {
-		case msg.Method == notifySessionEvent:
-			var p sessionEventParams
-			if err := json.Unmarshal(msg.Params, &p); err != nil {
-				t.Fatal(err)
-			}
-			kinds["event "+p.Event.Type] = true
-		case msg.Method != "" && len(msg.ID) > 0:
-			kinds["request "+msg.Method] = true
-		case msg.Method != "":
-			kinds["notification "+msg.Method] = true
-		case msg.Error != nil:
-			kinds["error for "+methods[string(msg.ID)]] = true
-		default:
-			kinds["result for "+methods[string(msg.ID)]] = true
-		}
-	}
-	received := make([]string, 0, len(kinds))
-	for k := range kinds {
-		received = append(received, k)
-	}
-	sort.Strings(received)
-
-	version := cliVersion(t, traffic.Messages())
-	compareSent(t, version, "canonical-turn.sent.jsonl", sent)
-	compareKinds(t, version, "canonical-turn.received.txt", received)
-}
-
-// cliVersion is the version the CLI reported in its answer to connect.
-func cliVersion(t *testing.T, traffic []jsonrpc.Traced) string {
-	t.Helper()
-	connectID := ""
-	for _, m := range traffic {
-		var msg rpcMessage
-		if json.Unmarshal(m.Body, &msg) != nil {
-			continue
-		}
-		if m.Dir == jsonrpc.Sent && msg.Method == methodConnect {
-			connectID = string(msg.ID)
-		}
-		if m.Dir != jsonrpc.Sent && connectID != "" && string(msg.ID) == connectID && msg.Method == "" {
-			var res connectResult
-			if err := json.Unmarshal(msg.Result, &res); err != nil || res.Version == "" {
-				t.Fatalf("connect's answer names no CLI version: %s", m.Body)
-			}
-			return res.Version
-		}
-	}
-	t.Fatal("no answer to connect in the traffic")
-	return ""
-}
-
-// normalizeSent replaces what differs between runs (ids, paths, ports) by
-// placeholders; keys come out sorted.
-func normalizeSent(t *testing.T, body []byte, r *rig) string {
-	t.Helper()
-	var msg map[string]any
-	if err := json.Unmarshal(body, &msg); err != nil {
+	g, err := renderGolden(traffic.Messages(), r.Opts.ModelEndpoint)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if params, ok := msg["params"].(map[string]any); ok {
-		for key, placeholder := range map[string]string{
-			"sessionId": "<session>", "requestId": "<request>", "workingDirectory": "<cwd>",
-		} {
-			if _, ok := params[key]; ok {
-				params[key] = placeholder
-			}
-		}
-		if p, ok := params["provider"].(map[string]any); ok && p["baseUrl"] == r.Opts.ModelEndpoint {
-			p["baseUrl"] = "<endpoint>"
-		}
+	compareSent(t, g.version, goldenSent, g.sent)
+	compareKinds(t, g.version, goldenReceived, g.received)
+}
+
+// goldenScenario is what the fake model plays for the golden turn
+// (engineprobe.GoldenScenario, which the doctor serves for a replay).
+func goldenScenario(t testing.TB) fakemodel.Scenario {
+	t.Helper()
+	raw, ok := engineprobe.GoldenScenario("copilot")
+	if !ok {
+		t.Fatal("no golden scenario for copilot")
 	}
-	var out strings.Builder
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(msg); err != nil {
+	sc, err := fakemodel.ParseScenario(raw)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSuffix(out.String(), "\n")
+	return sc
 }
 
 func compareSent(t *testing.T, version, file string, got []string) {
@@ -178,9 +101,6 @@ func compareKinds(t *testing.T, version, file string, got []string) {
 		}
 	}
 }
-
-// goldenDir holds the transcripts, one folder per CLI version.
-var goldenDir = transcript.Golden{Dir: filepath.Join("testdata", "golden")}
 
 // golden returns the lines of version's golden file, first rewriting it
 // with got under -update. Without a recording for version it fails,

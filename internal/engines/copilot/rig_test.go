@@ -132,7 +132,7 @@ func newRig(t testing.TB, sc fakemodel.Scenario, decide func(context.Context, en
 		CLI:         "copilot",
 		Scenario:    sc,
 		Decide:      decide,
-		Model:       "gpt-4.1",
+		Model:       goldenModel,
 		Env:         []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"},
 		Dir:         filepath.Join(dir, "session"),
 		Cwd:         cwd,
