@@ -39,19 +39,9 @@ func goldenAllowTurn(t *testing.T, oldest bool) {
 	compareGolden(t, s.eng.version, goldenFile, got)
 }
 
-// goldenScenario is what the fake model plays for the golden turn
-// (engineprobe.GoldenScenario).
+// goldenScenario is what the fake model plays for the golden turn.
 func goldenScenario(t testing.TB) fakemodel.Scenario {
-	t.Helper()
-	raw, ok := engineprobe.GoldenScenario("claude")
-	if !ok {
-		t.Fatal("no golden scenario for claude")
-	}
-	sc, err := fakemodel.ParseScenario(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
+	return enginetest.GoldenScenario(t, "claude")
 }
 
 // compareGolden compares lines with version's golden file, or records it

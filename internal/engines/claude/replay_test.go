@@ -9,7 +9,6 @@ import (
 	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/proc"
-	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/transcript"
 )
 
@@ -17,14 +16,8 @@ import (
 // doctor engines` does, on the newest and the oldest supported CLI: both
 // match their recorded transcript.
 func TestReplayGoldenOnTheInstalledCLI(t *testing.T) {
-	enginetest.OnEachVersion(t, func(t *testing.T, oldest bool) {
-		version, err := ReplayGolden(context.Background(), replayRequest(t, replayEnginesDir(t, oldest)), proc.BaseEnv())
-		if err != nil {
-			t.Fatalf("replay on %s: %v", version, err)
-		}
-		if version == "" {
-			t.Fatal("the replay did not say the CLI's version")
-		}
+	enginetest.ReplayOnEachVersion(t, "claude", func(t *testing.T, dir string) (string, error) {
+		return ReplayGolden(context.Background(), replayRequest(t, dir), proc.BaseEnv())
 	})
 }
 
@@ -32,7 +25,7 @@ func TestReplayGoldenOnTheInstalledCLI(t *testing.T) {
 // transcript whose initialize request had another hook: the replay fails
 // naming that frame and the field.
 func TestReplayGoldenNamesTheFirstDifferingFrame(t *testing.T) {
-	dir := replayEnginesDir(t, false)
+	dir := enginetest.EnginesDir(t, "claude", false)
 	version, err := ReplayGolden(context.Background(), replayRequest(t, dir), proc.BaseEnv())
 	if err != nil {
 		t.Fatalf("replay on %s: %v", version, err)
@@ -61,14 +54,4 @@ func replayRequest(t *testing.T, enginesDir string) engineprobe.ReplayRequest {
 		Dir: t.TempDir(), Cwd: t.TempDir(), Home: t.TempDir()}
 	_, o.ModelEndpoint = startFake(t, goldenScenario(t), map[string]string{"cwd": o.Cwd})
 	return o
-}
-
-// replayEnginesDir is the engines folder of the newest or the oldest
-// pinned CLI (the test skips, or fails in CI, when it is missing).
-func replayEnginesDir(t *testing.T, oldest bool) string {
-	t.Helper()
-	if oldest {
-		return testenv.NeedOldestEngineCLI(t, "claude")
-	}
-	return testenv.NeedEngineCLI(t, "claude")
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/jsonrpc"
@@ -61,19 +60,9 @@ func goldenCanonicalTurn(t *testing.T, oldest bool) {
 	}
 }
 
-// goldenScenario is what the fake model plays for the golden turn
-// (engineprobe.GoldenScenario, which the doctor serves for a replay).
+// goldenScenario is what the fake model plays for the golden turn.
 func goldenScenario(t testing.TB) fakemodel.Scenario {
-	t.Helper()
-	raw, ok := engineprobe.GoldenScenario("codex")
-	if !ok {
-		t.Fatal("no golden scenario for codex")
-	}
-	sc, err := fakemodel.ParseScenario(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
+	return enginetest.GoldenScenario(t, "codex")
 }
 
 func readGolden(t *testing.T, path string) string {

@@ -9,7 +9,6 @@ import (
 	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/proc"
-	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/transcript"
 )
 
@@ -17,22 +16,14 @@ import (
 // doctor engines` does, on the newest and the oldest supported CLI: both
 // match their recorded transcript.
 func TestReplayGoldenOnTheInstalledCLI(t *testing.T) {
-	enginetest.OnEachVersion(t, func(t *testing.T, oldest bool) {
-		version, err := replayGolden(t, replayEnginesDir(t, oldest))
-		if err != nil {
-			t.Fatalf("replay on %s: %v", version, err)
-		}
-		if version == "" {
-			t.Fatal("the replay did not say the CLI's version")
-		}
-	})
+	enginetest.ReplayOnEachVersion(t, "codex", replayGolden)
 }
 
 // TestReplayGoldenNamesTheFirstDifferingLine replays against a recorded
 // transcript whose thread/start asked for another approval policy: the
 // replay fails naming that line and the field.
 func TestReplayGoldenNamesTheFirstDifferingLine(t *testing.T) {
-	dir := replayEnginesDir(t, false)
+	dir := enginetest.EnginesDir(t, "codex", false)
 	version, err := replayGolden(t, dir)
 	if err != nil {
 		t.Fatalf("replay on %s: %v", version, err)
@@ -67,14 +58,4 @@ func replayGolden(t *testing.T, enginesDir string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), turnDeadline)
 	defer cancel()
 	return ReplayGolden(ctx, req, proc.BaseEnv())
-}
-
-// replayEnginesDir is the engines folder of the newest or the oldest
-// pinned CLI (the test skips, or fails in CI, when it is missing).
-func replayEnginesDir(t *testing.T, oldest bool) string {
-	t.Helper()
-	if oldest {
-		return testenv.NeedOldestEngineCLI(t, "codex")
-	}
-	return testenv.NeedEngineCLI(t, "codex")
 }

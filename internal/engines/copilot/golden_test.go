@@ -6,7 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/corral-dev/corral/internal/engineprobe"
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/jsonrpc"
@@ -52,19 +51,9 @@ func goldenCanonicalTurn(t *testing.T, oldest bool) {
 	compareKinds(t, g.version, goldenReceived, g.received)
 }
 
-// goldenScenario is what the fake model plays for the golden turn
-// (engineprobe.GoldenScenario, which the doctor serves for a replay).
+// goldenScenario is what the fake model plays for the golden turn.
 func goldenScenario(t testing.TB) fakemodel.Scenario {
-	t.Helper()
-	raw, ok := engineprobe.GoldenScenario("copilot")
-	if !ok {
-		t.Fatal("no golden scenario for copilot")
-	}
-	sc, err := fakemodel.ParseScenario(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
+	return enginetest.GoldenScenario(t, "copilot")
 }
 
 func compareSent(t *testing.T, version, file string, got []string) {
