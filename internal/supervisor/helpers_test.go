@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
@@ -24,8 +23,8 @@ import (
 // sleepEnv makes the test binary a process that only sleeps.
 const sleepEnv = "SUPERVISOR_TEST_SLEEP"
 
-// TestMain doubles as the fake runner: the manager under test starts this
-// very binary with CORRAL_FAKE_RUNNER set.
+// TestMain doubles as a fault in front of the real runner (testrunner), as
+// a sleeper and as a terminal reader: the tests start this very binary so.
 func TestMain(m *testing.M) {
 	if os.Getenv(sleepEnv) != "" {
 		time.Sleep(time.Hour)
@@ -33,9 +32,6 @@ func TestMain(m *testing.M) {
 	}
 	if testrunner.IsFault() {
 		os.Exit(testrunner.Main(os.Args[1:]))
-	}
-	if os.Getenv(fakerunner.EnvVar) != "" {
-		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if os.Getenv(termReaderEnv) != "" {
 		os.Exit(termReaderMain())
@@ -93,30 +89,15 @@ func startScriptManager(t *testing.T, f testrunner.Fault, tweak ...func(*Config)
 			c.RunnerPath, c.Env = os.Args[0], testrunner.Env(runner, f)
 		}
 	}
-	return startManager(t, "", append([]func(*Config){use}, tweak...)...)
+	return startManager(t, append([]func(*Config){use}, tweak...)...)
 }
 
-// newManager starts a manager whose runners are fake runners in the given
-// modes: the terminal tests and those that need a session on any engine
-// to start without its CLI still use it. Its cleanup shuts it down and
-// checks that no goroutine, file descriptor or child process is left.
-func newManager(t *testing.T, modes string, tweak ...func(*Config)) *Manager {
+// startManager starts a manager with the test's defaults, changed by
+// tweak, and shuts it down when the test ends.
+func startManager(t *testing.T, tweak ...func(*Config)) *Manager {
 	t.Helper()
-	t.Cleanup(trackLeaks(t))
-	return startManager(t, modes, tweak...)
-}
-
-// startManager is newManager without the leak check, for tests that run
-// several managers and check once for all.
-func startManager(t *testing.T, modes string, tweak ...func(*Config)) *Manager {
-	t.Helper()
-	if modes == "" {
-		modes = fakerunner.ModeOn
-	}
 	cfg := Config{
 		StateDir:      t.TempDir(),
-		RunnerPath:    os.Args[0],
-		Env:           fakeEnv(modes),
 		Logger:        zaptest.NewLogger(t),
 		ShutdownGrace: 2 * time.Second,
 		KillGrace:     time.Second,
@@ -344,13 +325,4 @@ func spawned(t *testing.T, m *Manager, id string) bool {
 	t.Helper()
 	_, err := os.Stat(filepath.Join(m.dir(id), pidFile))
 	return err == nil
-}
-
-// fakeEnv is the environment that makes a runner a fake one. A race-enabled
-// child otherwise sleeps a second at exit.
-func fakeEnv(modes string) []string {
-	return []string{
-		fakerunner.EnvVar + "=" + modes,
-		"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
-	}
 }

@@ -18,7 +18,7 @@ import (
 func spareManager(t *testing.T) *Manager {
 	t.Helper()
 	_, runner := realBinaries(t)
-	return newManager(t, "", func(c *Config) {
+	return newScriptManager(t, "", func(c *Config) {
 		c.RunnerPath = runner
 		c.Env = nil
 		c.SpareRunner = true
@@ -122,7 +122,7 @@ func TestShutdownDuringWarmUpLeavesNoScratch(t *testing.T) {
 	caught := 0
 	for attempt := 0; attempt < 20 && caught < 3; attempt++ {
 		tmp := t.TempDir()
-		m := startManager(t, "", func(c *Config) {
+		m := startScriptManager(t, "", func(c *Config) {
 			c.RunnerPath = runner
 			c.Env = []string{"TMPDIR=" + tmp}
 			c.SpareRunner = true

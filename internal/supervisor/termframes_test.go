@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
@@ -69,13 +69,9 @@ func awaitTerm[M wire.Message](t *testing.T, s *termSink) (M, []byte) {
 // is not handed the terminal, so the output crosses the link) and checks
 // that it arrives exactly, in the binary frames the supervisor asks for.
 func TestRealRunnerOutputReachesItsClientExactlyInFrames(t *testing.T) {
-	_, runner := realBinaries(t)
 	file, content := testio.EveryByteFile(t, 3<<20)
 	core, logs := observer.New(zap.DebugLevel)
-	m := newManager(t, "", func(c *Config) {
-		c.RunnerPath, c.Env = runner, nil
-		c.Logger = zap.New(core)
-	})
+	m := newScriptManager(t, "", func(c *Config) { c.Logger = zap.New(core) })
 	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script", Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -104,32 +100,67 @@ func TestRealRunnerOutputReachesItsClientExactlyInFrames(t *testing.T) {
 	}
 }
 
-// TestFakeRunnerFramesAndSkippedBadFrames: a runner that answers in frames
-// reaches the client, and a frame of an unknown kind is skipped with the
-// stream going on.
-func TestFakeRunnerFramesAndSkippedBadFrames(t *testing.T) {
-	for _, modes := range []string{fakerunner.ModeTermFrames, fakerunner.ModeTermFrames + "," + fakerunner.ModeBadFrames, fakerunner.ModeOn} {
-		t.Run(modes, func(t *testing.T) { fakeRunnerOutput(t, modes) })
+// TestRunnerOutputInFramesSkipsBadFramesAndTakesLines: the real runner's
+// terminal output reaches the client whether it comes in frames, in frames
+// with a frame of an unknown kind before each (skipped, the stream going
+// on), or as JSON lines (a hello that does not ask for frames).
+func TestRunnerOutputInFramesSkipsBadFramesAndTakesLines(t *testing.T) {
+	for _, f := range []testrunner.Fault{"", testrunner.BadFrames, testrunner.NoFrames} {
+		name := string(f)
+		if name == "" {
+			name = "frames"
+		}
+		t.Run(name, func(t *testing.T) { runnerTermOutput(t, f) })
 	}
 }
 
-func fakeRunnerOutput(t *testing.T, modes string) {
-	m := newManager(t, modes)
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+func runnerTermOutput(t *testing.T, f testrunner.Fault) {
+	core, logs := observer.New(zap.DebugLevel)
+	m := newScriptManager(t, f, func(c *Config) { c.Logger = zap.New(core) })
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := newTermSink()
-	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t", ClientID: "c", Role: "owner"}, out.sink); err != nil {
+	// In raw mode the terminal passes the input's bytes through as they
+	// are; the program says when it is, then gives back what it reads.
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t", ClientID: "c", Role: "owner",
+		Command: []string{"sh", "-c", "stty raw -echo; echo ready; head -c 7; exit 3"}}, out.sink); err != nil {
 		t.Fatal(err)
 	}
-	for _, in := range []string{"echo\xff\x00\n", "exit\n"} {
-		if err := m.TermInput(s.ID, wire.TermInput{TermID: "t", ClientID: "c", Data: []byte(in)}); err != nil {
-			t.Fatal(err)
-		}
+	awaitOutput(t, out, "ready\n")
+	if err := m.TermInput(s.ID, wire.TermInput{TermID: "t", ClientID: "c", Data: []byte("echo\xff\x00\n")}); err != nil {
+		t.Fatal(err)
 	}
-	if _, got := awaitTerm[*wire.TermExit](t, out); string(got) != "$ echo\xff\x00\n" {
-		t.Errorf("%s: got %q", modes, got)
+	exit, got := awaitTerm[*wire.TermExit](t, out)
+	if string(got) != "ready\necho\xff\x00\n" {
+		t.Errorf("got %q", got)
+	}
+	if exit.ExitCode == nil || *exit.ExitCode != 3 {
+		t.Errorf("exit %+v, want status 3", exit)
+	}
+	ready := logs.FilterMessage("runner ready").All()
+	if wantFrames := f != testrunner.NoFrames; len(ready) != 1 || ready[0].ContextMap()["termFrames"] != wantFrames {
+		t.Errorf("the runner's answer to hello: %v; want frames %v", ready, wantFrames)
+	}
+}
+
+// awaitOutput waits until the output so far ends with want.
+func awaitOutput(t *testing.T, s *termSink, want string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		s.mu.Lock()
+		done := bytes.HasSuffix(s.data, []byte(want))
+		s.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-s.more:
+		case <-deadline:
+			t.Fatalf("no output ending %q", want)
+		}
 	}
 }
 
@@ -137,25 +168,28 @@ func fakeRunnerOutput(t *testing.T, modes string) {
 // say leaves no way to tell where the next message starts, so the
 // supervisor kills the runner, and its clients and callers hear why.
 func TestBrokenFrameKillsTheRunner(t *testing.T) {
-	m := newManager(t, fakerunner.ModeTermFrames+","+fakerunner.ModeBrokenFrame)
-	s, err := m.Create(ctxT(t), wire.Spec{Engine: "script"})
+	m := newScriptManager(t, testrunner.BrokenFrame)
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid := runnerPID(t, m, s.ID)
 	out := newTermSink()
-	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t", ClientID: "c", Role: "owner"}, out.sink); err != nil {
+	if _, err := m.OpenTerm(ctxT(t), s.ID, wire.TermOpen{TermID: "t", ClientID: "c", Role: "owner",
+		Command: []string{"cat"}}, out.sink); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.TermInput(s.ID, wire.TermInput{TermID: "t", ClientID: "c", Data: []byte("break\n")}); err != nil {
+	if err := m.TermInput(s.ID, wire.TermInput{TermID: "t", ClientID: "c", Data: []byte(testrunner.BreakInput)}); err != nil {
 		t.Fatal(err)
 	}
 	end, got := awaitTerm[*wire.TermError](t, out)
 	if !errors.Is(end.Error, wire.ErrRunnerCrashed) || !strings.Contains(end.Error.Message, "could not be read") {
 		t.Fatalf("the client's stream ended with %+v, want runner_crashed saying the output could not be read", end.Error)
 	}
-	if strings.Contains(string(got), "broken") || strings.Contains(string(got), "whatever") {
-		t.Errorf("output after the broken frame reached the client: %q", got)
+	for _, w := range testrunner.BrokenFrameWords {
+		if strings.Contains(string(got), w) {
+			t.Errorf("output after the broken frame reached the client: %q", got)
+		}
 	}
 	waitFor(t, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
 	// The session itself is fine: the next call starts a new runner.

@@ -3,6 +3,7 @@ package testrunner
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -62,7 +64,35 @@ const (
 	// ReadyDelayPrefix + a duration holds hello that long before passing
 	// it on, so that concurrent callers meet one start.
 	ReadyDelayPrefix Fault = "ready-delay="
+	// NoFrames passes hello on without its ask for terminal frames, so
+	// the runner sends term.data as JSON lines, as an older runner would.
+	NoFrames Fault = "no-frames"
+	// BadFrames writes a terminal frame of an unknown kind before each
+	// frame the runner writes: a frame the supervisor must skip.
+	BadFrames Fault = "bad-frames"
+	// BrokenFrame answers the terminal input BreakInput, which the runner
+	// never gets, with a frame whose last byte is not the newline its
+	// lengths promise, followed by BrokenFrameWords.
+	BrokenFrame Fault = "broken-frame"
+	// MirrorBurst answers a send whose text is BurstPrefix and a count
+	// itself, without the runner, and then writes that many mirror lines
+	// of assistantDelta events, pre-encoded, as fast as the pipe takes
+	// them: a producer faster than any engine, for measuring the
+	// supervisor's side of the event path alone. The events are not in
+	// the session's log; the runner has written nothing after them.
+	MirrorBurst Fault = "mirror-burst"
 )
+
+// BurstPrefix starts the text of a send that MirrorBurst answers: "burst
+// 1000".
+const BurstPrefix = "burst "
+
+// BreakInput is the terminal input BrokenFrame acts on.
+const BreakInput = "break\n"
+
+// BrokenFrameWords are what BrokenFrame writes in and after its broken
+// frame; none of them may reach a client.
+var BrokenFrameWords = []string{"broken", "and then whatever"}
 
 // CredentialsReceived starts the line Credentials writes:
 // "credentials received for ENGINE: NAME,NAME".
@@ -117,6 +147,7 @@ type proxy struct {
 	mu       sync.Mutex // orders writes to out
 	out      io.Writer
 	commands int
+	lastSeq  int64 // the last seq the runner mirrored (MirrorBurst)
 }
 
 // answerHello answers hello with protocol version v, then waits for the
@@ -192,7 +223,10 @@ func (p *proxy) copyIn(runner io.Writer) {
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	for {
 		line, err := in.ReadBytes('\n')
-		if len(line) > 0 && p.pass(line) {
+		if len(line) > 0 {
+			if line = p.pass(line); line == nil {
+				continue
+			}
 			if _, werr := runner.Write(line); werr != nil {
 				return
 			}
@@ -203,13 +237,28 @@ func (p *proxy) copyIn(runner io.Writer) {
 	}
 }
 
-// pass acts on one line from the supervisor and says whether the runner
-// gets it.
-func (p *proxy) pass(line []byte) bool {
+// pass acts on one line from the supervisor and returns what the runner
+// gets instead: the line itself, another, or nil for nothing.
+func (p *proxy) pass(line []byte) []byte {
 	msg, reqID, err := wire.NewDecoder(bytes.NewReader(line), 0).Decode()
 	if err != nil {
-		return true
+		return line
 	}
+	if !p.passMessage(reqID, msg) {
+		return nil
+	}
+	if h, ok := msg.(*wire.Hello); ok && p.fault == NoFrames && h.TermFrames {
+		h.TermFrames = false
+		if plain, err := wire.AppendMessage(nil, reqID, h); err == nil {
+			return plain
+		}
+	}
+	return line
+}
+
+// passMessage acts on one message from the supervisor and says whether the
+// runner gets it.
+func (p *proxy) passMessage(reqID string, msg wire.Message) bool {
 	switch m := msg.(type) {
 	case *wire.Hello:
 		if d, err := time.ParseDuration(strings.TrimPrefix(string(p.fault), string(ReadyDelayPrefix))); err == nil {
@@ -235,8 +284,14 @@ func (p *proxy) pass(line []byte) bool {
 		if err != nil {
 			return true
 		}
-		switch req.(type) {
+		switch c := req.(type) {
 		case command.Send:
+			if n, ok := strings.CutPrefix(c.Text, BurstPrefix); ok && p.fault == MirrorBurst {
+				count, _ := strconv.Atoi(n)
+				p.write(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: wire.OKReply(event.Queued{ID: "burst", Text: c.Text})})
+				p.burst(count)
+				return false
+			}
 			if p.fault == CrashOnSend {
 				for _, w := range CrashWords {
 					fmt.Fprintln(os.Stderr, "fault:", w)
@@ -247,6 +302,13 @@ func (p *proxy) pass(line []byte) bool {
 		case command.GetStatus, command.GetGoal:
 		default:
 			return p.fault != IgnoreCommand
+		}
+	case *wire.TermInput:
+		if p.fault == BrokenFrame && string(m.Data) == BreakInput {
+			frame, _ := wire.AppendTermFrame(nil, m.TermID, m.ClientID, []byte(BrokenFrameWords[0]))
+			frame[len(frame)-1] = 'x'
+			p.writeRaw(append(frame, BrokenFrameWords[1]+"\n"...))
+			return false
 		}
 	case *wire.TermOpen:
 		if p.fault == NoTerminal {
@@ -266,6 +328,10 @@ var garbage = []byte("this is not json\n{\"no\":\"t\"}\n" + `{"t":"mirror","seq"
 // copyOut passes the runner's output on, whole lines at a time so that the
 // fault's own lines never split one.
 func (p *proxy) copyOut(runner io.Reader) {
+	if p.fault == BadFrames {
+		p.copyRecords(runner)
+		return
+	}
 	r := bufio.NewReaderSize(runner, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
@@ -273,6 +339,9 @@ func (p *proxy) copyOut(runner io.Reader) {
 			p.mu.Lock()
 			if p.fault == Garbage && line[0] == '{' {
 				p.out.Write(garbage)
+			}
+			if seq, _, ok := wire.ParseMirror(bytes.TrimSuffix(line, []byte("\n"))); ok && p.fault == MirrorBurst {
+				p.lastSeq = max(p.lastSeq, seq)
 			}
 			_, werr := p.out.Write(line)
 			p.mu.Unlock()
@@ -284,6 +353,68 @@ func (p *proxy) copyOut(runner io.Reader) {
 			return
 		}
 	}
+}
+
+// badFrame is a whole frame of a kind no supervisor knows (0x7f).
+var badFrame = []byte{wire.TermFrameMarker, 0x7f, 0, 1, 0, 0, 0, 0, 0, 3, 't', 'b', 'a', 'd', '\n'}
+
+// copyRecords passes the runner's output on a record (line or terminal
+// frame) at a time, writing badFrame before each frame.
+func (p *proxy) copyRecords(runner io.Reader) {
+	r := wire.NewLineReader(runner, 0)
+	r.AcceptTermFrames()
+	var buf []byte
+	for {
+		line, frame, err := r.NextRecord()
+		var le *wire.LineError
+		if errors.As(err, &le) {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		buf = buf[:0]
+		if frame != nil {
+			buf = append(buf, badFrame...)
+			if buf, err = wire.AppendTermFrame(buf, frame.TermID, frame.ClientID, frame.Data); err != nil {
+				p.fail(err)
+				return
+			}
+		} else {
+			buf = append(append(buf, line...), '\n')
+		}
+		if p.writeRaw(buf) != nil {
+			return
+		}
+	}
+}
+
+// burst writes n mirror lines of assistantDelta events after the last seq
+// the runner mirrored, in writes of about 32 KiB, and holds out the
+// runner's own lines until it is done.
+func (p *proxy) burst(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ts := time.Now().UTC().Format(time.RFC3339Nano)
+	var ev, out []byte
+	for i := range n {
+		p.lastSeq++
+		ev = fmt.Appendf(ev[:0], `{"seq":%d,"ts":%q,"type":"assistantDelta","data":{"text":"chunk %d of a burst"}}`, p.lastSeq, ts, i)
+		out = wire.AppendMirror(out, p.lastSeq, ev)
+		if len(out) > 32<<10 || i == n-1 {
+			if _, err := p.out.Write(out); err != nil {
+				return
+			}
+			out = out[:0]
+		}
+	}
+}
+
+func (p *proxy) writeRaw(b []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err := p.out.Write(b)
+	return err
 }
 
 func (p *proxy) write(reqID string, m wire.Message) {

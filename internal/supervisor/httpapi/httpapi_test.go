@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor"
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/event"
@@ -26,13 +25,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	switch {
-	case testrunner.IsFault():
+	if testrunner.IsFault() {
 		os.Exit(testrunner.Main(os.Args[1:]))
-	case os.Getenv(fakerunner.EnvVar) != "":
-		// The one terminal test that builds its own manager still
-		// starts the fake runner.
-		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	code := m.Run()
 	testrunner.Remove()
@@ -67,22 +61,6 @@ func newScenarioFixture(t *testing.T, f testrunner.Fault, scenario string, tweak
 		cfg.Env, cfg.RunnerPath = testrunner.Env(cfg.RunnerPath, f), os.Args[0]
 	}
 	return serveManager(t, cfg, scenario, tweak...)
-}
-
-// newFixture serves the API of a manager with fake runners in modes; the
-// terminal tests (terminal_test.go) still use it, every other test the
-// real runner (newScriptFixture).
-func newFixture(t *testing.T, modes string, tweak ...func(*Options)) *fixture {
-	t.Helper()
-	if modes == "" {
-		modes = fakerunner.ModeOn
-	}
-	return serveManager(t, supervisor.Config{
-		StateDir:   t.TempDir(),
-		RunnerPath: os.Args[0],
-		Env: []string{fakerunner.EnvVar + "=" + modes,
-			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
-	}, echoScenario, tweak...)
 }
 
 // serveManager serves the API of a manager on cfg, with its log in the

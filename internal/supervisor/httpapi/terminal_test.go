@@ -8,15 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/corral-dev/corral/internal/supervisor"
-	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/internal/supervisor/webauth"
+	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
@@ -58,15 +57,25 @@ func nextFrame(t *testing.T, c *websocket.Conn) (out []byte, f api.TermFrame) {
 // wantFrame reads frames, skipping output, until one of type typ.
 func wantFrame(t *testing.T, c *websocket.Conn, typ string) api.TermFrame {
 	t.Helper()
+	_, f := outputUntil(t, c, typ)
+	return f
+}
+
+// outputUntil reads frames until one of type typ and returns it with the
+// output read before it.
+func outputUntil(t *testing.T, c *websocket.Conn, typ string) ([]byte, api.TermFrame) {
+	t.Helper()
+	var all []byte
 	for {
 		out, f := nextFrame(t, c)
 		if out != nil {
+			all = append(all, out...)
 			continue
 		}
 		if f.Type != typ {
 			t.Fatalf("got a %+v frame, want %s", f, typ)
 		}
-		return f
+		return all, f
 	}
 }
 
@@ -89,7 +98,7 @@ func send(t *testing.T, c *websocket.Conn, typ websocket.MessageType, p string) 
 }
 
 func TestTerminalRefusesBadRequestsBeforeOpening(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	upgrade := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
 		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
@@ -131,7 +140,7 @@ func TestTerminalRefusesBadRequestsBeforeOpening(t *testing.T) {
 }
 
 func TestTerminalStreamsOutputAndEndsWithTheExit(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	c, _, err := dialTerm(t, f.srv.URL, "/v1/sessions/"+id+"/terminals/main?role=owner&cols=100&rows=30", nil)
 	if err != nil {
@@ -141,15 +150,17 @@ func TestTerminalStreamsOutputAndEndsWithTheExit(t *testing.T) {
 	if opened.Role != api.RoleOwner || opened.TermID != "main" || !strings.HasPrefix(opened.ClientID, "ws-") || opened.Cols != 100 || opened.Rows != 30 {
 		t.Fatalf("opened %+v", opened)
 	}
-	if out, _ := nextFrame(t, c); string(out) != "$ " {
-		t.Fatalf("first output %q", out)
-	}
 	send(t, c, websocket.MessageText, `{"type":"resize","cols":90,"rows":20}`)
-	// The fake runner ends its terminal when it reads "exit\n".
-	send(t, c, websocket.MessageBinary, "exit\n")
-	ex := wantFrame(t, c, api.FrameExit)
-	if ex.ExitCode == nil || *ex.ExitCode != 0 || ex.Signal != "" {
-		t.Fatalf("exit frame %+v", ex)
+	// The user's shell runs the line. Every echo of the line (the
+	// terminal's, the shell's) says "echo marker"; the command's own
+	// output is a "marker" more.
+	send(t, c, websocket.MessageBinary, "echo marker; exit 3\n")
+	out, ex := outputUntil(t, c, api.FrameExit)
+	if got := string(out); strings.Count(got, "marker") <= strings.Count(got, "echo marker") {
+		t.Errorf("output %q has no line of the command's output", out)
+	}
+	if ex.ExitCode == nil || *ex.ExitCode != 3 || ex.Signal != "" {
+		t.Fatalf("exit frame %+v, want status 3", ex)
 	}
 	if st := wantClosed(t, c); st != websocket.StatusNormalClosure {
 		t.Fatalf("close status %v, want normal closure", st)
@@ -157,7 +168,7 @@ func TestTerminalStreamsOutputAndEndsWithTheExit(t *testing.T) {
 }
 
 func TestTerminalBadControlFramesAreRefusedAndTheStreamGoesOn(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	c, _, err := dialTerm(t, f.srv.URL, "/v1/sessions/"+id+"/terminals/main?role=owner", nil)
 	if err != nil {
@@ -176,7 +187,7 @@ func TestTerminalBadControlFramesAreRefusedAndTheStreamGoesOn(t *testing.T) {
 }
 
 func TestTerminalRunnerCrashEndsEveryStreamWithAnError(t *testing.T) {
-	f := newFixture(t, fakerunner.ModeCrashOnSend)
+	f := newScriptFixture(t, testrunner.CrashOnSend)
 	id := f.create()
 	var conns []*websocket.Conn
 	for _, client := range []string{"one", "two"} {
@@ -187,7 +198,7 @@ func TestTerminalRunnerCrashEndsEveryStreamWithAnError(t *testing.T) {
 		wantFrame(t, c, api.FrameOpened)
 		conns = append(conns, c)
 	}
-	// The fake runner dies when a send arrives.
+	// The runner dies when a send arrives.
 	code, _ := f.do("POST", "/v1/sessions/"+id+"/commands", `{"cmd":"send","text":"boom"}`)
 	if code == http.StatusOK {
 		t.Fatal("the send survived the crash")
@@ -204,7 +215,7 @@ func TestTerminalRunnerCrashEndsEveryStreamWithAnError(t *testing.T) {
 }
 
 func TestTerminalNeedsTheBearerTokenOnTCP(t *testing.T) {
-	f := newFixture(t, "")
+	f := newScriptFixture(t, "")
 	id := f.create()
 	auth, err := webauth.New(webauth.Config{Token: "s3cret"})
 	if err != nil {
@@ -254,9 +265,7 @@ func TestTerminalKeepsItsRunnerFromTheReaperUntilTheClientLeaves(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	m, err := supervisor.New(supervisor.Config{
 		StateDir:   t.TempDir(),
-		RunnerPath: os.Args[0],
-		Env: []string{fakerunner.EnvVar + "=" + fakerunner.ModeOn,
-			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
+		RunnerPath: testrunner.Path(t),
 		// Every runner is past its idle time at once.
 		IdleTTL: time.Nanosecond,
 		Logger:  zaptest.NewLogger(t),
@@ -275,7 +284,7 @@ func TestTerminalKeepsItsRunnerFromTheReaperUntilTheClientLeaves(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	s, err := m.Create(testCtx(t), wire.Spec{Engine: "script"})
+	s, err := m.Create(testCtx(t), wire.Spec{Engine: "script", Scenario: testrunner.Scenario(t, echoScenario)})
 	if err != nil {
 		t.Fatal(err)
 	}
