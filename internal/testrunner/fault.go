@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/pkg/command"
-	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -74,18 +73,7 @@ const (
 	// never gets, with a frame whose last byte is not the newline its
 	// lengths promise, followed by BrokenFrameWords.
 	BrokenFrame Fault = "broken-frame"
-	// MirrorBurst answers a send whose text is BurstPrefix and a count
-	// itself, without the runner, and then writes that many mirror lines
-	// of assistantDelta events, pre-encoded, as fast as the pipe takes
-	// them: a producer faster than any engine, for measuring the
-	// supervisor's side of the event path alone. The events are not in
-	// the session's log; the runner has written nothing after them.
-	MirrorBurst Fault = "mirror-burst"
 )
-
-// BurstPrefix starts the text of a send that MirrorBurst answers: "burst
-// 1000".
-const BurstPrefix = "burst "
 
 // BreakInput is the terminal input BrokenFrame acts on.
 const BreakInput = "break\n"
@@ -147,7 +135,6 @@ type proxy struct {
 	mu       sync.Mutex // orders writes to out
 	out      io.Writer
 	commands int
-	lastSeq  int64 // the last seq the runner mirrored (MirrorBurst)
 }
 
 // answerHello answers hello with protocol version v, then waits for the
@@ -284,14 +271,8 @@ func (p *proxy) passMessage(reqID string, msg wire.Message) bool {
 		if err != nil {
 			return true
 		}
-		switch c := req.(type) {
+		switch req.(type) {
 		case command.Send:
-			if n, ok := strings.CutPrefix(c.Text, BurstPrefix); ok && p.fault == MirrorBurst {
-				count, _ := strconv.Atoi(n)
-				p.write(reqID, &wire.CommandReply{Outcome: wire.OutcomeRan, Reply: wire.OKReply(event.Queued{ID: "burst", Text: c.Text})})
-				p.burst(count)
-				return false
-			}
 			if p.fault == CrashOnSend {
 				for _, w := range CrashWords {
 					fmt.Fprintln(os.Stderr, "fault:", w)
@@ -340,9 +321,6 @@ func (p *proxy) copyOut(runner io.Reader) {
 			if p.fault == Garbage && line[0] == '{' {
 				p.out.Write(garbage)
 			}
-			if seq, _, ok := wire.ParseMirror(bytes.TrimSuffix(line, []byte("\n"))); ok && p.fault == MirrorBurst {
-				p.lastSeq = max(p.lastSeq, seq)
-			}
 			_, werr := p.out.Write(line)
 			p.mu.Unlock()
 			if werr != nil {
@@ -385,27 +363,6 @@ func (p *proxy) copyRecords(runner io.Reader) {
 		}
 		if p.writeRaw(buf) != nil {
 			return
-		}
-	}
-}
-
-// burst writes n mirror lines of assistantDelta events after the last seq
-// the runner mirrored, in writes of about 32 KiB, and holds out the
-// runner's own lines until it is done.
-func (p *proxy) burst(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ts := time.Now().UTC().Format(time.RFC3339Nano)
-	var ev, out []byte
-	for i := range n {
-		p.lastSeq++
-		ev = fmt.Appendf(ev[:0], `{"seq":%d,"ts":%q,"type":"assistantDelta","data":{"text":"chunk %d of a burst"}}`, p.lastSeq, ts, i)
-		out = wire.AppendMirror(out, p.lastSeq, ev)
-		if len(out) > 32<<10 || i == n-1 {
-			if _, err := p.out.Write(out); err != nil {
-				return
-			}
-			out = out[:0]
 		}
 	}
 }

@@ -4,19 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/supervisor"
-	"github.com/corral-dev/corral/internal/testrunner"
+	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
@@ -24,10 +24,8 @@ import (
 
 // BenchmarkMirrorToSSE measures events per second from a runner's stdout
 // through the supervisor (reader, fan-out, SSE writer) to an SSE client on
-// a unix socket. The producer is the real runner behind the MirrorBurst
-// fault (testrunner), which answers the send itself and writes b.N
-// pre-encoded mirror lines as fast as the pipe takes them: faster than any
-// engine, so that the figure is the supervisor's path alone. metrics=on feeds every event to the supervisor's
+// a unix socket. The fake runner emits b.N events in one burst, as fast as
+// it can write them. metrics=on feeds every event to the supervisor's
 // metrics too, as the daemon does; metrics=off is the baseline.
 func BenchmarkMirrorToSSE(b *testing.B) {
 	for _, on := range []bool{false, true} {
@@ -48,16 +46,17 @@ func benchMirrorToSSE(b *testing.B, withMetrics bool) {
 	m, err := supervisor.New(supervisor.Config{
 		StateDir:   state,
 		RunnerPath: os.Args[0],
-		Env:        testrunner.Env(testrunner.Path(b), testrunner.MirrorBurst),
-		Logger:     zap.NewNop(),
-		Observer:   observer,
+		Env: []string{fakerunner.EnvVar + "=" + fakerunner.ModeOn,
+			"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")},
+		Logger:   zap.NewNop(),
+		Observer: observer,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer m.Shutdown(context.Background())
 	ctx := context.Background()
-	s, err := m.Create(ctx, wire.Spec{Engine: "script", Scenario: testrunner.Scenario(b, echoScenario)})
+	s, err := m.Create(ctx, wire.Spec{Engine: "script"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,13 +72,7 @@ func benchMirrorToSSE(b *testing.B, withMetrics bool) {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 	}}}
-	// The stream starts after what the runner wrote before the burst.
-	rep, err := m.Command(ctx, s.ID, command.GetStatus{})
-	var st command.Status
-	if err != nil || json.Unmarshal(rep.Result, &st) != nil {
-		b.Fatalf("status: %v %+v", err, rep)
-	}
-	resp, err := hc.Get("http://supervisor/v1/sessions/" + s.ID + "/events?from=" + strconv.FormatInt(st.LastSeq+1, 10))
+	resp, err := hc.Get("http://supervisor/v1/sessions/" + s.ID + "/events?from=2")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,12 +82,11 @@ func benchMirrorToSSE(b *testing.B, withMetrics bool) {
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
 	t0 := time.Now()
-	if _, err := m.Command(ctx, s.ID, command.Send{Text: testrunner.BurstPrefix + strconv.Itoa(b.N)}); err != nil {
+	if _, err := m.Command(ctx, s.ID, command.Send{Text: fakerunner.BurstPrefix + strconv.Itoa(b.N)}); err != nil {
 		b.Fatal(err)
 	}
-	// The burst is all there is: the fault keeps the send from the
-	// runner.
-	want, got := b.N, 0
+	// userMessage and turnStarted come first, then the burst.
+	want, got := b.N+2, 0
 	for got < want {
 		line, err := r.ReadSlice('\n')
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/supervisor"
+	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
 	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/event"
@@ -25,8 +26,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if testrunner.IsFault() {
+	switch {
+	case testrunner.IsFault():
 		os.Exit(testrunner.Main(os.Args[1:]))
+	case os.Getenv(fakerunner.EnvVar) != "":
+		// BenchmarkMirrorToSSE's producer.
+		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	code := m.Run()
 	testrunner.Remove()
