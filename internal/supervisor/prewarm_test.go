@@ -24,7 +24,7 @@ func TestLeftoverReservedFoldersAreRemovedOnlyByTheirOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newManager(t, "", func(c *Config) { c.StateDir = state })
+	newScriptManager(t, "", func(c *Config) { c.StateDir = state })
 	if _, err := os.Stat(mine); !os.IsNotExist(err) {
 		t.Errorf("this supervisor's leftover reserved folder is still there: %v", err)
 	}
