@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/corral-dev/corral/internal/testenv"
 )
 
 func TestExtractReadsCommandsAndMarkers(t *testing.T) {
@@ -119,10 +121,7 @@ func TestExtractRefusesWhatWouldPassSilently(t *testing.T) {
 // run; one that does not stops the script with StatusMismatch and names
 // its line.
 func TestScriptStopsAtTheFirstWrongExitStatus(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed") // bash runs every doc example; TestDocExamples says so in CI
-	}
+	bash := testenv.NeedProgram(t, "bash")
 	cases := []struct {
 		name       string
 		md         string

@@ -6,12 +6,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/corral-dev/corral/internal/testenv"
 )
 
 func TestSweepRemovesOnlyTheFoldersOfEndedProcesses(t *testing.T) {
-	ended := exec.Command("true")
+	ended := exec.Command(testenv.NeedProgram(t, "true"))
 	if err := ended.Run(); err != nil {
-		t.Skipf("cannot run true: %v", err)
+		t.Fatalf("run true: %v", err)
 	}
 	tmp := t.TempDir()
 	folders := map[string]bool{ // name → kept
