@@ -42,7 +42,7 @@ func newTerminals() *terminals { return &terminals{byID: map[string]*terminal{}}
 type terminal struct {
 	id  string
 	cmd *exec.Cmd
-	// onExit runs once the command has exited.
+	// onExit runs once the command has exited, before done is closed.
 	onExit func(*terminal)
 
 	mu        sync.Mutex
@@ -264,8 +264,12 @@ func (ts *terminals) start(cmd *exec.Cmd, limit int, onExit func(*terminal)) (*t
 		} else {
 			t.status.ExitCode = &code
 		}
-		close(t.done)
+		// onExit records the exit on the tool call before done lets a
+		// wait_for_exit answer: the agent reports the call completed
+		// once that answer reaches it, and the call's toolFinished must
+		// carry the exit code by then.
 		t.onExit(t)
+		close(t.done)
 	}()
 	return t, nil
 }
