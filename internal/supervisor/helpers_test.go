@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
@@ -36,6 +37,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(termReaderEnv) != "" {
 		os.Exit(termReaderMain())
 	}
+	testenv.PlainShell()
 	code := m.Run()
 	testrunner.Remove()
 	built.Remove()

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/corral-dev/corral/internal/sessiondir"
 	"os"
 	"path/filepath"
+
+	"github.com/corral-dev/corral/internal/sessiondir"
 
 	"github.com/corral-dev/corral/internal/engines/catalog"
 	"github.com/corral-dev/corral/pkg/command"

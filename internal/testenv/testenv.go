@@ -159,3 +159,15 @@ func ModuleRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// PlainShell makes /bin/sh the shell ($SHELL) of the test process and of
+// everything it starts, so a terminal opened without a command starts a
+// shell that reads none of the user's startup files. Those may be slow or
+// wait on a lock (a shell killed while it started can leave one behind, and
+// every later interactive shell then waited a minute), and a test must not
+// depend on them. TestMain calls it before m.Run, while no test runs.
+func PlainShell() {
+	os.Setenv("SHELL", "/bin/sh")
+	// A POSIX shell reads $ENV when interactive.
+	os.Unsetenv("ENV")
+}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 	// reload tests check each daemon's handling by what it does (its
 	// notifications, its log), not by surviving.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	testenv.PlainShell()
 	code := m.Run()
 	testrunner.Remove()
 	os.Exit(code)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/fakerunner"
+	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/event"
@@ -33,6 +34,7 @@ func TestMain(m *testing.M) {
 		// BenchmarkMirrorToSSE's producer.
 		os.Exit(fakerunner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	testenv.PlainShell()
 	code := m.Run()
 	testrunner.Remove()
 	os.Exit(code)
