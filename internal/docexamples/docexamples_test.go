@@ -119,8 +119,11 @@ func runDoc(t *testing.T, bash, root, binDir, name string, cmds []docexamples.Co
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
-	// Whatever the examples started in the background is gone with them.
+	// Whatever the examples started in the background is gone with them,
+	// and so are the runners a stopped supervisor leaves with work under
+	// way (they wait for its return, in their own process groups).
 	proc.KillGroup(cmd.Process.Pid)
+	testsupervisor.StopRunners(filepath.Join(binDir, "runner"), tmp)
 	if err != nil {
 		var exit *exec.ExitError
 		why := err.Error()

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -188,7 +187,7 @@ func TestRunnerWithoutSupervisorStopsAfterGrace(t *testing.T) {
 	}
 	d.Kill()
 	killed := time.Now()
-	if !waitGone(pid, time.Minute) {
+	if !testsupervisor.WaitGone(pid, time.Minute) {
 		t.Fatalf("runner %d still runs a minute after its supervisor died (grace %s)", pid, grace)
 	}
 	if waited := time.Since(killed); waited < grace {
@@ -247,54 +246,12 @@ func waitStaged(d *daemon, id string, n int) (string, error) {
 func waitNoRunners(d *daemon) int {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		left := runnersOf(d)
+		left := testsupervisor.Runners(d.runner, d.State)
 		if len(left) == 0 || time.Now().After(deadline) {
 			return len(left)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// runnersOf lists the live runner processes working in d's state folder.
-func runnersOf(d *daemon) []int {
-	des, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, de := range des {
-		pid, err := strconv.Atoi(de.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != d.runner {
-			continue
-		}
-		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil && strings.HasPrefix(cwd, d.State) && !zombie(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func zombie(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	// pid (comm) STATE ...: comm may hold spaces and parentheses.
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
-}
-
-// waitGone waits up to limit for process pid to end.
-func waitGone(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if syscall.Kill(pid, 0) != nil || zombie(pid) {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
 }
 
 // groupMembers counts live processes of process group pgid.
@@ -306,7 +263,7 @@ func groupMembers(pgid int) int {
 		if err != nil {
 			continue
 		}
-		if g, err := syscall.Getpgid(pid); err == nil && g == pgid && !zombie(pid) {
+		if g, err := syscall.Getpgid(pid); err == nil && g == pgid && !testsupervisor.Gone(pid) {
 			n++
 		}
 	}

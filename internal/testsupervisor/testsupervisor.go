@@ -106,6 +106,9 @@ func Start(tb testing.TB, opts Options) *Supervisor {
 	}
 	tb.Cleanup(func() {
 		s.Stop()
+		// A supervisor with a runner grace leaves runners with work
+		// under way running: they go with the test.
+		StopRunners(s.run, s.State)
 		if tb.Failed() {
 			tb.Logf("supervisor log:\n%s", s.Log())
 		}
