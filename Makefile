@@ -62,9 +62,11 @@ bench: build
 bench-console: build
 	CORRAL_BIN=$(CURDIR)/bin node web/e2e/perf.mjs
 
+# gofmt, go vet (also for macOS, which builds but is not tested here), staticcheck.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 
 # A short run of every fuzz target (FUZZTIME each).

@@ -54,9 +54,9 @@ func checkOwner(path string, st *unix.Stat_t, private bool, what string) error {
 	if private {
 		mask, may = 0o077, "read"
 	}
-	if mode := st.Mode & 0o777; mode&mask != 0 {
+	if mode := uint32(st.Mode) & 0o777; mode&mask != 0 { // Mode is 16 bits on some systems.
 		want := "700"
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if uint32(st.Mode)&unix.S_IFMT != unix.S_IFDIR {
 			want = "600"
 		}
 		return &UnsafeError{Path: path, Reason: fmt.Sprintf("has mode %#o: others may %s it", mode, may),
@@ -82,7 +82,7 @@ func Dir(path string) error {
 			return &fs.PathError{Op: "stat", Path: path, Err: err}
 		}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFDIR {
 		return &UnsafeError{Path: path, Reason: "is not a folder", Fix: "move it away"}
 	}
 	return checkOwner(path, &st, false, "a folder")

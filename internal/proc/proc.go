@@ -32,6 +32,16 @@ func ConfigureDetached(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Setpgid = true
 }
 
+// DieWithParent has cmd's process killed when its parent dies, where the
+// OS supports it, and leaves it in its parent's process group. Call before
+// cmd.Start.
+func DieWithParent(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	setDeathSignal(cmd.SysProcAttr)
+}
+
 // StopGroup sends SIGTERM to the process group of a started cmd, waits up to
 // grace for done to close, then SIGKILLs the group. done is typically closed
 // by the goroutine that calls cmd.Wait. It returns whether the group had to

@@ -151,7 +151,7 @@ func fill(t *testing.T, dir string, room int64) string {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	free := int64(st.Bavail) * st.Bsize
+	free := int64(st.Bavail) * int64(st.Bsize)
 	path := filepath.Join(dir, "filler")
 	if err := os.WriteFile(path, make([]byte, max(free-room, 0)), 0o600); err != nil {
 		t.Fatal(err)

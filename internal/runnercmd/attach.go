@@ -97,7 +97,7 @@ func (a *attachServer) take(ctx context.Context, c *net.UnixConn) bool {
 		if stderr >= 0 {
 			// The runner's log lines (and a panic's) go to the new
 			// supervisor from here on.
-			if err := unix.Dup3(stderr, 2, 0); err != nil {
+			if err := moveToStderr(stderr); err != nil {
 				a.log.Warn("re-attaching supervisor: take its log pipe", zap.Error(err))
 			}
 			unix.Close(stderr)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -157,7 +158,7 @@ func (p *proxy) answerHello(v string) int {
 func (p *proxy) run(runner string, args []string) int {
 	cmd := exec.Command(runner, args...)
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	proc.DieWithParent(cmd)
 	// The terminal descriptor hand-over (--term-fds 3) passes through.
 	for i, a := range args {
 		if a == "--term-fds" && i+1 < len(args) && args[i+1] == "3" {

@@ -7,12 +7,8 @@ package unixsock
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // maxPath is the longest path a socket address holds (sun_path less its
@@ -70,17 +66,5 @@ func reach(path string, fn func(name string) error) error {
 	if len(path) <= maxPath {
 		return fn(path)
 	}
-	dir, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socket %s: open its folder: %w", path, err)
-	}
-	defer unix.Close(dir)
-	name := fmt.Sprintf("/proc/self/fd/%d/%s", dir, filepath.Base(path))
-	if len(name) > maxPath {
-		return fmt.Errorf("socket %s: its name is too long", path)
-	}
-	if err := fn(name); err != nil {
-		return fmt.Errorf("socket %s: %w", path, err)
-	}
-	return nil
+	return reachLong(path, fn)
 }
