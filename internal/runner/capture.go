@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -183,26 +184,28 @@ func (sc *shellCapture) close() {
 
 // capturedEdits are the hunk edits a change is shown and reverted as. A
 // pure rename, which has no hunks of its own, is shown as the new path
-// created and the old one deleted, each reverted as such.
+// created and the old one deleted; each is reverted by the capture, as
+// every captured change is, so that its index follows: a revert the index
+// missed would be reported as a change by the next shell call running at
+// the time.
 func capturedEdits(sc *shellCapture, ch worktree.Change, root string) []capturedEdit {
-	abs := filepath.Join(root, filepath.FromSlash(ch.Path))
 	if ch.Kind == worktree.Renamed && ch.Edit == nil {
-		_, now, _, err := hunks.ReadFile(abs)
-		if err != nil || ch.Symlink {
+		now, err := renamedContent(filepath.Join(root, filepath.FromSlash(ch.Path)), ch.Symlink)
+		if err != nil {
 			return nil
 		}
-		from := filepath.Join(root, filepath.FromSlash(ch.From))
 		created, err1 := hunks.Diff(ch.Path, hunks.Snapshot{}, now)
-		deleted, err2 := hunks.Diff(ch.From, hunks.Snapshot{Exists: true, Data: now.Data}, hunks.Snapshot{})
+		deleted, err2 := hunks.Diff(ch.From, now, hunks.Snapshot{})
 		if err1 != nil || err2 != nil {
 			return nil
 		}
-		return []capturedEdit{{path: abs, edit: created}, {path: from, edit: deleted}}
+		return append(capturedEdits(sc, worktree.Change{Kind: worktree.Created, Path: ch.Path, Edit: created, Symlink: ch.Symlink}, root),
+			capturedEdits(sc, worktree.Change{Kind: worktree.Deleted, Path: ch.From, Edit: deleted, Symlink: ch.Symlink}, root)...)
 	}
 	if ch.Edit == nil || len(ch.Edit.Hunks) == 0 {
 		return nil
 	}
-	ce := capturedEdit{path: abs, edit: ch.Edit}
+	ce := capturedEdit{path: filepath.Join(root, filepath.FromSlash(ch.Path)), edit: ch.Edit}
 	if ch.Unrevertible == "" {
 		ce.undo = func(ids []string) error { return sc.revert(ch, ids) }
 	} else {
@@ -213,8 +216,19 @@ func capturedEdits(sc *shellCapture, ch worktree.Change, root string) []captured
 	return []capturedEdit{ce}
 }
 
-// capturedEdit is one edit to stage for a captured change; undo nil means
-// the review's own revert, by the file's content.
+// renamedContent reads a renamed file's content as it is now: a regular
+// file's bytes, a symlink's target.
+func renamedContent(path string, link bool) (hunks.Snapshot, error) {
+	if link {
+		target, err := os.Readlink(path)
+		return hunks.Present([]byte(target)), err
+	}
+	data, err := os.ReadFile(path)
+	return hunks.Present(data), err
+}
+
+// capturedEdit is one edit to stage for a captured change, and how to take
+// its hunks back out.
 type capturedEdit struct {
 	path string
 	edit *hunks.Edit

@@ -143,6 +143,59 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 	}
 }
 
+// TestRevertedRenameIsNoChangeOfTheNextCommand rejects both halves of a
+// captured rename (a file and a symlink) while another shell call waits
+// for approval, its baseline already taken: the revert must be no change of
+// that call (it never ran), and the tree must be as before the rename.
+func TestRevertedRenameIsNoChangeOfTheNextCommand(t *testing.T) {
+	const scenario = `
+turns:
+  - steps:
+      - tool: shell
+        command: "mv old.txt new.txt; mv link renamed-link"
+      - tool: shell
+        command: "corral-test-hold"
+      - say: "Done."
+`
+	s := newSession(t, scenario, func(sp *wire.Spec) {
+		if err := os.WriteFile(filepath.Join(sp.Cwd, "old.txt"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("old.txt", filepath.Join(sp.Cwd, "link")); err != nil {
+			t.Fatal(err)
+		}
+		sp.Mode, sp.Allow = "review", []string{"mv *"}
+	})
+	s.do(command.Send{Text: "go"})
+	ev, i := s.waitType(0, event.AskOpened) // the hold: its toolStarted took a baseline
+	got := stagedByCommand(t, s)
+	for _, path := range []string{"new.txt", "old.txt", "renamed-link", "link"} {
+		d, ok := got[path]
+		if !ok {
+			t.Fatalf("%s not captured: %v\n%s", path, keys(got), s.dump())
+		}
+		s.do(command.DecideHunk{EditID: d.EditID, HunkID: "h1", Decision: command.DecisionReject})
+	}
+	s.do(command.Answer{AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: command.DecisionDeny})
+	s.waitType(i, event.TurnEnded)
+	for _, e := range s.all(event.HunkStaged) {
+		if e.Seq > ev.Seq {
+			t.Errorf("edit staged after the reverts: %s", e.Data)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(s.cwd, "old.txt")); string(data) != "x\n" {
+		t.Errorf("old.txt after the revert: %q, %v", data, err)
+	}
+	if target, err := os.Readlink(filepath.Join(s.cwd, "link")); target != "old.txt" {
+		t.Errorf("link after the revert: %q, %v", target, err)
+	}
+	for _, gone := range []string{"new.txt", "renamed-link"} {
+		if _, err := os.Lstat(filepath.Join(s.cwd, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s after the revert: %v", gone, err)
+		}
+	}
+}
+
 func TestReadonlyModeCapturesNothing(t *testing.T) {
 	s := newSession(t, "turns:\n  - steps:\n      - tool: shell\n        command: \"ls\"\n", func(sp *wire.Spec) { sp.Mode = "readonly" })
 	s.do(command.Send{Text: "go"})
