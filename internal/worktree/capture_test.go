@@ -77,6 +77,7 @@ func snapshot(t *testing.T, root string) map[string]string {
 			if info.Name() == ".git" {
 				return filepath.SkipDir
 			}
+			out[rel+"/"] = "folder"
 			return nil
 		}
 		if info.Mode()&os.ModeSymlink != 0 {
@@ -141,6 +142,11 @@ func TestCommandWritesBecomeChanges(t *testing.T) {
 		{"rm -r a folder", "rm -r docs", []want{{worktree.Deleted, "docs/a.txt", ""}, {worktree.Deleted, "docs/b.txt", ""}}},
 		{"a folder renamed", "mv docs papers", []want{{worktree.Renamed, "papers/a.txt", "docs/a.txt"}, {worktree.Renamed, "papers/b.txt", "docs/b.txt"}}},
 		{"symlink retargeted", "ln -sfn src/main.go link", []want{{worktree.Modified, "link", ""}}},
+		{"a symlink replaced by a file", "rm link && echo text > link", []want{{worktree.Modified, "link", ""}}},
+		{"a file replaced by a symlink", "rm README.md && ln -s src/main.go README.md", []want{{worktree.Modified, "README.md", ""}}},
+		{"a folder replaced by a file", "rm -r docs && echo x > docs", []want{{worktree.Deleted, "docs/a.txt", ""}, {worktree.Deleted, "docs/b.txt", ""}, {worktree.Created, "docs", ""}}},
+		{"a file replaced by a folder", "rm README.md && mkdir -p README.md/in && echo x > README.md/in/f", []want{{worktree.Deleted, "README.md", ""}, {worktree.Created, "README.md/in/f", ""}}},
+		{"a file moved into new folders", "mkdir -p new/deeper && mv docs/a.txt new/deeper/a.txt", []want{{worktree.Renamed, "new/deeper/a.txt", "docs/a.txt"}}},
 		{"git's own folder is left out", "git add -A >/dev/null 2>&1; echo x > .git/scratch", nil},
 		{"touch without a change", "touch README.md src/util.go", nil},
 		{"write the same bytes", "cp README.md /tmp/$$.r && cat /tmp/$$.r > README.md && rm /tmp/$$.r", nil},
@@ -170,9 +176,10 @@ func TestCommandWritesBecomeChanges(t *testing.T) {
 				if !slices.Equal(got, tt.want) {
 					t.Fatalf("changes %v, want %v", got, tt.want)
 				}
-				// Every change reverts, leaving the tree as it was; the
-				// reverts are not reported as changes.
-				for _, ch := range changes {
+				// Every change reverts, last to first, leaving the tree
+				// as it was, folders included; the reverts are not
+				// reported as changes.
+				for _, ch := range slices.Backward(changes) {
 					if err := c.Revert(ch, nil); err != nil {
 						t.Fatalf("revert %s %s: %v", ch.Kind, ch.Path, err)
 					}
