@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -183,8 +184,8 @@ func (sc *shellCapture) close() {
 }
 
 // capturedEdits are the hunk edits a change is shown and reverted as. A
-// pure rename, which has no hunks of its own, is shown as the new path
-// created and the old one deleted; each is reverted by the capture, as
+// pure rename, which has no hunks of its own, is shown as the old path
+// deleted and the new one created; each is reverted by the capture, as
 // every captured change is, so that its index follows: a revert the index
 // missed would be reported as a change by the next shell call running at
 // the time.
@@ -199,8 +200,12 @@ func capturedEdits(sc *shellCapture, ch worktree.Change, root string) []captured
 		if err1 != nil || err2 != nil {
 			return nil
 		}
-		return append(capturedEdits(sc, worktree.Change{Kind: worktree.Created, Path: ch.Path, Edit: created, Symlink: ch.Symlink}, root),
-			capturedEdits(sc, worktree.Change{Kind: worktree.Deleted, Path: ch.From, Edit: deleted, Symlink: ch.Symlink}, root)...)
+		// The old path first: reverting last to first then takes the new
+		// path away before the old one comes back, which matters when
+		// one lies on the other's way (a file moved into a folder of
+		// its own name).
+		return append(capturedEdits(sc, worktree.Change{Kind: worktree.Deleted, Path: ch.From, Edit: deleted, Symlink: ch.Symlink}, root),
+			capturedEdits(sc, worktree.Change{Kind: worktree.Created, Path: ch.Path, Edit: created, Symlink: ch.Symlink}, root)...)
 	}
 	if ch.Edit == nil || len(ch.Edit.Hunks) == 0 {
 		return nil
@@ -241,12 +246,22 @@ type capturedEdit struct {
 // empty when the turn's end found them.
 func (r *Runner) stageCaptured(toolID string, changes []worktree.Change) {
 	root := r.Spec().Cwd
+	var edits []capturedEdit
 	for _, ch := range changes {
-		for _, ce := range capturedEdits(r.shell, ch, root) {
-			id, seq := r.ids.next("e")
-			se := r.review.stage(id, seq, toolID, ce.path, ce.edit, true, ce.undo)
-			r.emit(event.HunkStaged, event.HunkStagedData{EditID: id, ToolID: toolID, Path: r.review.display(ce.path), Auto: true, Edit: ce.edit})
-			r.review.recordApplied(se, "command", ce.edit.IDs(), false, "")
-		}
+		edits = append(edits, capturedEdits(r.shell, ch, root)...)
+	}
+	// Deletions (a rename's old path among them) first, as the capture
+	// lists its changes: in an order they could have been made in, so
+	// that rejecting them newest first always finds its way (a folder
+	// that became a file, a file moved out of a folder then replaced by
+	// a file).
+	sort.SliceStable(edits, func(i, j int) bool {
+		return edits[i].edit.Kind == hunks.KindDelete && edits[j].edit.Kind != hunks.KindDelete
+	})
+	for _, ce := range edits {
+		id, seq := r.ids.next("e")
+		se := r.review.stage(id, seq, toolID, ce.path, ce.edit, true, ce.undo)
+		r.emit(event.HunkStaged, event.HunkStagedData{EditID: id, ToolID: toolID, Path: r.review.display(ce.path), Auto: true, Edit: ce.edit})
+		r.review.recordApplied(se, "command", ce.edit.IDs(), false, "")
 	}
 }

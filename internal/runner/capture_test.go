@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"context"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,57 +146,113 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 	}
 }
 
-// TestRevertedRenameIsNoChangeOfTheNextCommand rejects both halves of a
-// captured rename (a file and a symlink) while another shell call waits
-// for approval, its baseline already taken: the revert must be no change of
-// that call (it never ran), and the tree must be as before the rename.
-func TestRevertedRenameIsNoChangeOfTheNextCommand(t *testing.T) {
-	const scenario = `
+// TestRejectingNewestFirstRestoresTheTree rejects every hunk a shell call
+// staged, newest edit first, while another shell call waits for approval,
+// its baseline already taken: the tree (files, symlinks, folders) must be
+// as before the call, and the reverts must be no change of the waiting call
+// (it never ran).
+func TestRejectingNewestFirstRestoresTheTree(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   map[string]string // a content starting "->" makes a symlink
+		command string
+	}{
+		{"a file and a symlink renamed", map[string]string{"old.txt": "x\n", "link": "->old.txt"}, "mv old.txt new.txt; mv link renamed-link"},
+		{"a file moved into a folder of its own name", map[string]string{"a.txt": "x\n"}, "mv a.txt b && mkdir a.txt && mv b a.txt/a.txt"},
+		{"a folder replaced by a file", map[string]string{"d/a.txt": "a\n", "d/e/b.txt": "b\n"}, "rm -r d && echo x > d"},
+		{"a symlink replaced by a file", map[string]string{"a.txt": "x\n", "link": "->a.txt"}, "rm link && echo text > link"},
+		{"files in new folders", nil, "mkdir -p gen/a/b && echo x > gen/a/b/c.txt && echo y > gen/top.txt"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const scenario = `
 turns:
   - steps:
       - tool: shell
-        command: "mv old.txt new.txt; mv link renamed-link"
+        command: %q
       - tool: shell
         command: "corral-test-hold"
       - say: "Done."
 `
-	s := newSession(t, scenario, func(sp *wire.Spec) {
-		if err := os.WriteFile(filepath.Join(sp.Cwd, "old.txt"), []byte("x\n"), 0o644); err != nil {
-			t.Fatal(err)
+			var before map[string]string
+			s := newSession(t, strings.Replace(scenario, "%q", quoteYAML(c.command), 1), func(sp *wire.Spec) {
+				for name, content := range c.setup {
+					p := filepath.Join(sp.Cwd, name)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					var err error
+					if target, ok := strings.CutPrefix(content, "->"); ok {
+						err = os.Symlink(target, p)
+					} else {
+						err = os.WriteFile(p, []byte(content), 0o644)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				before = treeOf(t, sp.Cwd)
+				sp.Mode, sp.Allow = "review", []string{"mv *", "mkdir *", "rm *"}
+			})
+			s.do(command.Send{Text: "go"})
+			ev, i := s.waitType(0, event.AskOpened) // the hold: its toolStarted took a baseline
+			if a := decode[event.AskOpenedData](t, ev); a.Command != "corral-test-hold" {
+				t.Fatalf("asked about %q:\n%s", a.Command, s.dump())
+			}
+			staged := s.all(event.HunkStaged)
+			if len(staged) == 0 {
+				t.Fatalf("nothing captured:\n%s", s.dump())
+			}
+			for j := len(staged) - 1; j >= 0; j-- {
+				d := decode[event.HunkStagedData](t, staged[j])
+				for _, h := range d.Edit.Hunks {
+					if reply := s.r.Do(context.Background(), command.DecideHunk{EditID: d.EditID, HunkID: h.ID, Decision: command.DecisionReject}); !reply.OK {
+						t.Fatalf("reject %s/%s of %s: %v\n%s", d.EditID, h.ID, d.Path, reply.Error, s.dump())
+					}
+				}
+			}
+			if after := treeOf(t, s.cwd); !maps.Equal(before, after) {
+				t.Fatalf("after rejecting every hunk:\n%q\nwant\n%q", after, before)
+			}
+			s.do(command.Answer{AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: command.DecisionDeny})
+			s.waitType(i, event.TurnEnded)
+			for _, e := range s.all(event.HunkStaged) {
+				if e.Seq > ev.Seq {
+					t.Errorf("edit staged after the reverts: %s", e.Data)
+				}
+			}
+		})
+	}
+}
+
+// treeOf reads the worktree at root: files by content, symlinks by
+// target ("->target"), folders as "dir/".
+func treeOf(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return err
 		}
-		if err := os.Symlink("old.txt", filepath.Join(sp.Cwd, "link")); err != nil {
-			t.Fatal(err)
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.IsDir():
+			out[rel+"/"] = ""
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			out[rel] = "->" + target
+			return err
+		default:
+			data, err := os.ReadFile(p)
+			out[rel] = string(data)
+			return err
 		}
-		sp.Mode, sp.Allow = "review", []string{"mv *"}
+		return nil
 	})
-	s.do(command.Send{Text: "go"})
-	ev, i := s.waitType(0, event.AskOpened) // the hold: its toolStarted took a baseline
-	got := stagedByCommand(t, s)
-	for _, path := range []string{"new.txt", "old.txt", "renamed-link", "link"} {
-		d, ok := got[path]
-		if !ok {
-			t.Fatalf("%s not captured: %v\n%s", path, keys(got), s.dump())
-		}
-		s.do(command.DecideHunk{EditID: d.EditID, HunkID: "h1", Decision: command.DecisionReject})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.do(command.Answer{AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: command.DecisionDeny})
-	s.waitType(i, event.TurnEnded)
-	for _, e := range s.all(event.HunkStaged) {
-		if e.Seq > ev.Seq {
-			t.Errorf("edit staged after the reverts: %s", e.Data)
-		}
-	}
-	if data, err := os.ReadFile(filepath.Join(s.cwd, "old.txt")); string(data) != "x\n" {
-		t.Errorf("old.txt after the revert: %q, %v", data, err)
-	}
-	if target, err := os.Readlink(filepath.Join(s.cwd, "link")); target != "old.txt" {
-		t.Errorf("link after the revert: %q, %v", target, err)
-	}
-	for _, gone := range []string{"new.txt", "renamed-link"} {
-		if _, err := os.Lstat(filepath.Join(s.cwd, gone)); !os.IsNotExist(err) {
-			t.Errorf("%s after the revert: %v", gone, err)
-		}
-	}
+	return out
 }
 
 func TestReadonlyModeCapturesNothing(t *testing.T) {

@@ -146,6 +146,7 @@ func TestCommandWritesBecomeChanges(t *testing.T) {
 		{"a file replaced by a symlink", "rm README.md && ln -s src/main.go README.md", []want{{worktree.Modified, "README.md", ""}}},
 		{"a folder replaced by a file", "rm -r docs && echo x > docs", []want{{worktree.Deleted, "docs/a.txt", ""}, {worktree.Deleted, "docs/b.txt", ""}, {worktree.Created, "docs", ""}}},
 		{"a file replaced by a folder", "rm README.md && mkdir -p README.md/in && echo x > README.md/in/f", []want{{worktree.Deleted, "README.md", ""}, {worktree.Created, "README.md/in/f", ""}}},
+		{"a file replaced by a folder of the same name's file", "rm -f docs/a.txt && mkdir docs/a.txt && echo inner > docs/a.txt/a.txt", []want{{worktree.Deleted, "docs/a.txt", ""}, {worktree.Created, "docs/a.txt/a.txt", ""}}},
 		{"a file moved into new folders", "mkdir -p new/deeper && mv docs/a.txt new/deeper/a.txt", []want{{worktree.Renamed, "new/deeper/a.txt", "docs/a.txt"}}},
 		{"git's own folder is left out", "git add -A >/dev/null 2>&1; echo x > .git/scratch", nil},
 		{"touch without a change", "touch README.md src/util.go", nil},
