@@ -92,7 +92,7 @@ func (c *Capture) Revert(ch Change, ids []string) error {
 // that are now empty, innermost first.
 func (c *Capture) pruneFolders(rel string) {
 	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
-		if !c.folders[dir] || os.Remove(c.abs(dir)) != nil {
+		if !c.folders[dir] || atomicfile.RemoveEmptyDirBeneath(c.root, c.abs(dir)) != nil {
 			return // not a command's, or not empty
 		}
 		delete(c.folders, dir)
