@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -191,7 +192,7 @@ func (sc *shellCapture) close() {
 // the time.
 func capturedEdits(sc *shellCapture, ch worktree.Change, root string) []capturedEdit {
 	if ch.Kind == worktree.Renamed && ch.Edit == nil {
-		now, err := renamedContent(filepath.Join(root, filepath.FromSlash(ch.Path)), ch.Symlink)
+		now, mode, err := renamedContent(filepath.Join(root, filepath.FromSlash(ch.Path)), ch.Symlink)
 		if err != nil {
 			return nil
 		}
@@ -204,7 +205,7 @@ func capturedEdits(sc *shellCapture, ch worktree.Change, root string) []captured
 		// path away before the old one comes back, which matters when
 		// one lies on the other's way (a file moved into a folder of
 		// its own name).
-		return append(capturedEdits(sc, worktree.Change{Kind: worktree.Deleted, Path: ch.From, Edit: deleted, Symlink: ch.Symlink}, root),
+		return append(capturedEdits(sc, worktree.Change{Kind: worktree.Deleted, Path: ch.From, Edit: deleted, Symlink: ch.Symlink, Mode: mode}, root),
 			capturedEdits(sc, worktree.Change{Kind: worktree.Created, Path: ch.Path, Edit: created, Symlink: ch.Symlink}, root)...)
 	}
 	if ch.Edit == nil || len(ch.Edit.Hunks) == 0 {
@@ -221,15 +222,22 @@ func capturedEdits(sc *shellCapture, ch worktree.Change, root string) []captured
 	return []capturedEdit{ce}
 }
 
-// renamedContent reads a renamed file's content as it is now: a regular
-// file's bytes, a symlink's target.
-func renamedContent(path string, link bool) (hunks.Snapshot, error) {
-	if link {
-		target, err := os.Readlink(path)
-		return hunks.Present([]byte(target)), err
+// renamedContent reads a renamed file's content as it is now (a regular
+// file's bytes, a symlink's target) and its permission bits.
+func renamedContent(path string, link bool) (hunks.Snapshot, fs.FileMode, error) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return hunks.Snapshot{}, 0, err
 	}
-	data, err := os.ReadFile(path)
-	return hunks.Present(data), err
+	var data []byte
+	if link {
+		var target string
+		target, err = os.Readlink(path)
+		data = []byte(target)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	return hunks.Present(data), info.Mode().Perm(), err
 }
 
 // capturedEdit is one edit to stage for a captured change, and how to take

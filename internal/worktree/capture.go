@@ -85,6 +85,9 @@ type Change struct {
 	TypeChanged bool
 	// Unrevertible says why the change cannot be put back, if it cannot.
 	Unrevertible string
+	// Mode holds the permission bits of the version before (0 for a
+	// created path): a deleted file is put back with them.
+	Mode fs.FileMode
 }
 
 // Capture follows one worktree.
@@ -421,6 +424,9 @@ func isLink(e *entry) bool { return e != nil && e.stat.mode&fs.ModeSymlink != 0 
 // change diffs one update into a Change.
 func (c *Capture) change(u update) (Change, error) {
 	ch := Change{Path: u.path, Symlink: isLink(u.old) || isLink(u.new)}
+	if u.old != nil {
+		ch.Mode = u.old.stat.mode.Perm()
+	}
 	var old, new hunks.Snapshot
 	switch {
 	case u.old == nil:

@@ -226,6 +226,31 @@ func TestChangesBetweenWindowsAreBaseline(t *testing.T) {
 	}
 }
 
+// TestDeletedFileComesBackWithItsMode: an executable removed by a command
+// and put back by the revert is executable again.
+func TestDeletedFileComesBackWithItsMode(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		root := tree(t, base)
+		script := filepath.Join(root, "docs/a.txt")
+		if err := os.Chmod(script, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		c := open(t, root, walk)
+		c.Before()
+		sh(t, root, "rm docs/a.txt")
+		changes, err := c.After()
+		if err != nil || len(changes) != 1 || changes[0].Kind != worktree.Deleted {
+			t.Fatalf("walk=%v: changes %+v, %v", walk, changes, err)
+		}
+		if err := c.Revert(changes[0], nil); err != nil {
+			t.Fatal(err)
+		}
+		if info, err := os.Stat(script); err != nil || info.Mode().Perm() != 0o750 {
+			t.Fatalf("walk=%v: put back as %v, %v; want -rwxr-x---", walk, info.Mode(), err)
+		}
+	}
+}
+
 // TestRevertOneHunk reverts one of two hunks a command made.
 func TestRevertOneHunk(t *testing.T) {
 	root := tree(t, base)

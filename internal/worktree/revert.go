@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -62,6 +63,9 @@ func (c *Capture) Revert(ch Change, ids []string) error {
 	if err != nil {
 		return err
 	}
+	if !current.Exists && ch.Mode != 0 {
+		mode = ch.Mode // a deleted file comes back as it was
+	}
 	result, err := ch.Edit.Revert(current, ids)
 	if err != nil {
 		return fmt.Errorf("revert %s: %w", ch.Path, err)
@@ -73,7 +77,7 @@ func (c *Capture) Revert(ch Change, ids []string) error {
 			if err := os.Remove(path); err != nil {
 				return err
 			}
-			return hunks.WriteFileIn(c.root, path, hunks.Snapshot{}, result, 0o644)
+			return hunks.WriteFileIn(c.root, path, hunks.Snapshot{}, result, cmp.Or(ch.Mode, 0o644))
 		}
 		if err := atomicfile.RemoveBeneath(c.root, path); err != nil {
 			return err
