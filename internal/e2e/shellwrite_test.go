@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/corral-dev/corral/internal/eventlog/eventlogtest"
-	"github.com/corral-dev/corral/internal/fakemodel"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
@@ -34,16 +33,7 @@ func TestRealShellWritesAreReviewable(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			cwd, dir := shellWriteRepo(t), t.TempDir()
-			sc, err := fakemodel.LoadScenario(filepath.Join("..", "fakemodel", "testdata", "scenarios", "shell-write.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := fakemodel.New(sc, fakemodel.WithVars(map[string]string{"cwd": cwd}))
-			url, err := srv.Start(context.Background(), "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { srv.Close() })
+			url := serveScenarioFile(t, "shell-write.json", cwd)
 			rec := eventlogtest.New(waitLimit)
 			opts := options(t, c, dir, cwd, url, rec)
 			opts.Spec.Mode, opts.Spec.Allow = "review", []string{"rm *"}

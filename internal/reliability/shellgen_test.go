@@ -2,12 +2,13 @@ package reliability
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,11 +64,7 @@ func (g *shellGen) existing() string {
 	if len(g.files) == 0 {
 		return g.newPath("")
 	}
-	all := make([]string, 0, len(g.files))
-	for f := range g.files {
-		all = append(all, f)
-	}
-	sort.Strings(all)
+	all := slices.Sorted(maps.Keys(g.files))
 	return all[g.r.IntN(len(all))]
 }
 
@@ -79,12 +76,7 @@ func (g *shellGen) folders() []string {
 			set[d] = true
 		}
 	}
-	out := make([]string, 0, len(set))
-	for d := range set {
-		out = append(out, d)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // newPath names a file that does not exist yet, in a known folder, an
@@ -322,6 +314,6 @@ func seedRepo(t *testing.T, dir string, r *rand.Rand) []string {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	sort.Strings(all)
+	slices.Sort(all)
 	return all
 }

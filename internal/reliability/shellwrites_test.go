@@ -194,18 +194,13 @@ func readUntilHeld(t *testing.T, next func() event.Event, commands []string) (st
 		ev := next()
 		switch ev.Type {
 		case event.HunkStaged:
-			var h event.HunkStagedData
-			json.Unmarshal(ev.Data, &h)
-			staged = append(staged, h)
+			staged = append(staged, dataOf[event.HunkStagedData](ev))
 		case event.EditApplied:
-			var a event.EditAppliedData
-			json.Unmarshal(ev.Data, &a)
-			if a.By == "command" {
+			if a := dataOf[event.EditAppliedData](ev); a.By == "command" {
 				byCommand[a.EditID] = true
 			}
 		case event.AskOpened:
-			var a event.AskOpenedData
-			json.Unmarshal(ev.Data, &a)
+			a := dataOf[event.AskOpenedData](ev)
 			if a.Command != holdCommand {
 				t.Fatalf("the gate asked about %q (%s), which the scenario expects to be allowed (commands %q)", a.Command, a.Reason, commands)
 			}
@@ -281,12 +276,19 @@ func answerHold(t *testing.T, d *daemon, id, askID string, next func() event.Eve
 		ev := next()
 		switch ev.Type {
 		case event.HunkStaged:
-			var h event.HunkStagedData
-			json.Unmarshal(ev.Data, &h)
+			h := dataOf[event.HunkStagedData](ev)
 			total.afterDecision++
 			t.Logf("edit %s of %s reported after the reviewer's decisions", h.EditID, h.Path)
 		case event.TurnEnded:
 			return
 		}
 	}
+}
+
+// dataOf decodes an event's data; a field it cannot decode stays zero,
+// which the scenario's checks then count against.
+func dataOf[T any](ev event.Event) T {
+	var v T
+	json.Unmarshal(ev.Data, &v)
+	return v
 }

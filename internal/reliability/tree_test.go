@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/corral-dev/corral/pkg/hunks"
 )
@@ -61,19 +62,9 @@ func snapshotTree(root string) (tree, error) {
 
 // paths lists every file path either tree holds, in order.
 func paths(a, b tree) []string {
-	set := map[string]bool{}
-	for p := range a.files {
-		set[p] = true
-	}
-	for p := range b.files {
-		set[p] = true
-	}
-	out := make([]string, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	set := maps.Clone(a.files)
+	maps.Copy(set, b.files)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // changedBytes counts the bytes that differ between two versions of a
