@@ -95,6 +95,25 @@ func RemoveBeneath(root, path string) error {
 	return nil
 }
 
+// RemoveEmptyDirBeneath removes the folder path, which must lie inside
+// root, reached as WriteBeneath reaches it, when it is empty. A missing
+// folder is not an error; a folder that is not empty, or a link, is left,
+// with the error.
+func RemoveEmptyDirBeneath(root, path string) error {
+	dir, base, err := openParent(root, path, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		defer unix.Close(dir)
+		err = unix.Unlinkat(dir, base, unix.AT_REMOVEDIR)
+	}
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove folder %s: %w", path, err)
+	}
+	return nil
+}
+
 // CheckBeneath reports, as WriteBeneath would refuse it, whether path
 // inside root is now reached through a link, is a link, is not a regular
 // file or has other hard links. A missing file or folder passes: a write

@@ -122,6 +122,36 @@ func TestRemoveBeneath(t *testing.T) {
 	}
 }
 
+func TestRemoveEmptyDirBeneath(t *testing.T) {
+	root, outside := layout(t)
+	os.MkdirAll(filepath.Join(root, "empty"), 0o755)
+	os.MkdirAll(filepath.Join(outside, "empty"), 0o755)
+	if err := RemoveEmptyDirBeneath(root, filepath.Join(root, "empty")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "empty")); !os.IsNotExist(err) {
+		t.Fatal("not removed")
+	}
+	if err := RemoveEmptyDirBeneath(root, filepath.Join(root, "empty")); err != nil {
+		t.Fatalf("a missing folder: %v", err)
+	}
+	if err := RemoveEmptyDirBeneath(root, filepath.Join(root, "sub")); err == nil {
+		t.Fatal("a folder with a file in it was removed")
+	}
+	os.Symlink(filepath.Join(outside, "empty"), filepath.Join(root, "link"))
+	if err := RemoveEmptyDirBeneath(root, filepath.Join(root, "link")); err == nil {
+		t.Fatal("a link was removed as a folder")
+	}
+	os.RemoveAll(filepath.Join(root, "sub"))
+	os.Symlink(outside, filepath.Join(root, "sub"))
+	if err := RemoveEmptyDirBeneath(root, filepath.Join(root, "sub", "empty")); !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("removal through a link: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "empty")); err != nil {
+		t.Fatal("the outside folder was removed")
+	}
+}
+
 // TestWalkWithoutOpenat2 covers the step-at-a-time resolution used where
 // the kernel has no openat2.
 func TestWalkWithoutOpenat2(t *testing.T) {

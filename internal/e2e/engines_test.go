@@ -65,6 +65,13 @@ func startFake(t *testing.T, cwd, engineName string) string {
 	if engineName == "acp" {
 		file = "write-bash-acp.json" // the same turn in the ACP agent's tools
 	}
+	return serveScenarioFile(t, file, cwd)
+}
+
+// serveScenarioFile serves the fake model's scenario file (in its
+// testdata) on loopback, with ${cwd} set to cwd, and returns its URL.
+func serveScenarioFile(t *testing.T, file, cwd string) string {
+	t.Helper()
 	sc, err := fakemodel.LoadScenario(filepath.Join("..", "fakemodel", "testdata", "scenarios", file))
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,8 @@
 // docs/reliability.md (CORRAL_RELIABILITY_REPORT), between its figures
 // markers.
 //
-// A scenario is a test that calls Record with its figures; adding one (a
-// supervisor restart with turns in flight, a disk full mid-turn, shell
-// writes in review mode) is a new test file and a row of the report.
+// A scenario is a test that calls Record with its figures; adding one is a
+// new test file and a row of the report.
 package reliability
 
 import (

@@ -2,7 +2,10 @@ package runner
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -182,27 +185,33 @@ func (sc *shellCapture) close() {
 }
 
 // capturedEdits are the hunk edits a change is shown and reverted as. A
-// pure rename, which has no hunks of its own, is shown as the new path
-// created and the old one deleted, each reverted as such.
+// pure rename, which has no hunks of its own, is shown as the old path
+// deleted and the new one created; each is reverted by the capture, as
+// every captured change is, so that its index follows: a revert the index
+// missed would be reported as a change by the next shell call running at
+// the time.
 func capturedEdits(sc *shellCapture, ch worktree.Change, root string) []capturedEdit {
-	abs := filepath.Join(root, filepath.FromSlash(ch.Path))
 	if ch.Kind == worktree.Renamed && ch.Edit == nil {
-		_, now, _, err := hunks.ReadFile(abs)
-		if err != nil || ch.Symlink {
+		now, mode, err := renamedContent(filepath.Join(root, filepath.FromSlash(ch.Path)), ch.Symlink)
+		if err != nil {
 			return nil
 		}
-		from := filepath.Join(root, filepath.FromSlash(ch.From))
 		created, err1 := hunks.Diff(ch.Path, hunks.Snapshot{}, now)
-		deleted, err2 := hunks.Diff(ch.From, hunks.Snapshot{Exists: true, Data: now.Data}, hunks.Snapshot{})
+		deleted, err2 := hunks.Diff(ch.From, now, hunks.Snapshot{})
 		if err1 != nil || err2 != nil {
 			return nil
 		}
-		return []capturedEdit{{path: abs, edit: created}, {path: from, edit: deleted}}
+		// The old path first: reverting last to first then takes the new
+		// path away before the old one comes back, which matters when
+		// one lies on the other's way (a file moved into a folder of
+		// its own name).
+		return append(capturedEdits(sc, worktree.Change{Kind: worktree.Deleted, Path: ch.From, Edit: deleted, Symlink: ch.Symlink, Mode: mode}, root),
+			capturedEdits(sc, worktree.Change{Kind: worktree.Created, Path: ch.Path, Edit: created, Symlink: ch.Symlink}, root)...)
 	}
 	if ch.Edit == nil || len(ch.Edit.Hunks) == 0 {
 		return nil
 	}
-	ce := capturedEdit{path: abs, edit: ch.Edit}
+	ce := capturedEdit{path: filepath.Join(root, filepath.FromSlash(ch.Path)), edit: ch.Edit}
 	if ch.Unrevertible == "" {
 		ce.undo = func(ids []string) error { return sc.revert(ch, ids) }
 	} else {
@@ -213,8 +222,26 @@ func capturedEdits(sc *shellCapture, ch worktree.Change, root string) []captured
 	return []capturedEdit{ce}
 }
 
-// capturedEdit is one edit to stage for a captured change; undo nil means
-// the review's own revert, by the file's content.
+// renamedContent reads a renamed file's content as it is now (a regular
+// file's bytes, a symlink's target) and its permission bits.
+func renamedContent(path string, link bool) (hunks.Snapshot, fs.FileMode, error) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return hunks.Snapshot{}, 0, err
+	}
+	var data []byte
+	if link {
+		var target string
+		target, err = os.Readlink(path)
+		data = []byte(target)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	return hunks.Present(data), info.Mode().Perm(), err
+}
+
+// capturedEdit is one edit to stage for a captured change, and how to take
+// its hunks back out.
 type capturedEdit struct {
 	path string
 	edit *hunks.Edit
@@ -227,12 +254,22 @@ type capturedEdit struct {
 // empty when the turn's end found them.
 func (r *Runner) stageCaptured(toolID string, changes []worktree.Change) {
 	root := r.Spec().Cwd
+	var edits []capturedEdit
 	for _, ch := range changes {
-		for _, ce := range capturedEdits(r.shell, ch, root) {
-			id, seq := r.ids.next("e")
-			se := r.review.stage(id, seq, toolID, ce.path, ce.edit, true, ce.undo)
-			r.emit(event.HunkStaged, event.HunkStagedData{EditID: id, ToolID: toolID, Path: r.review.display(ce.path), Auto: true, Edit: ce.edit})
-			r.review.recordApplied(se, "command", ce.edit.IDs(), false, "")
-		}
+		edits = append(edits, capturedEdits(r.shell, ch, root)...)
+	}
+	// Deletions (a rename's old path among them) first, as the capture
+	// lists its changes: in an order they could have been made in, so
+	// that rejecting them newest first always finds its way (a folder
+	// that became a file, a file moved out of a folder then replaced by
+	// a file).
+	sort.SliceStable(edits, func(i, j int) bool {
+		return edits[i].edit.Kind == hunks.KindDelete && edits[j].edit.Kind != hunks.KindDelete
+	})
+	for _, ce := range edits {
+		id, seq := r.ids.next("e")
+		se := r.review.stage(id, seq, toolID, ce.path, ce.edit, true, ce.undo)
+		r.emit(event.HunkStaged, event.HunkStagedData{EditID: id, ToolID: toolID, Path: r.review.display(ce.path), Auto: true, Edit: ce.edit})
+		r.review.recordApplied(se, "command", ce.edit.IDs(), false, "")
 	}
 }

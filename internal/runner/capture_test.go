@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"context"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,6 +144,115 @@ func TestShellWritesBecomeRevertibleHunks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRejectingNewestFirstRestoresTheTree rejects every hunk a shell call
+// staged, newest edit first, while another shell call waits for approval,
+// its baseline already taken: the tree (files, symlinks, folders) must be
+// as before the call, and the reverts must be no change of the waiting call
+// (it never ran).
+func TestRejectingNewestFirstRestoresTheTree(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   map[string]string // a content starting "->" makes a symlink
+		command string
+	}{
+		{"a file and a symlink renamed", map[string]string{"old.txt": "x\n", "link": "->old.txt"}, "mv old.txt new.txt; mv link renamed-link"},
+		{"a file moved into a folder of its own name", map[string]string{"a.txt": "x\n"}, "mv a.txt b && mkdir a.txt && mv b a.txt/a.txt"},
+		{"a folder replaced by a file", map[string]string{"d/a.txt": "a\n", "d/e/b.txt": "b\n"}, "rm -r d && echo x > d"},
+		{"a symlink replaced by a file", map[string]string{"a.txt": "x\n", "link": "->a.txt"}, "rm link && echo text > link"},
+		{"files in new folders", nil, "mkdir -p gen/a/b && echo x > gen/a/b/c.txt && echo y > gen/top.txt"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const scenario = `
+turns:
+  - steps:
+      - tool: shell
+        command: %q
+      - tool: shell
+        command: "corral-test-hold"
+      - say: "Done."
+`
+			var before map[string]string
+			s := newSession(t, strings.Replace(scenario, "%q", quoteYAML(c.command), 1), func(sp *wire.Spec) {
+				for name, content := range c.setup {
+					p := filepath.Join(sp.Cwd, name)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					var err error
+					if target, ok := strings.CutPrefix(content, "->"); ok {
+						err = os.Symlink(target, p)
+					} else {
+						err = os.WriteFile(p, []byte(content), 0o644)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				before = treeOf(t, sp.Cwd)
+				sp.Mode, sp.Allow = "review", []string{"mv *", "mkdir *", "rm *"}
+			})
+			s.do(command.Send{Text: "go"})
+			ev, i := s.waitType(0, event.AskOpened) // the hold: its toolStarted took a baseline
+			if a := decode[event.AskOpenedData](t, ev); a.Command != "corral-test-hold" {
+				t.Fatalf("asked about %q:\n%s", a.Command, s.dump())
+			}
+			staged := s.all(event.HunkStaged)
+			if len(staged) == 0 {
+				t.Fatalf("nothing captured:\n%s", s.dump())
+			}
+			for j := len(staged) - 1; j >= 0; j-- {
+				d := decode[event.HunkStagedData](t, staged[j])
+				for _, h := range d.Edit.Hunks {
+					if reply := s.r.Do(context.Background(), command.DecideHunk{EditID: d.EditID, HunkID: h.ID, Decision: command.DecisionReject}); !reply.OK {
+						t.Fatalf("reject %s/%s of %s: %v\n%s", d.EditID, h.ID, d.Path, reply.Error, s.dump())
+					}
+				}
+			}
+			if after := treeOf(t, s.cwd); !maps.Equal(before, after) {
+				t.Fatalf("after rejecting every hunk:\n%q\nwant\n%q", after, before)
+			}
+			s.do(command.Answer{AskID: decode[event.AskOpenedData](t, ev).AskID, Decision: command.DecisionDeny})
+			s.waitType(i, event.TurnEnded)
+			for _, e := range s.all(event.HunkStaged) {
+				if e.Seq > ev.Seq {
+					t.Errorf("edit staged after the reverts: %s", e.Data)
+				}
+			}
+		})
+	}
+}
+
+// treeOf reads the worktree at root: files by content, symlinks by
+// target ("->target"), folders as "dir/".
+func treeOf(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.IsDir():
+			out[rel+"/"] = ""
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			out[rel] = "->" + target
+			return err
+		default:
+			data, err := os.ReadFile(p)
+			out[rel] = string(data)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestReadonlyModeCapturesNothing(t *testing.T) {

@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/corral-dev/corral/pkg/hunks"
 )
@@ -75,10 +76,18 @@ type Change struct {
 	// whole-file hunk, a symlink as its target. A pure rename has none.
 	// Nil when the previous version was not kept (over MaxContent).
 	Edit *hunks.Edit
-	// Symlink is set when the path is (or was) a symbolic link.
+	// Symlink is set when the path is (or was) a symbolic link; for a
+	// TypeChanged path, when it is one now.
 	Symlink bool
+	// TypeChanged says a file became a symlink or a symlink a file: the
+	// edit goes from the one's content to the other's, and is reverted
+	// whole.
+	TypeChanged bool
 	// Unrevertible says why the change cannot be put back, if it cannot.
 	Unrevertible string
+	// Mode holds the permission bits of the version before (0 for a
+	// created path): a deleted file is put back with them.
+	Mode fs.FileMode
 }
 
 // Capture follows one worktree.
@@ -90,7 +99,14 @@ type Capture struct {
 
 	mu    sync.Mutex
 	index map[string]*entry
-	w     *watcher // nil: walk the tree
+	// folders are the worktree's folders (not the root), each true when
+	// it appeared while a command ran (in an After): a revert that leaves
+	// such a folder empty removes it, so that rejecting a command's files
+	// leaves no folder it made for them.
+	folders map[string]bool
+	// reporting is set during the scan of an After.
+	reporting bool
+	w         *watcher // nil: walk the tree
 }
 
 // Open indexes the worktree at root, keeping the content of every file
@@ -104,7 +120,7 @@ func Open(root string, opts Options) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{root: root, store: store, git: readGitBlobs(root), maxContent: opts.MaxContent, index: map[string]*entry{}}
+	c := &Capture{root: root, store: store, git: readGitBlobs(root), maxContent: opts.MaxContent, index: map[string]*entry{}, folders: map[string]bool{}}
 	if c.maxContent <= 0 {
 		c.maxContent = DefaultMaxContent
 	}
@@ -150,12 +166,15 @@ func (c *Capture) Before() error {
 	return err
 }
 
-// After returns every change since Before, in path order, and makes the
-// worktree as it is now the baseline.
+// After returns every change since Before, deletions first, each group in
+// path order (an order they could have been made in: reverting them last to
+// first always works), and makes the worktree as it is now the baseline.
 func (c *Capture) After() ([]Change, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.reporting = true
 	ups, err := c.scan()
+	c.reporting = false
 	if err != nil {
 		return nil, err
 	}
@@ -201,8 +220,8 @@ func (c *Capture) scan() ([]update, error) {
 // folder it enters when following the tree.
 func (c *Capture) walkAll() ([]update, error) {
 	var ups []update
-	seen := map[string]bool{}
-	err := walk(c.root, "", c.watchDir, func(rel string, info fs.FileInfo) error {
+	seen, dirs := map[string]bool{}, map[string]bool{}
+	err := walk(c.root, "", c.enterDir(dirs), func(rel string, info fs.FileInfo) error {
 		seen[rel] = true
 		return c.refreshFile(rel, info, &ups)
 	})
@@ -210,7 +229,20 @@ func (c *Capture) walkAll() ([]update, error) {
 		return nil, err
 	}
 	c.removeUnder("", seen, &ups)
+	c.forgetFolders("", dirs)
 	return ups, nil
+}
+
+// enterDir is the walks' folder callback: it records the folder (in dirs,
+// and in the index when new) and watches it.
+func (c *Capture) enterDir(dirs map[string]bool) func(rel string) error {
+	return func(rel string) error {
+		dirs[rel] = true
+		if _, ok := c.folders[rel]; !ok && rel != "" {
+			c.folders[rel] = c.reporting
+		}
+		return c.watchDir(rel)
+	}
 }
 
 // watchDir watches a folder the walk entered; past the system's limit on
@@ -231,8 +263,10 @@ func (c *Capture) watchDir(rel string) error {
 func (c *Capture) refreshPath(rel string, ups *[]update) error {
 	info, err := os.Lstat(c.abs(rel))
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		// Gone, or a folder on its way is now a file.
 		c.removeUnder(rel, nil, ups)
+		c.forgetFolders(rel, nil)
 		return nil
 	case err != nil:
 		return fmt.Errorf("capture %s: %w", rel, err)
@@ -240,8 +274,8 @@ func (c *Capture) refreshPath(rel string, ups *[]update) error {
 		if skipDir(rel) {
 			return nil
 		}
-		seen := map[string]bool{}
-		err := walk(c.root, rel, c.watchDir, func(r string, info fs.FileInfo) error {
+		seen, dirs := map[string]bool{}, map[string]bool{}
+		err := walk(c.root, rel, c.enterDir(dirs), func(r string, info fs.FileInfo) error {
 			seen[r] = true
 			return c.refreshFile(r, info, ups)
 		})
@@ -249,11 +283,16 @@ func (c *Capture) refreshPath(rel string, ups *[]update) error {
 			return err
 		}
 		c.removeUnder(rel, seen, ups)
+		c.forgetFolders(rel, dirs)
 		return nil
 	case tracked(info):
+		// A folder that became a file: what it held is gone.
+		c.removeUnder(rel, map[string]bool{rel: true}, ups)
+		c.forgetFolders(rel, nil)
 		return c.refreshFile(rel, info, ups)
 	}
 	c.removeUnder(rel, nil, ups)
+	c.forgetFolders(rel, nil)
 	return nil
 }
 
@@ -292,16 +331,30 @@ func (c *Capture) refreshFile(rel string, info fs.FileInfo, ups *[]update) error
 	return nil
 }
 
-// removeUnder drops from the index rel and everything under it that seen
-// (nil: nothing) does not hold.
+// removeUnder drops from the index the file rel and every file under it
+// that seen (nil: none) does not hold.
 func (c *Capture) removeUnder(rel string, seen map[string]bool, ups *[]update) {
 	for p, e := range c.index {
-		inside := rel == "" || p == rel || strings.HasPrefix(p, rel+"/")
-		if inside && !seen[p] {
+		if under(p, rel) && !seen[p] {
 			delete(c.index, p)
 			*ups = append(*ups, update{path: p, old: e})
 		}
 	}
+}
+
+// forgetFolders drops from the index the folder rel and every folder under
+// it that dirs (nil: none) does not hold.
+func (c *Capture) forgetFolders(rel string, dirs map[string]bool) {
+	for p := range c.folders {
+		if under(p, rel) && !dirs[p] {
+			delete(c.folders, p)
+		}
+	}
+}
+
+// under reports whether p is rel or inside it ("" is the whole tree).
+func under(p, rel string) bool {
+	return rel == "" || p == rel || strings.HasPrefix(p, rel+"/")
 }
 
 func (c *Capture) abs(rel string) string { return filepath.Join(c.root, filepath.FromSlash(rel)) }
@@ -354,7 +407,15 @@ func (c *Capture) changes(ups []update) ([]Change, error) {
 		}
 		out = append(out, ch)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	// In an order the changes could have been made in, deletions first
+	// (a folder that became a file, a file that became a folder), so
+	// that reverting them last to first always finds its way.
+	sort.SliceStable(out, func(i, j int) bool {
+		if di, dj := out[i].Kind == Deleted, out[j].Kind == Deleted; di != dj {
+			return di
+		}
+		return out[i].Path < out[j].Path
+	})
 	return out, nil
 }
 
@@ -363,6 +424,9 @@ func isLink(e *entry) bool { return e != nil && e.stat.mode&fs.ModeSymlink != 0 
 // change diffs one update into a Change.
 func (c *Capture) change(u update) (Change, error) {
 	ch := Change{Path: u.path, Symlink: isLink(u.old) || isLink(u.new)}
+	if u.old != nil {
+		ch.Mode = u.old.stat.mode.Perm()
+	}
 	var old, new hunks.Snapshot
 	switch {
 	case u.old == nil:
@@ -387,7 +451,7 @@ func (c *Capture) change(u update) (Change, error) {
 		old = hunks.Present(data)
 	}
 	if isLink(u.old) != isLink(u.new) && u.old != nil && u.new != nil {
-		ch.Unrevertible = "a file became a symlink or a symlink a file"
+		ch.TypeChanged, ch.Symlink = true, isLink(u.new)
 	}
 	edit, err := hunks.Diff(u.path, old, new)
 	if err != nil {

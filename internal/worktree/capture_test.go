@@ -77,6 +77,7 @@ func snapshot(t *testing.T, root string) map[string]string {
 			if info.Name() == ".git" {
 				return filepath.SkipDir
 			}
+			out[rel+"/"] = "folder"
 			return nil
 		}
 		if info.Mode()&os.ModeSymlink != 0 {
@@ -141,6 +142,12 @@ func TestCommandWritesBecomeChanges(t *testing.T) {
 		{"rm -r a folder", "rm -r docs", []want{{worktree.Deleted, "docs/a.txt", ""}, {worktree.Deleted, "docs/b.txt", ""}}},
 		{"a folder renamed", "mv docs papers", []want{{worktree.Renamed, "papers/a.txt", "docs/a.txt"}, {worktree.Renamed, "papers/b.txt", "docs/b.txt"}}},
 		{"symlink retargeted", "ln -sfn src/main.go link", []want{{worktree.Modified, "link", ""}}},
+		{"a symlink replaced by a file", "rm link && echo text > link", []want{{worktree.Modified, "link", ""}}},
+		{"a file replaced by a symlink", "rm README.md && ln -s src/main.go README.md", []want{{worktree.Modified, "README.md", ""}}},
+		{"a folder replaced by a file", "rm -r docs && echo x > docs", []want{{worktree.Deleted, "docs/a.txt", ""}, {worktree.Deleted, "docs/b.txt", ""}, {worktree.Created, "docs", ""}}},
+		{"a file replaced by a folder", "rm README.md && mkdir -p README.md/in && echo x > README.md/in/f", []want{{worktree.Deleted, "README.md", ""}, {worktree.Created, "README.md/in/f", ""}}},
+		{"a file replaced by a folder of the same name's file", "rm -f docs/a.txt && mkdir docs/a.txt && echo inner > docs/a.txt/a.txt", []want{{worktree.Deleted, "docs/a.txt", ""}, {worktree.Created, "docs/a.txt/a.txt", ""}}},
+		{"a file moved into new folders", "mkdir -p new/deeper && mv docs/a.txt new/deeper/a.txt", []want{{worktree.Renamed, "new/deeper/a.txt", "docs/a.txt"}}},
 		{"git's own folder is left out", "git add -A >/dev/null 2>&1; echo x > .git/scratch", nil},
 		{"touch without a change", "touch README.md src/util.go", nil},
 		{"write the same bytes", "cp README.md /tmp/$$.r && cat /tmp/$$.r > README.md && rm /tmp/$$.r", nil},
@@ -170,9 +177,10 @@ func TestCommandWritesBecomeChanges(t *testing.T) {
 				if !slices.Equal(got, tt.want) {
 					t.Fatalf("changes %v, want %v", got, tt.want)
 				}
-				// Every change reverts, leaving the tree as it was; the
-				// reverts are not reported as changes.
-				for _, ch := range changes {
+				// Every change reverts, last to first, leaving the tree
+				// as it was, folders included; the reverts are not
+				// reported as changes.
+				for _, ch := range slices.Backward(changes) {
 					if err := c.Revert(ch, nil); err != nil {
 						t.Fatalf("revert %s %s: %v", ch.Kind, ch.Path, err)
 					}
@@ -214,6 +222,31 @@ func TestChangesBetweenWindowsAreBaseline(t *testing.T) {
 		}
 		if data, _ := os.ReadFile(filepath.Join(root, "docs/a.txt")); string(data) != "edited\n" {
 			t.Fatalf("walk=%v: reverted to %q, want the baseline %q", walk, data, "edited\n")
+		}
+	}
+}
+
+// TestDeletedFileComesBackWithItsMode: an executable removed by a command
+// and put back by the revert is executable again.
+func TestDeletedFileComesBackWithItsMode(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		root := tree(t, base)
+		script := filepath.Join(root, "docs/a.txt")
+		if err := os.Chmod(script, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		c := open(t, root, walk)
+		c.Before()
+		sh(t, root, "rm docs/a.txt")
+		changes, err := c.After()
+		if err != nil || len(changes) != 1 || changes[0].Kind != worktree.Deleted {
+			t.Fatalf("walk=%v: changes %+v, %v", walk, changes, err)
+		}
+		if err := c.Revert(changes[0], nil); err != nil {
+			t.Fatal(err)
+		}
+		if info, err := os.Stat(script); err != nil || info.Mode().Perm() != 0o750 {
+			t.Fatalf("walk=%v: put back as %v, %v; want -rwxr-x---", walk, info.Mode(), err)
 		}
 	}
 }
