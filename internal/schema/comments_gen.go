@@ -190,6 +190,7 @@ var Comments = map[string]string{
 	"github.com/corral-dev/corral/pkg/command.Name":                          "Name is a command's name, its \"cmd\".",
 	"github.com/corral-dev/corral/pkg/command.RenameResult":                  "RenameResult is the title now in force.",
 	"github.com/corral-dev/corral/pkg/command.Status":                        "Status is the result of the status command and the body of presence.json.",
+	"github.com/corral-dev/corral/pkg/command.Status.Held":                   "Held says the spend cap is reached: no turn starts, and the queued messages wait, until the cap is raised past what was spent (setSpendCap). With messages queued the session waits for a person.",
 	"github.com/corral-dev/corral/pkg/command.SteerResult":                   "SteerResult is the result of steer: how the steer was taken.",
 	"github.com/corral-dev/corral/pkg/command.SteerResult.Delivery":          "Delivery is \"native\" (handed to the engine at once), \"boundary\" (waiting for the next tool boundary) or \"queued\" (no turn was running, so it became a send).",
 	"github.com/corral-dev/corral/pkg/command.SteerResult.MessageID":         "MessageID is set when the steer was queued as a send.",

@@ -1382,6 +1382,7 @@ export interface StateReportMessage {
   openAsks: number;
   pendingEdits: number;
   settling?: boolean;
+  held?: boolean;
 }
 
 /** Status is the result of the status command and the body of presence.json. */
@@ -1400,6 +1401,8 @@ export interface Status {
   usage: UsageData;
   lastSeq: number;
   spendCapUsd?: number;
+  /** Held says the spend cap is reached: no turn starts, and the queued messages wait, until the cap is raised past what was spent (setSpendCap). With messages queued the session waits for a person. */
+  held?: boolean;
   unattended?: boolean;
 }
 
