@@ -129,7 +129,7 @@ var Comments = map[string]string{
 	"github.com/corral-dev/corral/pkg/api.HealthReply.Ready":                 "Ready is false while the supervisor cannot take work (it is stopping, or a fleet node has lost its link); NotReady says why.",
 	"github.com/corral-dev/corral/pkg/api.HealthReply.Version":               "Version is the supervisor's build: the version the Makefile stamps, else the module's; Revision the VCS revision it was built from; Go the toolchain.",
 	"github.com/corral-dev/corral/pkg/api.Lifecycle":                         "Lifecycle is a change in a session's life.",
-	"github.com/corral-dev/corral/pkg/api.Lifecycle.Error":                   "Error is why the runner failed (sessionFailed).",
+	"github.com/corral-dev/corral/pkg/api.Lifecycle.Error":                   "Error is why the runner failed (sessionFailed), or why the session takes no commands (sessionStorageFailed: storage_unavailable).",
 	"github.com/corral-dev/corral/pkg/api.Lifecycle.Reason":                  "Reason says why the runner was stopped (sessionReaped): idle or room.",
 	"github.com/corral-dev/corral/pkg/api.Lifecycle.Spec":                    "Spec is the new session's spec (sessionCreated).",
 	"github.com/corral-dev/corral/pkg/api.LifecycleType":                     "LifecycleType names a change in a session's life.",

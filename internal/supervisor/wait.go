@@ -38,6 +38,10 @@ func (m *Manager) Wait(ctx context.Context, id string, opts WaitOptions) (api.Wa
 	if err != nil {
 		return api.WaitReply{}, err
 	}
+	// A session whose log takes no events meets no wait until it does.
+	if s.Live && s.Status != nil && s.Status.State == wire.StateStorageFailed {
+		return api.WaitReply{}, storageUnavailable(id)
+	}
 	w := &waiter{m: m, id: id, For: opts.For, live: s.Live, st: s.Status,
 		goal: s.Spec.Goal != nil && !s.Spec.Goal.Done}
 	from := w.lastSeq() + 1
@@ -55,6 +59,10 @@ func (m *Manager) Wait(ctx context.Context, id string, opts WaitOptions) (api.Wa
 	if _, err := os.Stat(filepath.Join(m.dir(id), metaFile)); err != nil {
 		return api.WaitReply{}, notFound(id)
 	}
+	// Failed before the feed began: its sessionStorageFailed is not in it.
+	if m.storageFailed(id) {
+		return api.WaitReply{}, storageUnavailable(id)
+	}
 	for {
 		ev, err := f.Next(ctx)
 		if err != nil {
@@ -71,6 +79,35 @@ func (m *Manager) Wait(ctx context.Context, id string, opts WaitOptions) (api.Wa
 			return w.reply(ctx, true)
 		}
 	}
+}
+
+// storageUnavailable is the refusal of a wait on a session whose event log
+// cannot be written (storageFailed): nothing it waits for can be recorded
+// until the log takes writes again.
+func storageUnavailable(id string) error {
+	return wire.Errorf(wire.CodeStorageUnavailable,
+		"session %s is storageFailed: its event log cannot be written (is the state folder's disk full?); it takes no commands until it has room", id)
+}
+
+// storageFailed reports whether session id's runner last reported its event
+// log failed.
+func (m *Manager) storageFailed(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[id]
+	if e == nil {
+		return false
+	}
+	select {
+	case <-e.ready:
+	default:
+		return false
+	}
+	if e.err != nil {
+		return false
+	}
+	st := e.child.state.Load()
+	return st != nil && st.State == wire.StateStorageFailed
 }
 
 // waiter tracks one wait.
@@ -181,6 +218,8 @@ func (w *waiter) take(ctx context.Context, ev FeedEvent) (bool, error) {
 		switch l.Type {
 		case api.LifeDeleted:
 			return false, notFound(w.id)
+		case api.LifeStorageFailed:
+			return false, storageUnavailable(w.id)
 		case api.LifeFailed, api.LifeReaped:
 			// No runner: nothing runs, and no turn ends until one starts.
 			w.live, w.life = false, &l

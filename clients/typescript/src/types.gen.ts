@@ -703,12 +703,12 @@ export interface Lifecycle {
   spec?: Spec;
   /** Reason says why the runner was stopped (sessionReaped): idle or room. */
   reason?: "idle" | "room";
-  /** Error is why the runner failed (sessionFailed). */
+  /** Error is why the runner failed (sessionFailed), or why the session takes no commands (sessionStorageFailed: storage_unavailable). */
   error?: HTTPError;
 }
 
 /** LifecycleType names a change in a session's life. */
-export type LifecycleType = "sessionCreated" | "sessionLive" | "sessionReaped" | "sessionFailed" | "sessionDeleted";
+export type LifecycleType = "sessionCreated" | "sessionLive" | "sessionReaped" | "sessionFailed" | "sessionDeleted" | "sessionStorageFailed" | "sessionStorageRestored";
 
 /** Line is one line of a hunk. Text+EOL are the line's exact bytes. */
 export interface Line {
