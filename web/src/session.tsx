@@ -4,10 +4,10 @@
 // workspace. Events stream in from the last seq seen, across lost
 // connections and supervisor restarts, without a reload.
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { client, followSession, type FeedState, type Session, type SessionEvent } from './api';
+import { client, followFeed, followSession, type FeedState, type Session, type SessionEvent } from './api';
 import type { StoppedData } from '@corral/client';
 import { SessionModel, type Item } from './model';
-import { StateBadge } from './sessions';
+import { HeldBadge, StateBadge } from './sessions';
 import { AskCard, EditCard } from './review';
 import { renderMarkdown } from './markdown';
 import { WorkspacePanel } from './workspace';
@@ -24,6 +24,7 @@ export function SessionView({ id }: { id: string }) {
   const model = useRef(new SessionModel(id)).current;
   const [, setVersion] = useState(0);
   const [session, setSession] = useState<Session>();
+  const storageFailed = useStorageFailed(id);
   const [feed, setFeed] = useState<{ state: FeedState; detail?: string }>({ state: 'loading' });
   const [tab, setTab] = useState<Tab>('transcript');
   const [error, setError] = useState<string>();
@@ -37,6 +38,10 @@ export function SessionView({ id }: { id: string }) {
     client.session(id).then(setSession, (e) => setError(errorText(e)));
     const stop = followSession(id, {
       onEvents: (evs, backlog) => {
+        // Whether the spend cap holds the session is in its status.
+        if (!backlog && evs.some((ev) => ev.type === 'spendCapSet' || ev.type === 'failure')) {
+          client.session(id).then(setSession, () => {});
+        }
         if (backlog) {
           model.apply(evs);
           return;
@@ -111,13 +116,15 @@ export function SessionView({ id }: { id: string }) {
     await client.command(id, { cmd: how, text });
   };
 
-  const state = model.state;
+  // The log cannot say it cannot be written: the supervisor's word wins.
+  const state = storageFailed ? 'storageFailed' : model.state;
   const ws = session?.spec.workspace;
   return (
     <section class="session" aria-labelledby="session-title" data-session-view={id} data-last-seq={model.lastSeq}>
       <header class="session-head">
         <h1 id="session-title" class="mono">{id}</h1>
         <StateBadge state={state} />
+        {session?.status?.held && <HeldBadge />}
         <span class="meta">{model.engine || session?.spec.engine}{model.model ? ` · ${model.model}` : ''}</span>
         <FeedBanner feed={feed} />
         <span class="spacer" />
@@ -127,6 +134,11 @@ export function SessionView({ id }: { id: string }) {
         </button>
         <SessionMenu id={id} onError={setError} />
       </header>
+      {storageFailed && (
+        <p class="error" role="alert" data-testid="storage-failed">
+          This session's event log cannot be written (is the state folder's disk full?). It takes no commands until there is room again.
+        </p>
+      )}
       {receipt && <p class="receipt" role="status" data-testid="receipt">{receipt}</p>}
       {error && <p class="error" role="alert">{error}</p>}
       <div class="tabs" role="tablist" aria-label="Session views">
@@ -149,6 +161,31 @@ export function SessionView({ id }: { id: string }) {
       </div>
     </section>
   );
+}
+
+/**
+ * useStorageFailed follows whether session id's event log cannot be
+ * written (storageFailed), which no event of the session can tell: the
+ * status when the stream opens, then the supervisor's lifecycle changes.
+ */
+function useStorageFailed(id: string): boolean {
+  const [failed, setFailed] = useState(false);
+  useEffect(() => {
+    setFailed(false);
+    return followFeed({
+      types: ['sessionStorageFailed', 'sessionStorageRestored'],
+      sessions: [id],
+      onOpen: () => {
+        client.session(id).then((s) => setFailed(s.status?.state === 'storageFailed' && s.live), () => {});
+      },
+      onItem: (it) => {
+        if (it.session !== id || !it.lifecycle) return;
+        setFailed(it.lifecycle.type === 'sessionStorageFailed');
+      },
+      onState: () => {},
+    });
+  }, [id]);
+  return failed;
 }
 
 // xterm.js is most of the page's script and only the Terminal tab needs
