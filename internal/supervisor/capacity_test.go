@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -137,9 +138,28 @@ func TestSessionsHeldByTheirSpendCapDoNotBlockNewOnes(t *testing.T) {
 		}
 		mustCommand(t, m, s.ID, command.Send{Text: "spend"})
 		readUntil(t, m, s.ID, 1, "turnEnded")
+		// A held queue needs a person: a human wait under way as the
+		// message is queued is met, as is one that begins after.
+		human := make(chan api.WaitReply, 1)
+		go func() {
+			r, err := m.Wait(ctxT(t), s.ID, WaitOptions{For: api.WaitHuman})
+			if err != nil {
+				t.Error(err)
+			}
+			human <- r
+		}()
+		waitFor(t, func() bool { return busWaited(m) })
 		var q event.Queued
 		if err := json.Unmarshal(mustCommand(t, m, s.ID, command.Send{Text: "more"}), &q); err != nil {
 			t.Fatal(err)
+		}
+		if r := <-human; !r.Met || len(r.Events) != 1 {
+			t.Fatalf("a human wait on a held queue: %+v", r)
+		}
+		for _, f := range []api.WaitFor{api.WaitHuman, api.WaitTurnEnd} {
+			if r, err := m.Wait(ctxT(t), s.ID, WaitOptions{For: f}); err != nil || !r.Met {
+				t.Fatalf("a %s wait on a held queue: %+v, %v", f, r, err)
+			}
 		}
 		waitFor(t, func() bool { return entryWaits(m, s.ID) })
 		st := status(t, m, s.ID)
@@ -186,6 +206,14 @@ func TestSessionsHeldByTheirSpendCapDoNotBlockNewOnes(t *testing.T) {
 	if st := status(t, m, second); !st.Held || len(st.Queued) != 0 {
 		t.Fatalf("after its queue was cleared, status %+v", st)
 	}
+}
+
+// busWaited reports whether a reader waits on m's bus for the next item:
+// a feed (a wait's) has read all there is.
+func busWaited(m *Manager) bool {
+	m.bus.mu.Lock()
+	defer m.bus.mu.Unlock()
+	return m.bus.waiting
 }
 
 // entryWaits reports whether session id's runner waits for a person by

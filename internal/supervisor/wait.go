@@ -43,7 +43,7 @@ func (m *Manager) Wait(ctx context.Context, id string, opts WaitOptions) (api.Wa
 		return api.WaitReply{}, storageUnavailable(id)
 	}
 	w := &waiter{m: m, id: id, For: opts.For, live: s.Live, st: s.Status,
-		goal: s.Spec.Goal != nil && !s.Spec.Goal.Done}
+		goal: s.Spec.Goal != nil && !s.Spec.Goal.Done, capReached: s.Status != nil && s.Status.Held}
 	from := w.lastSeq() + 1
 	if opts.After != nil {
 		from = *opts.After + 1
@@ -125,6 +125,10 @@ type waiter struct {
 	// turn, so idleness waits for the check.
 	goal        bool
 	goalPending bool
+	// capReached is set once the spend cap is known reached: from then
+	// on a human wait looks, at each turn's end and queue change, whether
+	// it holds messages back.
+	capReached bool
 }
 
 func (w *waiter) lastSeq() int64 {
@@ -151,6 +155,11 @@ func (w *waiter) metNow() bool {
 		w.events = w.fromLog(func(typ string, _ []byte) bool { return typ == string(event.TurnEnded) }, true)
 		return true
 	default: // human
+		if w.live && heldQueue(w.st) {
+			w.capReached = true
+			w.events = w.fromLog(isSpendCapFailure, true)
+			return true
+		}
 		if !w.live || w.st == nil || (len(w.st.OpenAsks) == 0 && len(w.st.PendingEdit) == 0) {
 			return false
 		}
@@ -245,6 +254,7 @@ func (w *waiter) take(ctx context.Context, ev FeedEvent) (bool, error) {
 			w.events = []json.RawMessage{bytes.Clone(ev.Line)}
 			return true, nil
 		}
+		return w.heldNow(ctx, typ, ev.Line)
 	case api.WaitIdle:
 		if !w.mayBeIdle(typ, ev.Line) {
 			return false, nil
@@ -260,6 +270,42 @@ func (w *waiter) take(ctx context.Context, ev FeedEvent) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// heldNow follows, for a human wait, the events after which the spend cap
+// may hold messages in the queue (the cap reached, a turn ended, a message
+// queued), and reports, from the session's status, whether it does.
+func (w *waiter) heldNow(ctx context.Context, typ string, line []byte) (bool, error) {
+	if isSpendCapFailure(typ, eventData(line)) {
+		w.capReached = true
+	} else if !w.capReached || (typ != string(event.TurnEnded) && typ != string(event.QueueChanged)) {
+		return false, nil
+	}
+	s, err := w.m.Get(ctx, w.id)
+	if err != nil {
+		return false, err
+	}
+	w.live, w.st = s.Live, s.Status
+	if !s.Live || !heldQueue(s.Status) {
+		return false, nil
+	}
+	w.events = []json.RawMessage{bytes.Clone(line)}
+	return true, nil
+}
+
+// heldQueue reports whether st shows messages waiting in a queue the spend
+// cap holds, with no turn running: they wait for a person to raise the cap
+// or clear the queue.
+func heldQueue(st *command.Status) bool {
+	return st != nil && st.Held && len(st.Queued) > 0 && !turnRunning(st)
+}
+
+func isSpendCapFailure(typ string, data []byte) bool {
+	if typ != string(event.Failure) {
+		return false
+	}
+	var d event.FailureData
+	return json.Unmarshal(data, &d) == nil && d.Code == event.FailSpendCap
 }
 
 // mayBeIdle follows the events that can leave a session idle, and reports
@@ -310,13 +356,19 @@ func lineSeq(line []byte) int64 {
 	return seq
 }
 
-// turnUnderWay reports whether a turn runs, or a message waits for one.
+// turnUnderWay reports whether a turn runs, or a message waits for one
+// that the spend cap does not hold back.
 func turnUnderWay(st *command.Status) bool {
+	return turnRunning(st) || (len(st.Queued) > 0 && !st.Held)
+}
+
+// turnRunning reports whether a turn runs.
+func turnRunning(st *command.Status) bool {
 	switch st.State {
 	case wire.StateWorking, wire.StateWaitingForApproval, wire.StateWaitingForReview:
 		return true
 	}
-	return len(st.Queued) > 0
+	return false
 }
 
 // reply builds the wait's answer with the session's status now.

@@ -52,11 +52,7 @@ func TestWaitEndsWhenTheSessionCannotRecord(t *testing.T) {
 	}()
 	// It follows the feed once a reader waits on the bus (the lifecycle
 	// feed above reads nothing until asked).
-	waitFor(t, func() bool {
-		m.bus.mu.Lock()
-		defer m.bus.mu.Unlock()
-		return m.bus.waiting
-	})
+	waitFor(t, func() bool { return busWaited(m) })
 
 	filler := smallfs.Fill(t, root, 0)
 	var refusal error
