@@ -81,35 +81,6 @@ func (m *Manager) Wait(ctx context.Context, id string, opts WaitOptions) (api.Wa
 	}
 }
 
-// storageUnavailable is the refusal of a wait on a session whose event log
-// cannot be written (storageFailed): nothing it waits for can be recorded
-// until the log takes writes again.
-func storageUnavailable(id string) error {
-	return wire.Errorf(wire.CodeStorageUnavailable,
-		"session %s is storageFailed: its event log cannot be written (is the state folder's disk full?); it takes no commands until it has room", id)
-}
-
-// storageFailed reports whether session id's runner last reported its event
-// log failed.
-func (m *Manager) storageFailed(id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.entries[id]
-	if e == nil {
-		return false
-	}
-	select {
-	case <-e.ready:
-	default:
-		return false
-	}
-	if e.err != nil {
-		return false
-	}
-	st := e.child.state.Load()
-	return st != nil && st.State == wire.StateStorageFailed
-}
-
 // waiter tracks one wait.
 type waiter struct {
 	m      *Manager
@@ -272,42 +243,6 @@ func (w *waiter) take(ctx context.Context, ev FeedEvent) (bool, error) {
 	return false, nil
 }
 
-// heldNow follows, for a human wait, the events after which the spend cap
-// may hold messages in the queue (the cap reached, a turn ended, a message
-// queued), and reports, from the session's status, whether it does.
-func (w *waiter) heldNow(ctx context.Context, typ string, line []byte) (bool, error) {
-	if isSpendCapFailure(typ, eventData(line)) {
-		w.capReached = true
-	} else if !w.capReached || (typ != string(event.TurnEnded) && typ != string(event.QueueChanged)) {
-		return false, nil
-	}
-	s, err := w.m.Get(ctx, w.id)
-	if err != nil {
-		return false, err
-	}
-	w.live, w.st = s.Live, s.Status
-	if !s.Live || !heldQueue(s.Status) {
-		return false, nil
-	}
-	w.events = []json.RawMessage{bytes.Clone(line)}
-	return true, nil
-}
-
-// heldQueue reports whether st shows messages waiting in a queue the spend
-// cap holds, with no turn running: they wait for a person to raise the cap
-// or clear the queue.
-func heldQueue(st *command.Status) bool {
-	return st != nil && st.Held && len(st.Queued) > 0 && !turnRunning(st)
-}
-
-func isSpendCapFailure(typ string, data []byte) bool {
-	if typ != string(event.Failure) {
-		return false
-	}
-	var d event.FailureData
-	return json.Unmarshal(data, &d) == nil && d.Code == event.FailSpendCap
-}
-
 // mayBeIdle follows the events that can leave a session idle, and reports
 // whether the session's status is worth asking after this one.
 func (w *waiter) mayBeIdle(typ string, line []byte) bool {
@@ -356,21 +291,6 @@ func lineSeq(line []byte) int64 {
 	return seq
 }
 
-// turnUnderWay reports whether a turn runs, or a message waits for one
-// that the spend cap does not hold back.
-func turnUnderWay(st *command.Status) bool {
-	return turnRunning(st) || (len(st.Queued) > 0 && !st.Held)
-}
-
-// turnRunning reports whether a turn runs.
-func turnRunning(st *command.Status) bool {
-	switch st.State {
-	case wire.StateWorking, wire.StateWaitingForApproval, wire.StateWaitingForReview:
-		return true
-	}
-	return false
-}
-
 // reply builds the wait's answer with the session's status now.
 func (w *waiter) reply(ctx context.Context, met bool) (api.WaitReply, error) {
 	r := api.WaitReply{OK: true, For: w.For, Met: met, Events: w.events, Lifecycle: w.life}
@@ -383,15 +303,4 @@ func (w *waiter) reply(ctx context.Context, met bool) (api.WaitReply, error) {
 	r.Status = w.st
 	r.LastSeq = w.lastSeq()
 	return r, nil
-}
-
-// statusIdle reports whether a runner's own status shows nothing under way
-// or waiting for a person.
-func statusIdle(st *command.Status) bool {
-	switch st.State {
-	case wire.StateIdle, wire.StateStopped, wire.StateFailed, "":
-	default:
-		return false
-	}
-	return len(st.Queued) == 0 && len(st.OpenAsks) == 0 && len(st.PendingEdit) == 0
 }
