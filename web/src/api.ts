@@ -102,8 +102,6 @@ async function retrying(signal: AbortSignal, onState: (s: FeedState, detail?: st
 export interface FeedFollowOptions {
   /** Event and lifecycle types wanted (every type when absent). */
   types?: string[];
-  /** Only these sessions' items (every session's when absent). */
-  sessions?: string[];
   /** Told each time the stream has opened: read the snapshot here. */
   onOpen: () => void;
   onItem: (item: FeedItem) => void;
@@ -121,7 +119,6 @@ export function followFeed(opts: FeedFollowOptions): () => void {
     const feed = client.feed({
       from: 'now',
       types: opts.types,
-      sessions: opts.sessions,
       signal,
       onOpen: () => { opts.onState('live'); opts.onOpen(); },
       onReconnect: (lost) => { if (lost !== undefined) opts.onState('reconnecting', errorText(lost)); },

@@ -4,10 +4,10 @@
 // workspace. Events stream in from the last seq seen, across lost
 // connections and supervisor restarts, without a reload.
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { client, followFeed, followSession, type FeedState, type Session, type SessionEvent } from './api';
+import { client, followSession, type FeedState, type Session, type SessionEvent } from './api';
 import type { StoppedData } from '@corral/client';
 import { SessionModel, type Item } from './model';
-import { HeldBadge, StateBadge } from './sessions';
+import { HeldBadge, StateBadge, type Row } from './sessions';
 import { AskCard, EditCard } from './review';
 import { renderMarkdown } from './markdown';
 import { WorkspacePanel } from './workspace';
@@ -20,11 +20,16 @@ const window0 = 150;
 type Tab = 'transcript' | 'terminal' | 'workspace';
 type Mode = 'review' | 'auto' | 'readonly';
 
-export function SessionView({ id }: { id: string }) {
+/**
+ * SessionView is one session's page. row is the session's row of the list,
+ * which follows what no event of the session can tell: that its log cannot
+ * be written (storageFailed), and whether its spend cap holds it.
+ */
+export function SessionView({ id, row }: { id: string; row?: Row }) {
   const model = useRef(new SessionModel(id)).current;
   const [, setVersion] = useState(0);
   const [session, setSession] = useState<Session>();
-  const storageFailed = useStorageFailed(id);
+  const storageFailed = row?.state === 'storageFailed';
   const [feed, setFeed] = useState<{ state: FeedState; detail?: string }>({ state: 'loading' });
   const [tab, setTab] = useState<Tab>('transcript');
   const [error, setError] = useState<string>();
@@ -38,10 +43,6 @@ export function SessionView({ id }: { id: string }) {
     client.session(id).then(setSession, (e) => setError(errorText(e)));
     const stop = followSession(id, {
       onEvents: (evs, backlog) => {
-        // Whether the spend cap holds the session is in its status.
-        if (!backlog && evs.some((ev) => ev.type === 'spendCapSet' || ev.type === 'failure')) {
-          client.session(id).then(setSession, () => {});
-        }
         if (backlog) {
           model.apply(evs);
           return;
@@ -124,7 +125,7 @@ export function SessionView({ id }: { id: string }) {
       <header class="session-head">
         <h1 id="session-title" class="mono">{id}</h1>
         <StateBadge state={state} />
-        {session?.status?.held && <HeldBadge />}
+        {row?.held && <HeldBadge />}
         <span class="meta">{model.engine || session?.spec.engine}{model.model ? ` · ${model.model}` : ''}</span>
         <FeedBanner feed={feed} />
         <span class="spacer" />
@@ -161,31 +162,6 @@ export function SessionView({ id }: { id: string }) {
       </div>
     </section>
   );
-}
-
-/**
- * useStorageFailed follows whether session id's event log cannot be
- * written (storageFailed), which no event of the session can tell: the
- * status when the stream opens, then the supervisor's lifecycle changes.
- */
-function useStorageFailed(id: string): boolean {
-  const [failed, setFailed] = useState(false);
-  useEffect(() => {
-    setFailed(false);
-    return followFeed({
-      types: ['sessionStorageFailed', 'sessionStorageRestored'],
-      sessions: [id],
-      onOpen: () => {
-        client.session(id).then((s) => setFailed(s.status?.state === 'storageFailed' && s.live), () => {});
-      },
-      onItem: (it) => {
-        if (it.session !== id || !it.lifecycle) return;
-        setFailed(it.lifecycle.type === 'sessionStorageFailed');
-      },
-      onState: () => {},
-    });
-  }, [id]);
-  return failed;
 }
 
 // xterm.js is most of the page's script and only the Terminal tab needs
