@@ -197,6 +197,9 @@ func sessionTable(w io.Writer, list []api.Session) error {
 		state := "-"
 		if s.Status != nil && s.Status.State != "" {
 			state = string(s.Status.State)
+			if s.Status.Held {
+				state += " (spend cap reached)"
+			}
 		}
 		live := "no"
 		if s.Live {

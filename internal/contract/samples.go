@@ -193,6 +193,9 @@ func Samples() []Sample {
 	for i, l := range []api.Lifecycle{
 		{Type: api.LifeCreated, TS: ts, Spec: &spec}, {Type: api.LifeLive, TS: ts}, {Type: api.LifeReaped, TS: ts, Reason: "idle"},
 		{Type: api.LifeFailed, TS: ts, Error: crash}, {Type: api.LifeDeleted, TS: ts},
+		{Type: api.LifeStorageFailed, TS: ts, Error: &api.Error{Code: wire.CodeStorageUnavailable, StatusCode: 507,
+			Message: "session 3f2a9c0d1e4b is storageFailed: its event log cannot be written (is the state folder's disk full?); it takes no commands until it has room"}},
+		{Type: api.LifeStorageRestored, TS: ts},
 	} {
 		add("route.feed."+string(l.Type), "FeedItem", api.FeedItem{Cursor: "7c1e02aa-" + string(rune('0'+i)), Session: "3f2a9c0d1e4b", Lifecycle: &l})
 	}

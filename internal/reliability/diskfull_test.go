@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/corral-dev/corral/internal/smallfs"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/event"
@@ -43,7 +43,7 @@ func diskFullMidTurn(t *testing.T, root string) Figure {
 	var acked []string
 	refusedWhileFull, failures := 0, 0
 	for round := 0; round < rounds; round++ {
-		filler := fill(t, root, 96<<10)
+		filler := smallfs.Fill(t, root, 96<<10)
 		// Send until the log fails, mid-turn or on a send's own event.
 		var refusal error
 		for i := 0; refusal == nil; i++ {
@@ -141,22 +141,6 @@ func postCommand(t *testing.T, d *daemon, id, body string) (int, api.ErrorReply)
 	var reply api.ErrorReply
 	json.NewDecoder(resp.Body).Decode(&reply)
 	return resp.StatusCode, reply
-}
-
-// fill leaves about room bytes free on the file system of dir, with a
-// file that is returned to be removed.
-func fill(t *testing.T, dir string, room int64) string {
-	t.Helper()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	free := int64(st.Bavail) * int64(st.Bsize)
-	path := filepath.Join(dir, "filler")
-	if err := os.WriteFile(path, make([]byte, max(free-room, 0)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // loggedAtErrorLevel reports whether a line of the supervisor's log holds

@@ -96,6 +96,6 @@ func (r *Runner) status() command.Status {
 		Session: r.spec.ID, Title: r.spec.Title, Engine: r.spec.Engine, State: state, Activity: activity,
 		Mode: r.spec.Mode, Turn: turnNo, Queued: queued,
 		OpenAsks: r.asks.openIDs(), PendingEdit: r.review.pendingIDs(), Usage: r.meter.usage(),
-		LastSeq: r.evlog().LastSeq(), SpendCapUSD: r.spec.SpendCapUSD, Unattended: r.spec.Unattended,
+		LastSeq: r.evlog().LastSeq(), SpendCapUSD: r.spec.SpendCapUSD, Held: r.meter.reached(), Unattended: r.spec.Unattended,
 	}
 }

@@ -28,6 +28,10 @@ type leftovers struct {
 	// sends are the latest messages queued by a send with a requestId,
 	// oldest first (at most maxRequests).
 	sends []requestedSend
+	// spent is what the session's usage events add up to, each turn's
+	// estimates replaced by the exact figure its turnEnded gives, as the
+	// meter counted them.
+	spent event.UsageData
 }
 
 // requestedSend is a message a send with a requestId queued.
@@ -43,6 +47,7 @@ func scanLeftovers(path string) (leftovers, error) {
 	var l leftovers
 	openAsks := map[string]bool{}
 	openHunks := map[string]map[string]bool{} // edit -> hunks
+	var turnUsage event.UsageData             // the open turn's usage events
 	note := func(id string) {
 		if len(id) > 1 {
 			if n, err := strconv.ParseInt(id[1:], 10, 64); err == nil && n > l.maxID {
@@ -94,8 +99,22 @@ func scanLeftovers(path string) (leftovers, error) {
 			if json.Unmarshal(ev.Data, &d) == nil {
 				l.openTurn, l.lastTurn = d.Turn, d.Turn
 			}
+			turnUsage = event.UsageData{}
+		case event.Usage:
+			var d event.UsageData
+			if json.Unmarshal(ev.Data, &d) == nil {
+				l.spent.Add(d)
+				turnUsage.Add(d)
+			}
 		case event.TurnEnded:
+			var d event.TurnEndedData
+			// A turn closed for a runner that died (interrupted) has no
+			// figure of its own: its usage events stand.
+			if l.openTurn > 0 && json.Unmarshal(ev.Data, &d) == nil && d.Outcome != outcomeInterrupted {
+				l.spent.CostUSD += d.Usage.CostUSD - turnUsage.CostUSD
+			}
 			l.openTurn = 0
+			turnUsage = event.UsageData{}
 		}
 		return nil
 	})
@@ -122,6 +141,7 @@ func (r *Runner) closeLeftovers() error {
 	}
 	r.ids.skipTo(l.maxID)
 	r.turns.resumeAfter(l.lastTurn)
+	r.meter.resume(l.spent)
 	for _, s := range l.sends {
 		r.requests.remember(s.requestID, command.Send{}.Cmd(), wire.OKReply(s.msg))
 	}

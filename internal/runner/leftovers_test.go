@@ -47,6 +47,23 @@ func TestScanLeftovers(t *testing.T) {
 			{event.HunkStaged, event.HunkStagedData{EditID: "e5", Auto: true, Edit: twoHunks}},
 			{event.UserMessage, event.UserMessageData{ID: "m6"}},
 		}, leftovers{asks: []string{"a12", "a3"}, hunks: []editHunk{{"e4", "h2"}}, openTurn: 2, lastTurn: 2, maxID: 12}},
+		{"what was spent", []logged{
+			// A turn whose end gives the exact cost replaces its estimates.
+			{event.TurnStarted, event.TurnStartedData{Turn: 1}},
+			{event.Usage, event.UsageData{InputTokens: 10, CostUSD: 0.5, Estimated: true}},
+			{event.TurnEnded, event.TurnEndedData{Turn: 1, Usage: event.UsageData{InputTokens: 10, CostUSD: 1.5}}},
+			// A goal check's judge spends between turns.
+			{event.Usage, event.UsageData{OutputTokens: 4, CostUSD: 0.25}},
+			// A turn a dead runner left open, closed as interrupted with no
+			// figure: its estimates stand.
+			{event.TurnStarted, event.TurnStartedData{Turn: 2}},
+			{event.Usage, event.UsageData{InputTokens: 1, CostUSD: 0.125}},
+			{event.TurnEnded, event.TurnEndedData{Turn: 2, Outcome: outcomeInterrupted}},
+			// A turn still open counts what it spent so far.
+			{event.TurnStarted, event.TurnStartedData{Turn: 3}},
+			{event.Usage, event.UsageData{InputTokens: 2, CostUSD: 0.0625}},
+		}, leftovers{openTurn: 3, lastTurn: 3,
+			spent: event.UsageData{InputTokens: 13, OutputTokens: 4, CostUSD: 1.9375, Estimated: true}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -47,6 +47,15 @@ func (m *meter) add(u event.UsageData) (crossed bool, spent, capUSD float64) {
 	return m.crossLocked(), m.total.CostUSD, m.capUSD
 }
 
+// resume starts the count from what an earlier runner of the session
+// spent (read from the log), so that the cap holds across restarts.
+func (m *meter) resume(spent event.UsageData) {
+	m.mu.Lock()
+	m.total = spent
+	m.hit = m.overLocked()
+	m.mu.Unlock()
+}
+
 // beginTurn starts counting a turn.
 func (m *meter) beginTurn() {
 	m.mu.Lock()

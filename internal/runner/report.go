@@ -46,6 +46,6 @@ func (r *Runner) stateReport() wire.StateReport {
 	return wire.StateReport{
 		State: state, Turn: turnNo, Queued: len(queued),
 		OpenAsks: len(r.asks.openIDs()), PendingEdits: len(r.review.pendingIDs()),
-		Settling: r.turns.settled() != nil,
+		Settling: r.turns.settled() != nil, Held: r.meter.reached(),
 	}
 }

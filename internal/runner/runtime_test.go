@@ -281,3 +281,51 @@ func TestCloseWaitsForTheSpendCapStop(t *testing.T) {
 		t.Fatalf("stops in the log: %q, want one by spendCap", reasons)
 	}
 }
+
+// What a session spent is in its log, so the spend cap holds across a
+// runner's restart (an idle held session is stopped like any idle one):
+// the new runner starts held, with the spending the old one counted.
+func TestSpendCapHoldsAcrossARestart(t *testing.T) {
+	sc := `
+turns:
+  - steps:
+      - {tool: read, path: notes.txt, costUsd: 0.75}
+      - {say: "one"}
+  - steps:
+      - {tool: read, path: notes.txt, costUsd: 0.5}
+      - {say: "two"}
+fallback: {steps: [{say: "after raising the cap"}]}
+`
+	capUSD := 1.0
+	s := newSession(t, sc, func(sp *wire.Spec) { sp.SpendCapUSD = capUSD })
+	s.do(command.Send{Text: "one"})
+	_, i := s.waitType(0, event.TurnEnded)
+	s.do(command.Send{Text: "two"})
+	s.waitFor(i+1, "spendCap failure", func(e event.Event) bool {
+		return e.Type == event.Failure && decode[event.FailureData](t, e).Code == event.FailSpendCap
+	})
+	s.waitFor(i+1, "second turn's end", func(e event.Event) bool { return e.Type == event.TurnEnded })
+	spec := s.r.Spec()
+	s.r.Flush()
+	spent := s.r.status().Usage
+	if spent.CostUSD < capUSD {
+		t.Fatalf("spent %v, not past the cap", spent.CostUSD)
+	}
+	if err := s.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s.start(spec)
+	st := s.r.status()
+	if !st.Held || st.Usage != spent {
+		t.Fatalf("restarted past the cap: held %v, spent %+v, want held, %+v", st.Held, st.Usage, spent)
+	}
+	if rep := s.r.stateReport(); !rep.Held {
+		t.Fatalf("restarted past the cap, state report %+v", rep)
+	}
+	s.do(command.Send{Text: "three"})
+	s.r.Flush()
+	if n := len(s.all(event.TurnStarted)); n != 2 {
+		t.Fatalf("%d turns started, a third past the spend cap after a restart", n)
+	}
+}

@@ -232,6 +232,10 @@ func (r *Runner) recoverStorage() error {
 	return nil
 }
 
+// outcomeInterrupted is the outcome of a turn the log left open, closed
+// by a later runner or after a storage failure.
+const outcomeInterrupted = "interrupted"
+
 // closeOpen records the terminal event of each ask, hunk and turn the log
 // leaves open (by "expired", outcome "interrupted"), and returns the first
 // failure to record one.
@@ -247,7 +251,7 @@ func (r *Runner) closeOpen(l leftovers) error {
 		}
 	}
 	if l.openTurn > 0 {
-		return r.store.record(event.TurnEnded, event.TurnEndedData{Turn: l.openTurn, Outcome: "interrupted"})
+		return r.store.record(event.TurnEnded, event.TurnEndedData{Turn: l.openTurn, Outcome: outcomeInterrupted})
 	}
 	return nil
 }

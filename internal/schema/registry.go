@@ -158,7 +158,7 @@ func Default() *Registry {
 			typeOf[event.QueueChange]():       {string(event.QueueAdded), string(event.QueueStarted), string(event.QueueCancelled), string(event.QueueCleared)},
 			typeOf[wire.Type]():               messageTypes(),
 			typeOf[wire.Outcome]():            {string(wire.OutcomeRan), string(wire.OutcomeNotLive), string(wire.OutcomeNotReady)},
-			typeOf[api.LifecycleType]():       {string(api.LifeCreated), string(api.LifeLive), string(api.LifeReaped), string(api.LifeFailed), string(api.LifeDeleted)},
+			typeOf[api.LifecycleType]():       words(api.LifecycleTypes()),
 			typeOf[api.StreamMarkType]():      {string(api.MarkLive), string(api.MarkReset), string(api.MarkEnded)},
 			typeOf[api.WaitFor]():             {string(api.WaitTurnEnd), string(api.WaitHuman), string(api.WaitIdle)},
 			typeOf[gate.Decision]():           {string(gate.Allow), string(gate.Ask), string(gate.Deny)},
@@ -271,5 +271,14 @@ func messageTypes() []string {
 		out = append(out, string(t))
 	}
 	slices.Sort(out)
+	return out
+}
+
+// words returns the names of a list of string-typed constants.
+func words[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
 	return out
 }

@@ -1,12 +1,16 @@
 package supervisor
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
+	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
 )
 
@@ -105,6 +109,132 @@ func TestSessionsWaitingForAPersonDoNotBlockNewOnes(t *testing.T) {
 	}
 }
 
+// cappedScenario spends $2 at its first turn's first call, past a $1 cap;
+// every later turn runs until it is stopped.
+const cappedScenario = `
+turns:
+  - steps:
+      - {tool: read, path: notes.txt, costUsd: 2}
+      - {say: "spent"}
+fallback: {steps: [{sleepMs: 600000}]}
+`
+
+// A session its spend cap holds with messages queued waits for a person
+// (to raise the cap or clear the queue), so it waits outside MaxLive like
+// one waiting on an ask: a new session starts beside such sessions. Raised
+// past what was spent, the cap lets the queued turn start at once, and the
+// session counts as live again even past MaxLive; while it does, with
+// every live runner busy, a new session is refused. Cleared, the queue no
+// longer waits for anyone: the session is an idle one like any other.
+func TestSessionsHeldByTheirSpendCapDoNotBlockNewOnes(t *testing.T) {
+	m := newScriptManager(t, "", func(c *Config) { c.MaxLive = 1; c.MaxWaiting = 2 })
+	held := func() (id, queued string) {
+		t.Helper()
+		spec := scriptSpec(t, cappedScenario)
+		spec.SpendCapUSD = 1
+		s, err := m.Create(ctxT(t), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCommand(t, m, s.ID, command.Send{Text: "spend"})
+		readUntil(t, m, s.ID, 1, "turnEnded")
+		// A held queue needs a person: a human wait under way as the
+		// message is queued is met, as is one that begins after.
+		human := make(chan api.WaitReply, 1)
+		go func() {
+			r, err := m.Wait(ctxT(t), s.ID, WaitOptions{For: api.WaitHuman})
+			if err != nil {
+				t.Error(err)
+			}
+			human <- r
+		}()
+		waitFor(t, func() bool { return busWaited(m) })
+		var q event.Queued
+		if err := json.Unmarshal(mustCommand(t, m, s.ID, command.Send{Text: "more"}), &q); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-human; !r.Met || len(r.Events) != 1 {
+			t.Fatalf("a human wait on a held queue: %+v", r)
+		}
+		for _, f := range []api.WaitFor{api.WaitHuman, api.WaitTurnEnd} {
+			if r, err := m.Wait(ctxT(t), s.ID, WaitOptions{For: f}); err != nil || !r.Met {
+				t.Fatalf("a %s wait on a held queue: %+v, %v", f, r, err)
+			}
+		}
+		waitFor(t, func() bool { return entryWaits(m, s.ID) })
+		st := status(t, m, s.ID)
+		if !st.Held || len(st.Queued) != 1 {
+			t.Fatalf("past the cap with a message queued, status %+v", st)
+		}
+		return s.ID, q.ID
+	}
+	first, _ := held()
+	second, queued := held()
+
+	// The one live slot is free: both held sessions wait outside it.
+	busy, err := m.Create(ctxT(t), scriptSpec(t, slowScenario))
+	if err != nil {
+		t.Fatalf("a new session beside two held ones: %v", err)
+	}
+	mustCommand(t, m, busy.ID, command.Send{Text: "long job"})
+	readUntil(t, m, busy.ID, 1, "turnStarted")
+	if !m.Live(first) || !m.Live(second) {
+		t.Fatal("a held session's runner was stopped")
+	}
+
+	// Raised, the cap releases the queued message: its turn starts at
+	// once, and the session holds a live slot again, past MaxLive.
+	raised := 5.0
+	mustCommand(t, m, first, command.SetSpendCap{SpendCapUSD: &raised})
+	readUntil(t, m, first, 1, "turnStarted")
+	waitFor(t, func() bool { return !entryWaits(m, first) })
+	if st := status(t, m, first); st.Held || st.State != wire.StateWorking {
+		t.Fatalf("after the cap was raised, status %+v", st)
+	}
+	short, cancel := context.WithTimeout(ctxT(t), 5*time.Second)
+	defer cancel()
+	if _, err := m.Create(short, scriptSpec(t, echoScenario)); !errors.Is(err, wire.ErrUnavailable) {
+		t.Fatalf("create with two busy sessions over --max-live 1: %v, want unavailable", err)
+	}
+
+	// Cleared, the other's queue waits for no one: it stays held, but
+	// idle, so it no longer waits outside the cap.
+	mustCommand(t, m, second, command.CancelQueued{MessageID: queued})
+	if entryWaits(m, second) {
+		t.Fatal("a held session with an empty queue still waits for a person")
+	}
+	if st := status(t, m, second); !st.Held || len(st.Queued) != 0 {
+		t.Fatalf("after its queue was cleared, status %+v", st)
+	}
+}
+
+// busWaited reports whether a reader waits on m's bus for the next item:
+// a feed (a wait's) has read all there is.
+func busWaited(m *Manager) bool {
+	m.bus.mu.Lock()
+	defer m.bus.mu.Unlock()
+	return m.bus.waiting
+}
+
+// entryWaits reports whether session id's runner waits for a person by
+// its last state report.
+func entryWaits(m *Manager, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[id]
+	return e != nil && waitsForPerson(e)
+}
+
+// status is session id's status by its runner.
+func status(t *testing.T, m *Manager, id string) command.Status {
+	t.Helper()
+	var st command.Status
+	if err := json.Unmarshal(mustCommand(t, m, id, command.GetStatus{}), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func TestWaitsForPerson(t *testing.T) {
 	for _, c := range []struct {
 		st   wire.StateReport
@@ -118,6 +248,11 @@ func TestWaitsForPerson(t *testing.T) {
 		{wire.StateReport{State: wire.StateIdle}, false},
 		{wire.StateReport{State: wire.StateWorking, Queued: 3}, false},
 		{wire.StateReport{State: wire.StateStorageFailed}, false},
+		{wire.StateReport{State: wire.StateStopped, Queued: 1, Held: true}, true}, // the spend cap holds the queue
+		{wire.StateReport{State: wire.StateIdle, Held: true}, false},              // nothing waits
+		{wire.StateReport{State: wire.StateIdle, Queued: 1, Held: true, Settling: true}, false},
+		{wire.StateReport{State: wire.StateWorking, Queued: 1, Held: true}, false},       // a turn runs
+		{wire.StateReport{State: wire.StateStorageFailed, Queued: 1, Held: true}, false}, // waits for room, not a person
 	} {
 		if got := c.st.WaitsForPerson(); got != c.want {
 			t.Errorf("%+v: %v, want %v", c.st, got, c.want)

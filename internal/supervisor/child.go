@@ -82,6 +82,9 @@ type childHooks struct {
 	hub    func(session string) *hub
 	rotate func(c *child, from, to string)
 	exit   func(c *child)
+	// storage, when set, is told each time the runner reports its
+	// session's event log failed or writable again.
+	storage func(c *child, failed bool)
 	// observer sees every mirrored event (never nil).
 	observer Observer
 }

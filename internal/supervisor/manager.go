@@ -327,7 +327,18 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 }
 
 func (m *Manager) childHooks() childHooks {
-	return childHooks{hub: m.hub, rotate: m.onRotate, exit: m.onExit, observer: m.cfg.Observer}
+	return childHooks{hub: m.hub, rotate: m.onRotate, exit: m.onExit, storage: m.onStorage, observer: m.cfg.Observer}
+}
+
+// onStorage tells the feed that c's session's event log failed, or takes
+// writes again: the log itself cannot say so.
+func (m *Manager) onStorage(c *child, failed bool) {
+	id, _ := c.identity()
+	if failed {
+		m.publishLife(id, api.Lifecycle{Type: api.LifeStorageFailed, Error: api.NewError(storageUnavailable(id))})
+		return
+	}
+	m.publishLife(id, api.Lifecycle{Type: api.LifeStorageRestored})
 }
 
 func (m *Manager) ensureLive(ctx context.Context, c *child, spec wire.Spec, dir string) error {

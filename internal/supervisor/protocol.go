@@ -187,18 +187,25 @@ func (c *child) rotation(ev Event) string {
 
 // report records what the runner says its session is doing. The idle clock
 // starts when a busy session stops being busy. A session whose event log
-// fails is logged at error level (the runner logs why to its own log).
+// fails is logged at error level (the runner logs why to its own log), and
+// the change is told to the feed (hooks.storage), since no event can be.
 func (c *child) report(st *wire.StateReport) {
 	prev := c.state.Swap(st)
 	if prev != nil && prev.Busy() && !st.Busy() {
 		c.idleSince.Store(c.now().UnixNano())
 	}
 	wasFailed := prev != nil && prev.State == wire.StateStorageFailed
-	switch {
-	case st.State == wire.StateStorageFailed && !wasFailed:
+	failed := st.State == wire.StateStorageFailed
+	if failed == wasFailed {
+		return
+	}
+	if failed {
 		c.log.Error("session storage failed: its event log cannot be written (is the state folder's disk full?); commands are refused with storage_unavailable until it has room")
-	case wasFailed && st.State != wire.StateStorageFailed:
+	} else {
 		c.log.Info("session storage writable again")
+	}
+	if c.hooks.storage != nil {
+		c.hooks.storage(c, failed)
 	}
 }
 

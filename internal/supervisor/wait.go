@@ -38,8 +38,12 @@ func (m *Manager) Wait(ctx context.Context, id string, opts WaitOptions) (api.Wa
 	if err != nil {
 		return api.WaitReply{}, err
 	}
+	// A session whose log takes no events meets no wait until it does.
+	if s.Live && s.Status != nil && s.Status.State == wire.StateStorageFailed {
+		return api.WaitReply{}, storageUnavailable(id)
+	}
 	w := &waiter{m: m, id: id, For: opts.For, live: s.Live, st: s.Status,
-		goal: s.Spec.Goal != nil && !s.Spec.Goal.Done}
+		goal: s.Spec.Goal != nil && !s.Spec.Goal.Done, capReached: s.Status != nil && s.Status.Held}
 	from := w.lastSeq() + 1
 	if opts.After != nil {
 		from = *opts.After + 1
@@ -54,6 +58,10 @@ func (m *Manager) Wait(ctx context.Context, id string, opts WaitOptions) (api.Wa
 	// Deleted before the feed began: its sessionDeleted is not in it.
 	if _, err := os.Stat(filepath.Join(m.dir(id), metaFile)); err != nil {
 		return api.WaitReply{}, notFound(id)
+	}
+	// Failed before the feed began: its sessionStorageFailed is not in it.
+	if m.storageFailed(id) {
+		return api.WaitReply{}, storageUnavailable(id)
 	}
 	for {
 		ev, err := f.Next(ctx)
@@ -88,6 +96,10 @@ type waiter struct {
 	// turn, so idleness waits for the check.
 	goal        bool
 	goalPending bool
+	// capReached is set once the spend cap is known reached: from then
+	// on a human wait looks, at each turn's end and queue change, whether
+	// it holds messages back.
+	capReached bool
 }
 
 func (w *waiter) lastSeq() int64 {
@@ -114,6 +126,11 @@ func (w *waiter) metNow() bool {
 		w.events = w.fromLog(func(typ string, _ []byte) bool { return typ == string(event.TurnEnded) }, true)
 		return true
 	default: // human
+		if w.live && heldQueue(w.st) {
+			w.capReached = true
+			w.events = w.fromLog(isSpendCapFailure, true)
+			return true
+		}
 		if !w.live || w.st == nil || (len(w.st.OpenAsks) == 0 && len(w.st.PendingEdit) == 0) {
 			return false
 		}
@@ -181,6 +198,8 @@ func (w *waiter) take(ctx context.Context, ev FeedEvent) (bool, error) {
 		switch l.Type {
 		case api.LifeDeleted:
 			return false, notFound(w.id)
+		case api.LifeStorageFailed:
+			return false, storageUnavailable(w.id)
 		case api.LifeFailed, api.LifeReaped:
 			// No runner: nothing runs, and no turn ends until one starts.
 			w.live, w.life = false, &l
@@ -206,6 +225,7 @@ func (w *waiter) take(ctx context.Context, ev FeedEvent) (bool, error) {
 			w.events = []json.RawMessage{bytes.Clone(ev.Line)}
 			return true, nil
 		}
+		return w.heldNow(ctx, typ, ev.Line)
 	case api.WaitIdle:
 		if !w.mayBeIdle(typ, ev.Line) {
 			return false, nil
@@ -271,15 +291,6 @@ func lineSeq(line []byte) int64 {
 	return seq
 }
 
-// turnUnderWay reports whether a turn runs, or a message waits for one.
-func turnUnderWay(st *command.Status) bool {
-	switch st.State {
-	case wire.StateWorking, wire.StateWaitingForApproval, wire.StateWaitingForReview:
-		return true
-	}
-	return len(st.Queued) > 0
-}
-
 // reply builds the wait's answer with the session's status now.
 func (w *waiter) reply(ctx context.Context, met bool) (api.WaitReply, error) {
 	r := api.WaitReply{OK: true, For: w.For, Met: met, Events: w.events, Lifecycle: w.life}
@@ -292,15 +303,4 @@ func (w *waiter) reply(ctx context.Context, met bool) (api.WaitReply, error) {
 	r.Status = w.st
 	r.LastSeq = w.lastSeq()
 	return r, nil
-}
-
-// statusIdle reports whether a runner's own status shows nothing under way
-// or waiting for a person.
-func statusIdle(st *command.Status) bool {
-	switch st.State {
-	case wire.StateIdle, wire.StateStopped, wire.StateFailed, "":
-	default:
-		return false
-	}
-	return len(st.Queued) == 0 && len(st.OpenAsks) == 0 && len(st.PendingEdit) == 0
 }

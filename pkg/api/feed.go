@@ -45,7 +45,21 @@ const (
 	LifeFailed LifecycleType = "sessionFailed"
 	// LifeDeleted: the session and its folder were removed.
 	LifeDeleted LifecycleType = "sessionDeleted"
+	// LifeStorageFailed: the session's event log cannot be written (its
+	// state folder's disk is full, or failing): the session is
+	// storageFailed, and every command but status is refused with
+	// storage_unavailable until LifeStorageRestored. Error says so. No
+	// event can say it: the log takes none.
+	LifeStorageFailed LifecycleType = "sessionStorageFailed"
+	// LifeStorageRestored: the session's event log takes writes again; the
+	// failure event is in it, and commands are taken again.
+	LifeStorageRestored LifecycleType = "sessionStorageRestored"
 )
+
+// LifecycleTypes is every lifecycle type, in the order the docs list them.
+func LifecycleTypes() []LifecycleType {
+	return []LifecycleType{LifeCreated, LifeLive, LifeReaped, LifeFailed, LifeDeleted, LifeStorageFailed, LifeStorageRestored}
+}
 
 // Lifecycle is a change in a session's life.
 type Lifecycle struct {
@@ -56,7 +70,8 @@ type Lifecycle struct {
 	// Reason says why the runner was stopped (sessionReaped): idle or
 	// room.
 	Reason string `json:"reason,omitempty"`
-	// Error is why the runner failed (sessionFailed).
+	// Error is why the runner failed (sessionFailed), or why the session
+	// takes no commands (sessionStorageFailed: storage_unavailable).
 	Error *Error `json:"error,omitempty"`
 }
 

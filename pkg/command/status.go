@@ -21,5 +21,9 @@ type Status struct {
 	Usage       event.UsageData `json:"usage"`
 	LastSeq     int64           `json:"lastSeq"`
 	SpendCapUSD float64         `json:"spendCapUsd,omitempty"`
-	Unattended  bool            `json:"unattended,omitempty"`
+	// Held says the spend cap is reached: no turn starts, and the queued
+	// messages wait, until the cap is raised past what was spent
+	// (setSpendCap). With messages queued the session waits for a person.
+	Held       bool `json:"held,omitempty"`
+	Unattended bool `json:"unattended,omitempty"`
 }

@@ -296,6 +296,8 @@ func TestStateReportBusy(t *testing.T) {
 		{StateReport{State: StateStopped, OpenAsks: 1}, true},
 		{StateReport{State: StateIdle, PendingEdits: 2}, true},
 		{StateReport{State: StateIdle, Turn: 4, Settling: true}, true},
+		{StateReport{State: StateIdle, Turn: 4, Held: true}, false},
+		{StateReport{State: StateIdle, Turn: 4, Queued: 1, Held: true}, true},
 	} {
 		if got := c.st.Busy(); got != c.busy {
 			t.Errorf("%+v: busy %v, want %v", c.st, got, c.busy)

@@ -274,6 +274,9 @@ type StateReport struct {
 	// Settling says a turn has ended and the runner is still finishing it
 	// (a goal check, compaction), which may queue the next turn.
 	Settling bool `json:"settling,omitempty"`
+	// Held says the session's spend cap is reached: no turn starts, and
+	// queued messages wait, until the cap is raised past what was spent.
+	Held bool `json:"held,omitempty"`
 }
 
 // Busy reports whether the session has anything under way or waiting for
@@ -289,15 +292,22 @@ func (s StateReport) Busy() bool {
 
 // WaitsForPerson reports whether nothing but a person holds the session up:
 // its turn waits on an ask or a review, or no turn runs and open asks or
-// pending hunks wait for a person's word. Such a session's runner does
-// nothing until then. Queued messages do not count: the report cannot
-// tell a queue held by the spend cap from one whose turn is starting.
+// pending hunks wait for a person's word, or messages wait in a queue the
+// spend cap holds (Held) until a person raises the cap or clears the
+// queue. Such a session's runner does nothing until then. Queued messages
+// the cap does not hold are a turn about to start: they do not count.
 func (s StateReport) WaitsForPerson() bool {
 	switch s.State {
 	case StateWaitingForApproval, StateWaitingForReview:
 		return true
 	case StateIdle, StateStopped, StateFailed:
-		return !s.Settling && s.Queued == 0 && (s.OpenAsks > 0 || s.PendingEdits > 0)
+		if s.Settling {
+			return false
+		}
+		if s.Held && s.Queued > 0 {
+			return true
+		}
+		return s.Queued == 0 && (s.OpenAsks > 0 || s.PendingEdits > 0)
 	}
 	return false
 }

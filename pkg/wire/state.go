@@ -40,6 +40,9 @@ func AppendState(dst []byte, st StateReport) []byte {
 	if st.Settling {
 		dst = append(dst, stateSettling...)
 	}
+	if st.Held {
+		dst = append(dst, stateHeld...)
+	}
 	return append(dst, "}\n"...)
 }
 
@@ -51,6 +54,7 @@ var (
 	stateOpenAsks     = []byte(`,"openAsks":`)
 	statePendingEdits = []byte(`,"pendingEdits":`)
 	stateSettling     = []byte(`,"settling":true`)
+	stateHeld         = []byte(`,"held":true`)
 )
 
 // ParseState recognises a state line (without its newline) in the exact
@@ -83,9 +87,14 @@ func ParseState(line []byte) (st StateReport, ok bool) {
 		}
 		*f.v = int(n)
 	}
-	if bytes.HasPrefix(line[s.i:], stateSettling) {
-		st.Settling = true
-		s.i += len(stateSettling)
+	for _, f := range []struct {
+		key []byte
+		v   *bool
+	}{{stateSettling, &st.Settling}, {stateHeld, &st.Held}} {
+		if bytes.HasPrefix(line[s.i:], f.key) {
+			*f.v = true
+			s.i += len(f.key)
+		}
 	}
 	if string(bytes.TrimRight(line[s.i:], " \t\r")) != "}" {
 		return StateReport{}, false

@@ -11,6 +11,8 @@ func TestAppendStateIsWhatEncodingJSONWrites(t *testing.T) {
 	for _, st := range []StateReport{
 		{State: StateIdle},
 		{State: StateWorking, Turn: 26, Queued: 1, OpenAsks: 2, PendingEdits: 3, Settling: true},
+		{State: StateIdle, Turn: 3, Queued: 2, Held: true},
+		{State: StateIdle, Turn: 3, Queued: 2, Settling: true, Held: true},
 		{State: StateWaitingForApproval, Turn: 1 << 40, OpenAsks: 1},
 		{State: StateFailed, Turn: -1, Queued: -2},
 		{State: "", Turn: 1},
@@ -35,6 +37,8 @@ func TestParseStateReadsWhatTheEncoderWrites(t *testing.T) {
 		{State: StateIdle, Turn: 25, Queued: 1, Settling: true},
 		{State: StateWorking, Turn: 26},
 		{State: StateWaitingForReview, Turn: 3, PendingEdits: 2},
+		{State: StateStopped, Turn: 3, Queued: 1, Held: true},
+		{State: StateIdle, Turn: 4, Queued: 1, Settling: true, Held: true},
 	} {
 		line := encodeLine(t, &want)
 		got, ok := ParseState(bytes.TrimSuffix(line, []byte("\n")))
@@ -54,6 +58,8 @@ func TestParseStateLeavesOtherShapesToTheDecoder(t *testing.T) {
 		"a field missing":      []byte(`{"t":"state","state":"idle","turn":1,"queued":0,"openAsks":0}`),
 		"an extra field":       []byte(`{"t":"state","state":"idle","turn":1,"queued":0,"openAsks":0,"pendingEdits":0,"x":1}`),
 		"settling false":       []byte(`{"t":"state","state":"idle","turn":1,"queued":0,"openAsks":0,"pendingEdits":0,"settling":false}`),
+		"held false":           []byte(`{"t":"state","state":"idle","turn":1,"queued":0,"openAsks":0,"pendingEdits":0,"held":false}`),
+		"held before settling": []byte(`{"t":"state","state":"idle","turn":1,"queued":0,"openAsks":0,"pendingEdits":0,"held":true,"settling":true}`),
 		"a leading zero":       []byte(`{"t":"state","state":"idle","turn":01,"queued":0,"openAsks":0,"pendingEdits":0}`),
 		"a fraction":           []byte(`{"t":"state","state":"idle","turn":1.5,"queued":0,"openAsks":0,"pendingEdits":0}`),
 		"a count past int64":   []byte(`{"t":"state","state":"idle","turn":99999999999999999999,"queued":0,"openAsks":0,"pendingEdits":0}`),
@@ -95,12 +101,13 @@ func FuzzParseState(f *testing.F) {
 // fast one too whenever the state is a plain word and no count is
 // negative.
 func FuzzStateRoundTrip(f *testing.F) {
-	f.Add("working", 26, 1, 0, 0, true)
-	f.Add("idle", 0, 0, 0, 0, false)
-	f.Add("a\"b<&>", 1, 2, 3, 4, false)
-	f.Add("idle", -1, 0, 0, 0, false)
-	f.Fuzz(func(t *testing.T, state string, turn, queued, asks, edits int, settling bool) {
-		st := StateReport{State: State(state), Turn: turn, Queued: queued, OpenAsks: asks, PendingEdits: edits, Settling: settling}
+	f.Add("working", 26, 1, 0, 0, true, false)
+	f.Add("idle", 0, 0, 0, 0, false, false)
+	f.Add("idle", 4, 2, 0, 0, false, true)
+	f.Add("a\"b<&>", 1, 2, 3, 4, false, true)
+	f.Add("idle", -1, 0, 0, 0, false, false)
+	f.Fuzz(func(t *testing.T, state string, turn, queued, asks, edits int, settling, held bool) {
+		st := StateReport{State: State(state), Turn: turn, Queued: queued, OpenAsks: asks, PendingEdits: edits, Settling: settling, Held: held}
 		line := AppendState(nil, st)
 		if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
 			t.Fatalf("%q is not one line", line)

@@ -169,6 +169,10 @@ test('the spend cap holds the queue until it is raised; a queued message can be 
   await queue.locator('li', { hasText: 'hello two' }).waitFor();
   assert.match(await queue.textContent(), /hello one[\s\S]*hello two/);
   await transcript().locator('[data-testid=user-message].queued', { hasText: 'hello two' }).waitFor();
+  // Held by its cap with messages queued, the session needs a person: the
+  // header and its row say so.
+  await page.locator('.session-head [data-testid=held]').waitFor();
+  await page.locator(`[data-testid=session-list] [data-session="${sid}"] [data-testid=held]`).waitFor();
   await screenshot(page, 'spend-cap');
   await checkA11y('spend cap');
   await queue.locator('li', { hasText: 'hello two' }).locator('button', { hasText: 'Cancel' }).click();
@@ -181,6 +185,7 @@ test('the spend cap holds the queue until it is raised; a queued message can be 
   await until('hello one ran', async () =>
     (await transcript().locator('[data-testid=assistant]', { hasText: 'Echo: message received.' }).count()) === echoes + 1);
   await until('idle', async () => (await sessionState()) === 'idle');
+  await until('the held badge gone', async () => (await page.locator('.session-head [data-testid=held]').count()) === 0);
   assert.equal(await queue.count(), 0, 'the queue is empty');
   assert.equal(await transcript().locator('[data-testid=assistant]', { hasText: 'Echo: message received.' }).count(), echoes + 1, 'the cancelled message ran');
 });

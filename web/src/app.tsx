@@ -86,7 +86,7 @@ export function App() {
         </nav>
         <main id="main" class="main" tabIndex={-1}>
           {route.name === 'new' && <NewSession onCreated={(id) => navigate(`/sessions/${id}`)} />}
-          {route.name === 'session' && <SessionView key={route.id} id={route.id} />}
+          {route.name === 'session' && <SessionView key={route.id} id={route.id} row={sessions.list.find((r) => r.id === route.id)} />}
           {route.name === 'home' && <Home count={sessions.list.length} />}
           {route.name === 'graphs' && <GraphList />}
           {route.name === 'graph' && <GraphView key={route.run} run={route.run} sessions={sessions.list} />}

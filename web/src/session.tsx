@@ -7,7 +7,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { client, followSession, type FeedState, type Session, type SessionEvent } from './api';
 import type { StoppedData } from '@corral/client';
 import { SessionModel, type Item } from './model';
-import { StateBadge } from './sessions';
+import { HeldBadge, StateBadge, type Row } from './sessions';
 import { AskCard, EditCard } from './review';
 import { renderMarkdown } from './markdown';
 import { WorkspacePanel } from './workspace';
@@ -20,10 +20,16 @@ const window0 = 150;
 type Tab = 'transcript' | 'terminal' | 'workspace';
 type Mode = 'review' | 'auto' | 'readonly';
 
-export function SessionView({ id }: { id: string }) {
+/**
+ * SessionView is one session's page. row is the session's row of the list,
+ * which follows what no event of the session can tell: that its log cannot
+ * be written (storageFailed), and whether its spend cap holds it.
+ */
+export function SessionView({ id, row }: { id: string; row?: Row }) {
   const model = useRef(new SessionModel(id)).current;
   const [, setVersion] = useState(0);
   const [session, setSession] = useState<Session>();
+  const storageFailed = row?.state === 'storageFailed';
   const [feed, setFeed] = useState<{ state: FeedState; detail?: string }>({ state: 'loading' });
   const [tab, setTab] = useState<Tab>('transcript');
   const [error, setError] = useState<string>();
@@ -111,13 +117,15 @@ export function SessionView({ id }: { id: string }) {
     await client.command(id, { cmd: how, text });
   };
 
-  const state = model.state;
+  // The log cannot say it cannot be written: the supervisor's word wins.
+  const state = storageFailed ? 'storageFailed' : model.state;
   const ws = session?.spec.workspace;
   return (
     <section class="session" aria-labelledby="session-title" data-session-view={id} data-last-seq={model.lastSeq}>
       <header class="session-head">
         <h1 id="session-title" class="mono">{id}</h1>
         <StateBadge state={state} />
+        {row?.held && <HeldBadge />}
         <span class="meta">{model.engine || session?.spec.engine}{model.model ? ` · ${model.model}` : ''}</span>
         <FeedBanner feed={feed} />
         <span class="spacer" />
@@ -127,6 +135,11 @@ export function SessionView({ id }: { id: string }) {
         </button>
         <SessionMenu id={id} onError={setError} />
       </header>
+      {storageFailed && (
+        <p class="error" role="alert" data-testid="storage-failed">
+          This session's event log cannot be written (is the state folder's disk full?). It takes no commands until there is room again.
+        </p>
+      )}
       {receipt && <p class="receipt" role="status" data-testid="receipt">{receipt}</p>}
       {error && <p class="error" role="alert">{error}</p>}
       <div class="tabs" role="tablist" aria-label="Session views">

@@ -13,6 +13,8 @@ export interface Row {
   id: string;
   state: State | 'offline';
   waiting: boolean;
+  /** held: the spend cap is reached; queued messages wait for it to be raised. */
+  held: boolean;
   engine: string;
   model: string;
   cost: number;
@@ -32,7 +34,9 @@ function toRow(s: Session): Row {
   return {
     id: s.id,
     state: st?.state ?? 'offline',
-    waiting: waitsForHuman(st?.state),
+    // A queue the spend cap holds waits for a person, as an ask does.
+    waiting: waitsForHuman(st?.state) || (!!st?.held && (st.queued?.length ?? 0) > 0),
+    held: !!st?.held,
     engine: s.spec.engine,
     model: s.spec.model || st?.usage?.model || '',
     cost: st?.usage?.costUsd ?? 0,
@@ -47,6 +51,7 @@ function toRow(s: Session): Row {
 // build until it is listed here).
 const lifecycleTypes: Record<LifecycleType, true> = {
   sessionCreated: true, sessionLive: true, sessionReaped: true, sessionFailed: true, sessionDeleted: true,
+  sessionStorageFailed: true, sessionStorageRestored: true,
 };
 
 /**
@@ -157,8 +162,9 @@ function notifyWait(r: Row): void {
   const on = typeof Notification !== 'undefined' && Notification.permission === 'granted' &&
     localStorage.getItem('corral.notify') === 'on';
   if (!on) return;
-  const n = new Notification(`Corral: session ${r.id} ${stateLabel[r.state as State]}`, {
-    body: r.activity || 'It waits for your decision.',
+  const what = r.held && !waitsForHuman(r.state as State) ? 'reached its spend cap' : stateLabel[r.state as State];
+  const n = new Notification(`Corral: session ${r.id} ${what}`, {
+    body: r.activity || (r.held ? 'Its queued messages wait until the cap is raised.' : 'It waits for your decision.'),
     tag: `corral-${r.id}`,
   });
   n.onclick = () => { focus(); location.hash = `/sessions/${r.id}`; };
@@ -181,7 +187,7 @@ function matches(r: Row, f: Filter, text: string): boolean {
     case 'waiting': return r.waiting;
     case 'working': return r.state === 'working' || r.state === 'starting';
     case 'idle': return r.state === 'idle' || r.state === 'offline';
-    case 'ended': return r.state === 'failed' || r.state === 'stopped';
+    case 'ended': return r.state === 'failed' || r.state === 'stopped' || r.state === 'storageFailed';
   }
 }
 
@@ -211,6 +217,7 @@ export function SessionList({ sessions, current }: { sessions: SessionsState; cu
               <span class="row-top">
                 <span class="mono">{r.id}</span>
                 <StateBadge state={r.state} />
+                {r.held && <HeldBadge />}
               </span>
               <span class="row-meta">
                 {r.engine}{r.model ? ` · ${r.model}` : ''} · {money(r.cost)} · {ago(r.updatedAt, now)}
@@ -224,6 +231,11 @@ export function SessionList({ sessions, current }: { sessions: SessionsState; cu
       </ul>
     </div>
   );
+}
+
+/** HeldBadge marks a session its spend cap holds (status.held). */
+export function HeldBadge() {
+  return <span class="badge waiting" data-testid="held" title="The spend cap is reached: raise it to go on">spend cap reached</span>;
 }
 
 export function StateBadge({ state }: { state: State | 'offline' }) {

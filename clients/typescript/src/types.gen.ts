@@ -703,12 +703,12 @@ export interface Lifecycle {
   spec?: Spec;
   /** Reason says why the runner was stopped (sessionReaped): idle or room. */
   reason?: "idle" | "room";
-  /** Error is why the runner failed (sessionFailed). */
+  /** Error is why the runner failed (sessionFailed), or why the session takes no commands (sessionStorageFailed: storage_unavailable). */
   error?: HTTPError;
 }
 
 /** LifecycleType names a change in a session's life. */
-export type LifecycleType = "sessionCreated" | "sessionLive" | "sessionReaped" | "sessionFailed" | "sessionDeleted";
+export type LifecycleType = "sessionCreated" | "sessionLive" | "sessionReaped" | "sessionFailed" | "sessionDeleted" | "sessionStorageFailed" | "sessionStorageRestored";
 
 /** Line is one line of a hunk. Text+EOL are the line's exact bytes. */
 export interface Line {
@@ -1382,6 +1382,7 @@ export interface StateReportMessage {
   openAsks: number;
   pendingEdits: number;
   settling?: boolean;
+  held?: boolean;
 }
 
 /** Status is the result of the status command and the body of presence.json. */
@@ -1400,6 +1401,8 @@ export interface Status {
   usage: UsageData;
   lastSeq: number;
   spendCapUsd?: number;
+  /** Held says the spend cap is reached: no turn starts, and the queued messages wait, until the cap is raised past what was spent (setSpendCap). With messages queued the session waits for a person. */
+  held?: boolean;
   unattended?: boolean;
 }
 

@@ -52,7 +52,15 @@ func (ff *fleetFeed) Buffered() bool { return ff.s.Buffered() }
 func (ff *fleetFeed) Close() error   { return ff.s.Close() }
 
 // lifecycles is every kind of lifecycle change a node publishes.
-var lifecycles = []string{string(api.LifeCreated), string(api.LifeLive), string(api.LifeReaped), string(api.LifeFailed), string(api.LifeDeleted)}
+var lifecycles = lifecycleTypes()
+
+func lifecycleTypes() []string {
+	var out []string
+	for _, t := range api.LifecycleTypes() {
+		out = append(out, string(t))
+	}
+	return out
+}
 
 // publishLifecycles copies this node's lifecycle changes into the replica
 // until ctx ends.
