@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"reflect"
@@ -105,4 +106,34 @@ func alive(pid string) bool {
 	// The state follows the parenthesised command name.
 	i := strings.LastIndexByte(string(stat), ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+func TestConfigureContextKillsTheWholeGroupWhenTheContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// exec's own cancel kills the shell alone; its child must die too.
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", "sleep 60 & echo $!; wait")
+	ConfigureContext(cmd, time.Minute)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 32)
+	n, _ := out.Read(buf)
+	child := strings.TrimSpace(string(buf[:n]))
+	cancel()
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("a command whose context ended reported success")
+	}
+	// SIGKILL is delivered asynchronously; give the kernel a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(child) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(child) {
+		t.Fatalf("the group's child %s survived the context", child)
+	}
 }
