@@ -93,9 +93,7 @@ func (b *Browser) Run(t testing.TB, script string, cfg any, timeout time.Duratio
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// The driver and the browser it starts share a process group, which
 	// goes as a whole: on a timeout, and after the run.
-	proc.Configure(cmd)
-	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
-	cmd.WaitDelay = 10 * time.Second
+	proc.ConfigureContext(cmd, 10*time.Second)
 	err = cmd.Run()
 	proc.KillGroup(cmd.Process.Pid)
 	if err != nil {

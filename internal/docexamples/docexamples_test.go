@@ -113,9 +113,7 @@ func runDoc(t *testing.T, bash, root, binDir, name string, cmds []docexamples.Co
 	cmd.Dir = work
 	cmd.Env = docEnv(home, state, binDir, tmp)
 	cmd.Stdin = nil
-	proc.Configure(cmd)
-	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
-	cmd.WaitDelay = 10 * time.Second
+	proc.ConfigureContext(cmd, 10*time.Second)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()

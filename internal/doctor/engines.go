@@ -73,9 +73,7 @@ func cliVersion(ctx context.Context, path string, timeout time.Duration) (string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
 	cmd.Env = proc.BaseEnv()
-	proc.Configure(cmd)
-	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
-	cmd.WaitDelay = time.Second
+	proc.ConfigureContext(cmd, time.Second)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

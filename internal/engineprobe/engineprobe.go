@@ -129,9 +129,7 @@ func ask(ctx context.Context, runner, flag, what string, env []string, req, repl
 	cmd.Stdout = &limitedWriter{w: &out, n: maxReply}
 	stderr := proc.NewTail(20)
 	cmd.Stderr = stderr
-	proc.Configure(cmd)
-	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
-	cmd.WaitDelay = time.Second
+	proc.ConfigureContext(cmd, time.Second)
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", what, ctx.Err())

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/corral-dev/corral/internal/eventstream"
+	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,31 +22,9 @@ import (
 // the replica, "fleet-<stream seq>-<line>", so a subscriber resumes from
 // it on any node, across restarts.
 
-// FeedOptions select what the fleet's multiplexed stream carries (the
-// manager's FeedOptions, for the fleet).
-type FeedOptions struct {
-	Sessions  []string
-	Types     []string
-	FromStart bool
-	FromSeq   int64
-	Cursor    string
-}
-
-// FeedItem is one item of the fleet's stream. Its slices are valid until
-// the next call to Next.
-type FeedItem struct {
-	// Cursor resumes after this item; empty in a backlog.
-	Cursor string
-	// Mark is set for a stream mark (streamLive, streamReset) instead of
-	// a session's item.
-	Mark    string
-	Reason  string
-	Session string
-	// Lifecycle says Line is a lifecycle change, not an event.
-	Lifecycle bool
-	Type      []byte
-	Line      []byte
-}
+// FeedOptions select what the fleet's multiplexed stream carries, as they
+// do a supervisor's.
+type FeedOptions = eventstream.FeedOptions
 
 const cursorPrefix = "fleet-"
 
@@ -91,7 +69,7 @@ func (n *Node) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 		if ok && seq >= info.State.FirstSeq && seq <= info.State.LastSeq {
 			start, f.skipSeq, f.skipLines = seq, seq, line+1
 		} else {
-			f.mark, f.reason = "streamReset", "the cursor "+opts.Cursor+" is not one the fleet's event replica still holds"
+			f.head.SetMark(api.MarkReset, "the cursor "+opts.Cursor+" is not one the fleet's event replica still holds")
 		}
 	case opts.FromStart:
 		ids := opts.Sessions
@@ -101,7 +79,9 @@ func (n *Node) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 			}
 			slices.Sort(ids)
 		}
-		f.backlog, f.from, f.last = ids, max(opts.FromSeq, 1), map[string]int64{}
+		f.head.SetBacklog(eventstream.NewBacklog(ids, opts.FromSeq, f.types, func(ctx context.Context, id string, from int64) (EventStream, error) {
+			return n.f.Replay(ctx, id, from, false)
+		}))
 	}
 	if f.src, err = n.f.follow(ctx, filters, start); err != nil {
 		return nil, replicaUnavailable(err)
@@ -130,15 +110,10 @@ type Feed struct {
 	types map[string]bool
 	src   *follower
 
-	mark, reason string
-
-	// From start: each session's log from the replica, then live items
-	// past what it delivered.
-	backlog []string
-	from    int64
-	last    map[string]int64
-	stream  EventStream
-	current string
+	// head is what comes before live items: a mark, or from the start
+	// each session's log from the replica (live items past what it
+	// delivered follow).
+	head eventstream.Head
 
 	// From a cursor: the lines of its message up to it are skipped.
 	skipSeq   uint64
@@ -151,21 +126,16 @@ type Feed struct {
 	lines   []byte
 	line    int
 	long    []byte
-	item    FeedItem
+	cursor  []byte // the last item's cursor
 }
 
 // Next returns the next item.
-func (f *Feed) Next(ctx context.Context) (FeedItem, error) {
+func (f *Feed) Next(ctx context.Context) (eventstream.FeedEvent, error) {
 	for {
-		if f.mark != "" {
-			it := FeedItem{Mark: f.mark, Reason: f.reason}
-			f.mark = ""
-			return it, nil
-		}
-		if f.backlog != nil {
-			it, ok, err := f.nextBacklog(ctx)
-			if err != nil || ok {
-				return it, err
+		if f.head.Pending() {
+			ev, ok, err := f.head.Next(ctx)
+			if ok || err != nil {
+				return ev, err
 			}
 			continue
 		}
@@ -175,9 +145,9 @@ func (f *Feed) Next(ctx context.Context) (FeedItem, error) {
 		msg, err := f.src.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return FeedItem{}, ctx.Err()
+				return eventstream.FeedEvent{}, ctx.Err()
 			}
-			return FeedItem{}, replicaUnavailable(err)
+			return eventstream.FeedEvent{}, replicaUnavailable(err)
 		}
 		f.take(msg)
 	}
@@ -219,7 +189,7 @@ func (f *Feed) take(msg jetstream.Msg) {
 }
 
 // nextLine returns the next wanted item of the current message.
-func (f *Feed) nextLine() (FeedItem, bool) {
+func (f *Feed) nextLine() (eventstream.FeedEvent, bool) {
 	for len(f.lines) > 0 {
 		var line []byte
 		if f.life {
@@ -250,7 +220,7 @@ func (f *Feed) nextLine() (FeedItem, bool) {
 			if err != nil {
 				continue
 			}
-			if f.last != nil && (seq <= f.last[f.session] || seq < f.from) {
+			if f.head.Sent(f.session, seq) {
 				continue // the backlog sent it
 			}
 			typ = t
@@ -258,62 +228,27 @@ func (f *Feed) nextLine() (FeedItem, bool) {
 		if len(f.types) > 0 && !f.types[string(typ)] {
 			continue
 		}
-		f.item = FeedItem{
-			Cursor:  cursorPrefix + strconv.FormatUint(f.msgSeq, 10) + "-" + strconv.Itoa(n),
-			Session: f.session, Lifecycle: f.life, Type: typ, Line: line,
+		f.cursor = append(f.cursor[:0], cursorPrefix...)
+		f.cursor = strconv.AppendUint(f.cursor, f.msgSeq, 10)
+		f.cursor = append(f.cursor, '-')
+		f.cursor = strconv.AppendInt(f.cursor, int64(n), 10)
+		it := eventstream.FeedEvent{Kind: eventstream.FeedSessionEvent, Cursor: f.cursor, Session: f.session, Type: typ, Line: line}
+		if f.life {
+			it.Kind = eventstream.FeedLifecycle
 		}
-		return f.item, true
+		return it, true
 	}
-	return FeedItem{}, false
-}
-
-// nextBacklog returns the next event of the backlog, or ok false once a
-// log has ended (or the backlog, with its streamLive mark queued).
-func (f *Feed) nextBacklog(ctx context.Context) (FeedItem, bool, error) {
-	if f.stream == nil {
-		if len(f.backlog) == 0 {
-			f.backlog = nil
-			f.mark = "streamLive"
-			return FeedItem{}, false, nil
-		}
-		f.current, f.backlog = f.backlog[0], f.backlog[1:]
-		s, err := f.n.f.Replay(ctx, f.current, f.from, false)
-		if err != nil {
-			return FeedItem{}, false, err
-		}
-		f.stream = s
-	}
-	for {
-		ev, err := f.stream.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			f.stream.Close()
-			f.stream = nil
-			return FeedItem{}, false, nil
-		}
-		if err != nil {
-			return FeedItem{}, false, err
-		}
-		f.last[f.current] = ev.Seq
-		if len(f.types) > 0 && !f.types[string(ev.Type)] {
-			continue
-		}
-		return FeedItem{Session: f.current, Type: ev.Type, Line: ev.Line}, true, nil
-	}
+	return eventstream.FeedEvent{}, false
 }
 
 // Buffered reports whether Next has an item at hand without waiting.
 func (f *Feed) Buffered() bool {
-	if f.mark != "" || len(f.lines) > 0 {
-		return true
-	}
-	return f.backlog != nil && (f.stream == nil || f.stream.Buffered())
+	return len(f.lines) > 0 || f.head.Buffered()
 }
 
 // Close ends the stream.
 func (f *Feed) Close() error {
-	if f.stream != nil {
-		f.stream.Close()
-	}
+	f.head.Close()
 	f.src.Stop()
 	return nil
 }

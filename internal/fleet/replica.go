@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/corral-dev/corral/internal/eventstream"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
@@ -49,22 +50,11 @@ const (
 )
 
 // Event is one event line of a session, as events.jsonl holds it.
-type Event struct {
-	Seq int64
-	// Type is the event's type, a sub-slice of Line.
-	Type []byte
-	// Line is the event without its newline.
-	Line []byte
-}
+type Event = eventstream.Event
 
 // EventStream yields a session's events in seq order. Next's slices are
 // valid until the next call.
-type EventStream interface {
-	Next(ctx context.Context) (Event, error)
-	// Buffered reports whether Next has an event at hand without waiting.
-	Buffered() bool
-	Close() error
-}
+type EventStream = eventstream.Stream
 
 // EventLog opens the event log of a session this node owns: from seq from
 // on, following it live or ending with io.EOF at its end.

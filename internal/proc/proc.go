@@ -22,6 +22,17 @@ func Configure(cmd *exec.Cmd) {
 	setDeathSignal(cmd.SysProcAttr)
 }
 
+// ConfigureContext is Configure for a command made with
+// exec.CommandContext: when the context ends, the command's whole process
+// group is killed (exec's default kills the leader alone, and a child it
+// started would live on holding its output), and Wait gives up on output a
+// stray grandchild still holds waitDelay after that.
+func ConfigureContext(cmd *exec.Cmd, waitDelay time.Duration) {
+	Configure(cmd)
+	cmd.Cancel = func() error { KillGroup(cmd.Process.Pid); return nil }
+	cmd.WaitDelay = waitDelay
+}
+
 // ConfigureDetached puts cmd's process in its own process group, without
 // a parent-death signal: for a child meant to outlive this process (a
 // runner whose session survives a supervisor's restart).

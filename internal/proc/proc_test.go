@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"reflect"
@@ -69,6 +70,19 @@ func TestStopGroupKillsTheWholeGroup(t *testing.T) {
 	// The shell ignores SIGTERM and its child sleeps: both must die.
 	cmd := exec.Command("/bin/sh", "-c", "trap '' TERM; sleep 60 & echo $!; wait")
 	Configure(cmd)
+	child := startWithChild(t, cmd)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	if killed := StopGroup(cmd, done, 200*time.Millisecond); !killed {
+		t.Fatal("a shell ignoring SIGTERM was not reported killed")
+	}
+	waitGone(t, child)
+}
+
+// startWithChild starts cmd, a shell that starts a child and prints its
+// process id, and returns that id.
+func startWithChild(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -78,13 +92,13 @@ func TestStopGroupKillsTheWholeGroup(t *testing.T) {
 	}
 	buf := make([]byte, 32)
 	n, _ := out.Read(buf)
-	child := strings.TrimSpace(string(buf[:n]))
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	if killed := StopGroup(cmd, done, 200*time.Millisecond); !killed {
-		t.Fatal("a shell ignoring SIGTERM was not reported killed")
-	}
-	// SIGKILL is delivered asynchronously; give the kernel a moment.
+	return strings.TrimSpace(string(buf[:n]))
+}
+
+// waitGone fails the test if child outlives its group's SIGKILL, which the
+// kernel delivers asynchronously: it gets a moment.
+func waitGone(t *testing.T, child string) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for alive(child) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -105,4 +119,18 @@ func alive(pid string) bool {
 	// The state follows the parenthesised command name.
 	i := strings.LastIndexByte(string(stat), ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+func TestConfigureContextKillsTheWholeGroupWhenTheContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// exec's own cancel kills the shell alone; its child must die too.
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", "sleep 60 & echo $!; wait")
+	ConfigureContext(cmd, time.Minute)
+	child := startWithChild(t, cmd)
+	cancel()
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("a command whose context ended reported success")
+	}
+	waitGone(t, child)
 }

@@ -3,83 +3,31 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/corral-dev/corral/internal/eventstream"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
 )
 
-// FeedOptions select what a multiplexed stream carries.
-type FeedOptions struct {
-	// Sessions keeps only these sessions' items (every session when empty).
-	Sessions []string
-	// Types keeps only events and lifecycle changes of these types (every
-	// type when empty). Stream marks always pass.
-	Types []string
-	// FromStart sends every session's log from seq 1 first, one session
-	// after another (least recently updated first), then a streamLive mark
-	// and the live items.
-	FromStart bool
-	// FromSeq, with FromStart, starts each log at this seq instead of 1.
-	FromSeq int64
-	// Cursor resumes after the item it names. A cursor the supervisor no
-	// longer holds gets a streamReset mark, then live items.
-	Cursor string
-}
-
-// FeedKind says what a FeedEvent carries.
-type FeedKind uint8
+// The multiplexed stream's shapes, shared with the fleet's
+// (internal/eventstream).
+type (
+	FeedOptions = eventstream.FeedOptions
+	FeedKind    = eventstream.FeedKind
+	FeedEvent   = eventstream.FeedEvent
+)
 
 // Kinds of feed items.
 const (
-	FeedSessionEvent FeedKind = iota // Line is a session's event line
-	FeedLifecycle                    // Line is an api.Lifecycle
-	FeedMark                         // Line is an api.StreamMark
+	FeedSessionEvent = eventstream.FeedSessionEvent
+	FeedLifecycle    = eventstream.FeedLifecycle
+	FeedMark         = eventstream.FeedMark
 )
-
-// FeedEvent is one item of a Feed. Its slices are valid until the next call
-// to Next.
-type FeedEvent struct {
-	Kind FeedKind
-	// Cursor resumes after this item; empty for the backlog.
-	Cursor  []byte
-	Session string
-	// Type is the event's, the lifecycle change's, or the mark's type.
-	Type []byte
-	Line []byte
-}
-
-// AppendJSON appends ev as an api.FeedItem's JSON, without decoding or
-// re-encoding the event it carries.
-func (ev FeedEvent) AppendJSON(b []byte) []byte {
-	b = append(b, '{')
-	if len(ev.Cursor) > 0 {
-		b = append(b, `"cursor":"`...)
-		b = append(b, ev.Cursor...) // hex, a dash and digits: nothing to escape
-		b = append(b, `",`...)
-	}
-	if ev.Session != "" {
-		b = append(b, `"session":"`...)
-		b = append(b, ev.Session...) // a session id: nothing to escape
-		b = append(b, `",`...)
-	}
-	switch ev.Kind {
-	case FeedLifecycle:
-		b = append(b, `"lifecycle":`...)
-	case FeedMark:
-		b = append(b, `"stream":`...)
-	default:
-		b = append(b, `"event":`...)
-	}
-	b = append(b, ev.Line...)
-	return append(b, '}')
-}
 
 // Feed is one subscriber's multiplexed stream of every session's events and
 // lifecycle changes. It is not safe for concurrent use.
@@ -88,24 +36,20 @@ type Feed struct {
 	sessions map[string]bool // nil: all
 	types    map[string]bool // nil: all
 
-	pos   uint64           // the next ring item to read
-	batch []busItem        // read from the ring, not yet returned
-	at    int              // next in batch
-	last  map[string]int64 // the backlog's last seq of each session
-	from  int64            // the backlog's first seq
+	pos   uint64    // the next ring item to read
+	batch []busItem // read from the ring, not yet returned
+	at    int       // next in batch
 
-	backlog []string // sessions whose logs are still to send
-	stream  *Stream  // the log being sent
-	current string
-	mark    []byte // a mark to send before anything else
-	markTyp api.StreamMarkType
-	cursor  []byte // the last item's cursor
+	// head is what comes before live items: a mark, the backlog.
+	head   eventstream.Head
+	cursor []byte // the last item's cursor
 }
 
 // maxFeedBatch is how many ring items a Feed takes at once.
 const maxFeedBatch = 256
 
-// Feed opens a multiplexed stream.
+// Feed opens a multiplexed stream. From the start, the sessions' logs come
+// least recently updated first.
 func (m *Manager) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 	f := &Feed{m: m, batch: make([]busItem, 0, maxFeedBatch)}
 	if len(opts.Sessions) > 0 {
@@ -132,41 +76,39 @@ func (m *Manager) Feed(ctx context.Context, opts FeedOptions) (*Feed, error) {
 		if ok && n < f.pos {
 			f.pos = n + 1 // read: the ring may no longer hold it
 		} else {
-			f.setMark(api.MarkReset, "the cursor "+opts.Cursor+" is not from this run of the supervisor")
+			f.head.SetMark(api.MarkReset, "the cursor "+opts.Cursor+" is not from this run of the supervisor")
 		}
 	case opts.FromStart:
 		ids, err := m.sessionsByAge()
 		if err != nil {
 			return nil, err
 		}
+		var backlog []string
 		for _, id := range ids {
 			if f.sessions == nil || f.sessions[id] {
-				f.backlog = append(f.backlog, id)
+				backlog = append(backlog, id)
 			}
 		}
-		f.last = map[string]int64{}
-		f.from = max(opts.FromSeq, 1)
+		f.head.SetBacklog(eventstream.NewBacklog(backlog, opts.FromSeq, f.types, m.openLog))
 	}
 	return f, nil
 }
 
-func (f *Feed) setMark(typ api.StreamMarkType, reason string) {
-	f.mark, _ = json.Marshal(api.StreamMark{Type: typ, Reason: reason})
-	f.markTyp = typ
+// openLog reads session id's log from seq from to its end.
+func (m *Manager) openLog(_ context.Context, id string, from int64) (eventstream.Stream, error) {
+	return newStream(filepath.Join(m.dir(id), eventsFile), nil, from, 0, m.cfg.MaxLine, m.log.With(zap.String("session", id))), nil
 }
 
 // Next returns the next item: the backlog's events, then the ring's. It
 // returns the supervisor's end (unavailable at shutdown) when it stops.
 func (f *Feed) Next(ctx context.Context) (FeedEvent, error) {
 	for {
-		if f.mark != nil {
-			ev := FeedEvent{Kind: FeedMark, Cursor: f.cursorOf(f.pos - 1), Type: []byte(f.markTyp), Line: f.mark}
-			f.mark = nil
-			return ev, nil
-		}
-		if f.backlog != nil {
-			ev, ok, err := f.nextBacklog(ctx)
-			if err != nil || ok {
+		if f.head.Pending() {
+			ev, ok, err := f.head.Next(ctx)
+			if ok && ev.Kind == FeedMark {
+				ev.Cursor = f.cursorOf(f.pos - 1)
+			}
+			if ok || err != nil {
 				return ev, err
 			}
 			continue
@@ -189,7 +131,7 @@ func (f *Feed) Next(ctx context.Context) (FeedEvent, error) {
 			return FeedEvent{}, err
 		case lapped:
 			f.pos = f.m.bus.position()
-			f.setMark(api.MarkReset, "the supervisor no longer holds the items after this stream's position: it resumed from an old cursor or fell too far behind")
+			f.head.SetMark(api.MarkReset, "the supervisor no longer holds the items after this stream's position: it resumed from an old cursor or fell too far behind")
 			continue
 		case len(items) > 0:
 			f.batch, f.at = items, 0
@@ -218,41 +160,10 @@ func (f *Feed) wanted(it *busItem) bool {
 	if f.types != nil && !f.types[string(it.typ)] {
 		return false
 	}
-	if !it.life && f.last != nil && (it.seq <= f.last[it.session] || it.seq < f.from) {
+	if !it.life && f.head.Sent(it.session, it.seq) {
 		return false
 	}
 	return true
-}
-
-// nextBacklog returns the next event of the backlog, or ok false once a
-// log has ended (or the backlog, with its streamLive mark queued).
-func (f *Feed) nextBacklog(ctx context.Context) (FeedEvent, bool, error) {
-	if f.stream == nil {
-		if len(f.backlog) == 0 {
-			f.backlog = nil
-			f.setMark(api.MarkLive, "")
-			return FeedEvent{}, false, nil
-		}
-		f.current = f.backlog[0]
-		f.backlog = f.backlog[1:]
-		f.stream = newStream(filepath.Join(f.m.dir(f.current), eventsFile), nil, f.from, 0, f.m.cfg.MaxLine, f.m.log.With(zap.String("session", f.current)))
-	}
-	for {
-		ev, err := f.stream.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			f.stream.Close()
-			f.stream = nil
-			return FeedEvent{}, false, nil
-		}
-		if err != nil {
-			return FeedEvent{}, false, err
-		}
-		f.last[f.current] = ev.Seq
-		if f.types != nil && !f.types[string(ev.Type)] {
-			continue
-		}
-		return FeedEvent{Kind: FeedSessionEvent, Session: f.current, Type: ev.Type, Line: ev.Line}, true, nil
-	}
 }
 
 // Buffered reports whether Next has an item at hand without waiting, so a
@@ -263,19 +174,11 @@ func (f *Feed) Buffered() bool {
 	for f.at < len(f.batch) && !f.wanted(&f.batch[f.at]) {
 		f.at++
 	}
-	if f.mark != nil || f.at < len(f.batch) {
-		return true
-	}
-	return f.backlog != nil && (f.stream == nil || f.stream.Buffered())
+	return f.at < len(f.batch) || f.head.Buffered()
 }
 
 // Close releases the log being read.
-func (f *Feed) Close() error {
-	if f.stream != nil {
-		return f.stream.Close()
-	}
-	return nil
-}
+func (f *Feed) Close() error { return f.head.Close() }
 
 // sessionsByAge lists the session ids, least recently updated first.
 func (m *Manager) sessionsByAge() ([]string, error) {

@@ -1,16 +1,14 @@
 package supervisor
 
-import "sync"
+import (
+	"sync"
 
-// Event is one session event on its way to a shell.
-type Event struct {
-	Seq int64
-	// Type is the event's type, a sub-slice of Line.
-	Type []byte
-	// Line is the event exactly as events.jsonl holds it, without the
-	// newline.
-	Line []byte
-}
+	"github.com/corral-dev/corral/internal/eventstream"
+)
+
+// Event is one session event on its way to a shell (the shape every
+// reader of session events shares, the fleet's too).
+type Event = eventstream.Event
 
 // hub fans one session's mirrored events out to its subscribers. Publishing
 // never blocks: a subscriber whose buffer is full is cut off the live feed,

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/sessiondir"
 	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testproc"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/command"
@@ -65,8 +65,8 @@ type daemonProc struct {
 	cwd    string
 	c      *client.Client
 	stderr *testio.Buffer
-	exited chan struct{}
-	err    error
+	p      *testproc.Process
+	exited <-chan struct{}
 }
 
 // startDaemon starts `supervisor serve` on a fresh state folder. Its runner
@@ -83,7 +83,7 @@ func startDaemon(t *testing.T, extra ...string) *daemonProc {
 	if err := os.WriteFile(wrapper, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProc{t: t, state: filepath.Join(base, "state"), cwd: filepath.Join(base, "work"), stderr: &testio.Buffer{}, exited: make(chan struct{})}
+	d := &daemonProc{t: t, state: filepath.Join(base, "state"), cwd: filepath.Join(base, "work"), stderr: &testio.Buffer{}}
 	os.Mkdir(d.cwd, 0o700)
 	os.WriteFile(filepath.Join(d.cwd, "notes.txt"), []byte("some notes\n"), 0o600)
 	os.WriteFile(filepath.Join(d.cwd, "scenario.json"), []byte(scenario), 0o600)
@@ -92,22 +92,10 @@ func startDaemon(t *testing.T, extra ...string) *daemonProc {
 	args := append([]string{"serve", "--state", d.state, "--runner", wrapper, "--log-level", "debug", "--stop-runners-on-exit"}, extra...)
 	d.cmd = exec.Command(sup, args...)
 	d.cmd.Stderr = d.stderr
-	proc.Configure(d.cmd)
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		d.err = d.cmd.Wait()
-		close(d.exited)
-	}()
+	d.p = testproc.Start(t, d.cmd)
+	d.exited = d.p.Exited()
 	t.Cleanup(func() {
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.exited:
-		case <-time.After(20 * time.Second):
-			proc.KillGroup(d.cmd.Process.Pid)
-			<-d.exited
-		}
+		d.p.Stop(20 * time.Second)
 		if t.Failed() {
 			t.Logf("supervisor log:\n%s", d.log())
 		}
@@ -502,8 +490,8 @@ func TestRealSupervisorSIGTERMStopsEveryRunner(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("supervisor did not exit on SIGTERM")
 	}
-	if d.err != nil {
-		t.Fatalf("supervisor exit: %v\n%s", d.err, d.log())
+	if err := d.p.Err(); err != nil {
+		t.Fatalf("supervisor exit: %v\n%s", err, d.log())
 	}
 	for _, pid := range pids {
 		gone(t, pid)

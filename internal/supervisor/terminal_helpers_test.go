@@ -16,12 +16,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testproc"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -35,7 +34,8 @@ type termDaemon struct {
 	cwd    string
 	c      *client.Client
 	log    *testio.Buffer
-	exited chan struct{}
+	p      *testproc.Process
+	exited <-chan struct{}
 }
 
 // startTermDaemon starts the supervisor binary on a fresh state folder with
@@ -45,7 +45,7 @@ func startTermDaemon(tb testing.TB, extra ...string) *termDaemon {
 	sup, runner := realBinaries(tb)
 	base := tb.TempDir()
 	d := &termDaemon{tb: tb, bin: sup, state: filepath.Join(base, "state"), cwd: filepath.Join(base, "work"),
-		log: &testio.Buffer{}, exited: make(chan struct{})}
+		log: &testio.Buffer{}}
 	if err := os.Mkdir(d.cwd, 0o700); err != nil {
 		tb.Fatal(err)
 	}
@@ -55,14 +55,8 @@ func startTermDaemon(tb testing.TB, extra ...string) *termDaemon {
 	// same everywhere, whatever rc files this machine's shell reads.
 	d.cmd.Env = append(os.Environ(), "SHELL=/bin/sh")
 	d.cmd.Stderr = d.log
-	proc.Configure(d.cmd)
-	if err := d.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	go func() {
-		d.cmd.Wait()
-		close(d.exited)
-	}()
+	d.p = testproc.Start(tb, d.cmd)
+	d.exited = d.p.Exited()
 	tb.Cleanup(func() {
 		d.stop()
 		if tb.Failed() {
@@ -79,15 +73,7 @@ func startTermDaemon(tb testing.TB, extra ...string) *termDaemon {
 
 // stop ends the supervisor with SIGTERM (SIGKILL to its group if it hangs)
 // and waits for it.
-func (d *termDaemon) stop() {
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		proc.KillGroup(d.cmd.Process.Pid)
-		<-d.exited
-	}
-}
+func (d *termDaemon) stop() { d.p.Stop(30 * time.Second) }
 
 func (d *termDaemon) logText() string {
 	return d.log.String()

@@ -12,13 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testproc"
 	"github.com/corral-dev/corral/pkg/client"
 )
 
@@ -64,9 +63,8 @@ type Supervisor struct {
 	// Client talks to it over its socket.
 	Client *client.Client
 
-	addr   string // the TCP address, kept across restarts
-	cmd    *exec.Cmd
-	exited chan struct{}
+	addr   string            // the TCP address, kept across restarts
+	p      *testproc.Process // nil when stopped
 	stderr *testio.Buffer
 }
 
@@ -139,26 +137,16 @@ func (s *Supervisor) launch() {
 		args = append(args, "--stop-runners-on-exit")
 	}
 	args = append(args, s.opts.Args...)
-	s.cmd = exec.Command(s.bin, args...)
-	s.cmd.Stderr = s.stderr
-	proc.Configure(s.cmd)
-	if err := s.cmd.Start(); err != nil {
-		s.tb.Fatal(err)
-	}
-	exited := make(chan struct{})
-	s.exited = exited
-	cmd := s.cmd
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
+	cmd := exec.Command(s.bin, args...)
+	cmd.Stderr = s.stderr
+	s.p = testproc.Start(s.tb, cmd)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := s.Client.Health(context.Background()); err == nil {
 			return
 		}
 		select {
-		case <-exited:
+		case <-s.p.Exited():
 			s.tb.Fatalf("supervisor exited:\n%s", s.Log())
 		default:
 		}
@@ -173,37 +161,30 @@ func (s *Supervisor) launch() {
 // a RunnerGrace leaves those with work under way for the next one) and
 // waits for it, killing its process group if it takes longer than 20 s.
 func (s *Supervisor) Stop() {
-	if s.cmd == nil {
+	if s.p == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		proc.KillGroup(s.cmd.Process.Pid)
-		<-s.exited
-	}
-	s.cmd = nil
+	s.p.Stop(20 * time.Second)
+	s.p = nil
 }
 
 // Kill kills the supervisor with SIGKILL, as a crash would, and waits for
 // it to be gone; its runners die with it (their parent-death signal), or
 // with a RunnerGrace wait for the next one. Restart starts it again.
 func (s *Supervisor) Kill() {
-	if s.cmd == nil {
+	if s.p == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-	s.cmd = nil
+	s.p.Kill()
+	s.p = nil
 }
 
 // PID is the running supervisor's process id.
 func (s *Supervisor) PID() int {
-	if s.cmd == nil {
+	if s.p == nil {
 		return 0
 	}
-	return s.cmd.Process.Pid
+	return s.p.Pid()
 }
 
 // Restart stops the supervisor and starts it again on the same state folder

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testproc"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -225,17 +225,9 @@ func startSupervisor(t *testing.T, bins binaries, state string) *client.Client {
 	cmd := exec.Command(bins.supervisor, "serve", "--state", state, "--runner", bins.runner, "--stop-runners-on-exit")
 	var stderr testio.Buffer
 	cmd.Stderr = &stderr
-	proc.Configure(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
+	p := testproc.Start(t, cmd)
 	t.Cleanup(func() {
-		if proc.StopGroup(cmd, exited, 15*time.Second) {
+		if p.Stop(15 * time.Second) {
 			t.Errorf("the supervisor had to be killed:\n%s", stderr.String())
 		}
 	})

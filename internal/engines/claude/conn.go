@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/pkg/wire"
 )
@@ -24,12 +25,6 @@ const maxFrameBytes = 64 << 20
 
 // stderrLines is how much of the CLI's stderr a failure carries.
 const stderrLines = 40
-
-// Frame directions, for the tap.
-const (
-	dirOut = '>'
-	dirIn  = '<'
-)
 
 // errConnGone reports a request to a CLI process that has exited.
 var errConnGone = errors.New("the claude CLI process has exited")
@@ -51,7 +46,7 @@ type conn struct {
 	stderr *proc.Tail
 	logger *zap.Logger
 	handle func(*conn, *frame)
-	tap    func(dir byte, line []byte)
+	tap    func(dir jsonrpc.Direction, line []byte)
 
 	// ctx ends when the process is gone or being closed; request handlers
 	// run under it.
@@ -81,7 +76,7 @@ type conn struct {
 
 // startConn starts the CLI. The caller owns the returned conn and must close
 // it.
-func startConn(spec launchSpec, logger *zap.Logger, handle func(*conn, *frame), tap func(byte, []byte)) (*conn, error) {
+func startConn(spec launchSpec, logger *zap.Logger, handle func(*conn, *frame), tap func(jsonrpc.Direction, []byte)) (*conn, error) {
 	cmd := exec.Command(spec.bin, spec.args...)
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
@@ -180,7 +175,7 @@ func (c *conn) writeLoop(stdin io.WriteCloser) {
 			continue
 		}
 		if c.tap != nil {
-			c.tap(dirOut, line)
+			c.tap(jsonrpc.Sent, line)
 		}
 		if _, err := stdin.Write(line); err != nil {
 			c.wmu.Lock()
@@ -219,7 +214,7 @@ func (c *conn) readLoop(stdout io.Reader) {
 			continue
 		}
 		if c.tap != nil {
-			c.tap(dirIn, line)
+			c.tap(jsonrpc.Received, line)
 		}
 		f, err := parseFrame(line)
 		if err != nil {

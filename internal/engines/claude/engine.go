@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -31,9 +32,10 @@ const (
 // Engine drives one Claude Code conversation through the CLI's stream-json
 // control protocol. Build it with New.
 type Engine struct {
-	// tap, when set before Start, sees every frame written ('>') and read
-	// ('<'); the golden transcript tests record through it.
-	tap func(dir byte, line []byte)
+	// tap, when set before Start, sees every frame written (jsonrpc.Sent)
+	// and read (jsonrpc.Received): a golden transcript is recorded
+	// through it (jsonrpc.Traffic).
+	tap func(dir jsonrpc.Direction, line []byte)
 	// stopTimeout is how long a turn may take to end after an interrupt.
 	stopTimeout time.Duration
 

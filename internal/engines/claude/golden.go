@@ -10,9 +10,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/corral-dev/corral/internal/engineprobe"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/transcript"
 	"github.com/corral-dev/corral/pkg/engine"
 )
@@ -34,30 +34,6 @@ var (
 	embeddedGolden = transcript.Golden{Dir: "testdata/golden", FS: goldenFS}
 )
 
-// tappedFrame is one protocol frame the engine's tap saw.
-type tappedFrame struct {
-	dir  byte
-	line []byte
-}
-
-// frameTap records the frames of one engine.
-type frameTap struct {
-	mu     sync.Mutex
-	frames []tappedFrame
-}
-
-func (f *frameTap) tap(dir byte, line []byte) {
-	f.mu.Lock()
-	f.frames = append(f.frames, tappedFrame{dir, append([]byte(nil), line...)})
-	f.mu.Unlock()
-}
-
-func (f *frameTap) all() []tappedFrame {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]tappedFrame(nil), f.frames...)
-}
-
 // goldenLines renders a golden turn's frames as its transcript: every
 // frame the adapter wrote, normalised, the kind of every frame the CLI
 // wrote, with the fields of the frames the adapter answers or reads results
@@ -65,12 +41,12 @@ func (f *frameTap) all() []tappedFrame {
 // tool's PreToolUse hook while the rest of the stream is still arriving, so
 // how the two interleave varies from run to run). repl maps what changes
 // from run to run (paths, the conversation id) to placeholders.
-func goldenLines(frames []tappedFrame, repl map[string]string) ([]string, error) {
+func goldenLines(frames []jsonrpc.Traced, repl map[string]string) ([]string, error) {
 	n := newNormaliser(repl)
 	var got, streams, stream []string
 	for _, f := range frames {
-		if f.dir == dirIn {
-			if fr, err := parseFrame(f.line); err == nil && fr.Type == typeStreamEvent {
+		if f.Dir == jsonrpc.Received {
+			if fr, err := parseFrame(f.Body); err == nil && fr.Type == typeStreamEvent {
 				kind := strings.TrimPrefix(fr.kind(), typeStreamEvent+"/")
 				stream = append(stream, kind)
 				if kind == "message_stop" {
@@ -83,7 +59,7 @@ func goldenLines(frames []tappedFrame, repl map[string]string) ([]string, error)
 		}
 		line, err := n.record(f)
 		if err != nil {
-			return nil, fmt.Errorf("record %c %s: %w", f.dir, fragment(f.line), err)
+			return nil, fmt.Errorf("record %s %s: %w", f.Dir, fragment(f.Body), err)
 		}
 		got = append(got, line)
 	}
@@ -109,9 +85,9 @@ func goldenReplacements(cwd, dir, convID string) map[string]string {
 // (transcript.ErrNoGolden wrapped when no transcript is recorded for that
 // version), or when the turn could not be played.
 func ReplayGolden(ctx context.Context, o engineprobe.ReplayRequest, env []string) (version string, err error) {
-	var frames frameTap
+	var frames jsonrpc.Traffic
 	e := New().(*Engine)
-	e.tap = frames.tap
+	e.tap = frames.Record
 	convID, err := e.Start(ctx, o.StartOptions(env, CredentialItem, nil))
 	if err != nil {
 		e.Close()
@@ -121,7 +97,7 @@ func ReplayGolden(ctx context.Context, o engineprobe.ReplayRequest, env []string
 	if err := e.Close(); err != nil && turnErr == nil {
 		turnErr = err
 	}
-	lines, err := goldenLines(frames.all(), goldenReplacements(o.Cwd, o.Dir, convID))
+	lines, err := goldenLines(frames.Messages(), goldenReplacements(o.Cwd, o.Dir, convID))
 	if err != nil {
 		return e.version, err
 	}
@@ -175,16 +151,16 @@ func (n *normaliser) text(s string) string {
 }
 
 // record renders one frame for the golden transcript.
-func (n *normaliser) record(f tappedFrame) (string, error) {
-	if f.dir == dirOut {
+func (n *normaliser) record(f jsonrpc.Traced) (string, error) {
+	if f.Dir == jsonrpc.Sent {
 		var v any
-		if err := json.Unmarshal(f.line, &v); err != nil {
+		if err := json.Unmarshal(f.Body, &v); err != nil {
 			return "", err
 		}
 		norm, err := json.Marshal(map[string]any{"out": n.walk(v)})
 		return string(norm), err
 	}
-	fr, err := parseFrame(f.line)
+	fr, err := parseFrame(f.Body)
 	if err != nil {
 		return "", err
 	}

@@ -29,10 +29,7 @@ func goldenAllowTurn(t *testing.T, oldest bool) {
 	if err := s.eng.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
-	frames := append([]tappedFrame(nil), s.frames...)
-	s.mu.Unlock()
-	got, err := goldenLines(frames, goldenReplacements(s.Cwd, s.Dir, s.ConvID))
+	got, err := goldenLines(s.traffic.Messages(), goldenReplacements(s.Cwd, s.Dir, s.ConvID))
 	if err != nil {
 		t.Fatal(err)
 	}

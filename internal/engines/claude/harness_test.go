@@ -6,12 +6,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/enginetest"
 	"github.com/corral-dev/corral/internal/fakemodel"
+	"github.com/corral-dev/corral/internal/jsonrpc"
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
@@ -33,10 +33,8 @@ func enginesDir(t testing.TB) string { return testenv.NeedEngineCLI(t, "claude")
 // engine rig, and the protocol frames the engine's tap saw.
 type session struct {
 	*enginetest.Rig
-	eng *Engine
-
-	mu     sync.Mutex
-	frames []tappedFrame
+	eng     *Engine
+	traffic jsonrpc.Traffic
 }
 
 // sessionOpts adjust a session before it starts.
@@ -101,12 +99,10 @@ func newSession(t testing.TB, sc fakemodel.Scenario, o sessionOpts) *session {
 
 // tap records every protocol frame. CORRAL_TEST_TRACE=1 logs each with its
 // time, to see where a slow or stuck test waits.
-func (s *session) tap(dir byte, line []byte) {
-	s.mu.Lock()
-	s.frames = append(s.frames, tappedFrame{dir, append([]byte(nil), line...)})
-	s.mu.Unlock()
+func (s *session) tap(dir jsonrpc.Direction, line []byte) {
+	s.traffic.Record(dir, line)
 	if os.Getenv("CORRAL_TEST_TRACE") != "" {
-		s.T.Logf("%s %c %s", time.Now().Format("15:04:05.000"), dir, fragment(line))
+		s.T.Logf("%s %s %s", time.Now().Format("15:04:05.000"), dir, fragment(line))
 	}
 }
 

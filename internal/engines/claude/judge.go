@@ -69,9 +69,7 @@ func (e *Engine) Judge(ctx context.Context, prompt string) (string, event.UsageD
 func runPrint(ctx context.Context, spec launchSpec, prompt string) (*resultFrame, []string, error) {
 	cmd := exec.CommandContext(ctx, spec.bin, spec.args...)
 	cmd.Dir, cmd.Env = spec.dir, spec.env
-	proc.Configure(cmd)
-	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
-	cmd.WaitDelay = 2 * time.Second
+	proc.ConfigureContext(cmd, 2*time.Second)
 	cmd.Stdin = strings.NewReader(prompt)
 	started, err := keyPipe(cmd, spec.key)
 	if err != nil {

@@ -109,9 +109,7 @@ func probeLogin(ctx context.Context, opts engine.ProbeOptions, bin, home string,
 	cmd := exec.CommandContext(ctx, bin, "login", "status")
 	cmd.Env = env
 	cmd.Dir = home
-	proc.Configure(cmd)
-	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
-	cmd.WaitDelay = time.Second
+	proc.ConfigureContext(cmd, time.Second)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -34,9 +34,7 @@ func checkVersion(ctx context.Context, bin string, env []string) (string, error)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
 	cmd.Env = env
-	proc.Configure(cmd)
-	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
-	cmd.WaitDelay = time.Second
+	proc.ConfigureContext(cmd, time.Second)
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("run %s --version: %w", bin, err)

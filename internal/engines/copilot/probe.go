@@ -91,9 +91,7 @@ func probeCLI(ctx context.Context, s settings, cli *api.EngineCLI) api.EngineChe
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.bin, "--version")
 	cmd.Env = s.env
-	proc.Configure(cmd)
-	cmd.Cancel = func() error { proc.KillGroup(cmd.Process.Pid); return nil }
-	cmd.WaitDelay = time.Second
+	proc.ConfigureContext(cmd, time.Second)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -199,8 +199,9 @@ func TestReplayStopWhileShellRuns(t *testing.T) {
 	}
 }
 
-func TestReplaySteerWithinTheTurn(t *testing.T) {
-	r := newReplay(t, "steer-within-turn", allow)
+// steerOnImmediateSends has the engine steered, with the prompt, at each
+// immediate session.send it makes: the two steer replays' trigger.
+func (r *replay) steerOnImmediateSends(t *testing.T) {
 	r.p.before = func(method string, params json.RawMessage) {
 		var p sendParams
 		json.Unmarshal(params, &p)
@@ -212,6 +213,11 @@ func TestReplaySteerWithinTheTurn(t *testing.T) {
 			}()
 		}
 	}
+}
+
+func TestReplaySteerWithinTheTurn(t *testing.T) {
+	r := newReplay(t, "steer-within-turn", allow)
+	r.steerOnImmediateSends(t)
 	r.start()
 	res, err := r.turn(t, "tell me something")
 	if err != nil || res.Text != "after steer" {
@@ -230,17 +236,7 @@ func TestReplaySteerWithinTheTurn(t *testing.T) {
 
 func TestReplaySteerTakenAfterTheIdleStaysInTheTurn(t *testing.T) {
 	r := newReplay(t, "steer-after-idle", allow)
-	r.p.before = func(method string, params json.RawMessage) {
-		var p sendParams
-		json.Unmarshal(params, &p)
-		if method == methodSessionSend && p.Mode == "immediate" {
-			go func() {
-				if err := r.eng.Steer(context.Background(), p.Prompt); err != nil {
-					t.Errorf("Steer: %v", err)
-				}
-			}()
-		}
-	}
+	r.steerOnImmediateSends(t)
 	r.start()
 	res, err := r.turn(t, "Write a haiku.")
 	if err != nil || res.Text != "Autumn leaves drift down." {

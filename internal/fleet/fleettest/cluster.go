@@ -16,13 +16,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testproc"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -52,8 +51,8 @@ type Server struct {
 	log         *testio.Buffer
 
 	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	p      *testproc.Process // nil when killed
+	exited <-chan struct{}   // the last start's end
 }
 
 // URL is the server's client URL.
@@ -225,33 +224,24 @@ func (s *Server) Start(tb testing.TB) {
 	tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.p != nil {
 		return
 	}
 	cmd := exec.Command(s.bin, "-c", s.conf)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
-	proc.Configure(cmd)
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	s.cmd, s.exited = cmd, exited
+	s.p = testproc.Start(tb, cmd)
+	s.exited = s.p.Exited()
 }
 
 // Kill ends the server with SIGKILL and waits for it.
 func (s *Server) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if s.p == nil {
 		return
 	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-	s.cmd = nil
+	s.p.Kill()
+	s.p = nil
 }
 
 // WaitJetStream waits until the server answers JetStream requests as part

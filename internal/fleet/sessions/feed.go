@@ -2,10 +2,8 @@ package sessions
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 
-	"github.com/corral-dev/corral/internal/fleet"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/httpapi"
 	"github.com/corral-dev/corral/pkg/api"
@@ -17,39 +15,12 @@ import (
 // events and lifecycle changes.
 
 func (f *Fleet) feed(ctx context.Context, opts supervisor.FeedOptions) (httpapi.FeedStream, error) {
-	s, err := f.node.Feed(ctx, fleet.FeedOptions{
-		Sessions: opts.Sessions, Types: opts.Types, FromStart: opts.FromStart, FromSeq: opts.FromSeq, Cursor: opts.Cursor,
-	})
+	s, err := f.node.Feed(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *fleet.Feed in an interface
 	}
-	return &fleetFeed{s: s}, nil
+	return s, nil
 }
-
-// fleetFeed reads the fleet's stream as the HTTP layer reads a feed.
-type fleetFeed struct {
-	s    *fleet.Feed
-	mark []byte
-}
-
-func (ff *fleetFeed) Next(ctx context.Context) (supervisor.FeedEvent, error) {
-	it, err := ff.s.Next(ctx)
-	if err != nil {
-		return supervisor.FeedEvent{}, err
-	}
-	ev := supervisor.FeedEvent{Kind: supervisor.FeedSessionEvent, Cursor: []byte(it.Cursor), Session: it.Session, Type: it.Type, Line: it.Line}
-	switch {
-	case it.Mark != "":
-		ff.mark, _ = json.Marshal(api.StreamMark{Type: api.StreamMarkType(it.Mark), Reason: it.Reason})
-		ev.Kind, ev.Type, ev.Line = supervisor.FeedMark, []byte(it.Mark), ff.mark
-	case it.Lifecycle:
-		ev.Kind = supervisor.FeedLifecycle
-	}
-	return ev, nil
-}
-
-func (ff *fleetFeed) Buffered() bool { return ff.s.Buffered() }
-func (ff *fleetFeed) Close() error   { return ff.s.Close() }
 
 // lifecycles is every kind of lifecycle change a node publishes.
 var lifecycles = lifecycleTypes()

@@ -293,7 +293,7 @@ func (l *local) Events(ctx context.Context, id string, from int64, follow bool) 
 	if err != nil {
 		return nil, err
 	}
-	return toFleetStream{s}, nil
+	return s, nil
 }
 
 func (l *local) Capacity() fleet.Capacity {
@@ -327,16 +327,6 @@ func (l *local) Reachable(id string) bool {
 	_, err := os.Stat(filepath.Join(l.dir(id), sessiondir.MetaFile))
 	return err == nil
 }
-
-// toFleetStream reads a manager's stream as the fleet's publisher does.
-type toFleetStream struct{ s *supervisor.Stream }
-
-func (t toFleetStream) Next(ctx context.Context) (fleet.Event, error) {
-	ev, err := t.s.Next(ctx)
-	return fleet.Event{Seq: ev.Seq, Type: ev.Type, Line: ev.Line}, err
-}
-func (t toFleetStream) Buffered() bool { return t.s.Buffered() }
-func (t toFleetStream) Close() error   { return t.s.Close() }
 
 // storageID names the storage of dir: nodes whose storage folders hold the
 // same storage-id file share it. The first node to use a folder writes it.

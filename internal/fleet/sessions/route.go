@@ -312,22 +312,8 @@ func (r *routed) Events(ctx context.Context, id string, from int64, follow bool)
 		}
 		return s, nil
 	}
-	s, err := r.f.node.Replay(ctx, id, from, follow)
-	if err != nil {
-		return nil, err
-	}
-	return fromFleetStream{s}, nil
+	return r.f.node.Replay(ctx, id, from, follow)
 }
-
-// fromFleetStream reads the replica as the HTTP layer reads a stream.
-type fromFleetStream struct{ s fleet.EventStream }
-
-func (t fromFleetStream) Next(ctx context.Context) (supervisor.Event, error) {
-	ev, err := t.s.Next(ctx)
-	return supervisor.Event{Seq: ev.Seq, Type: ev.Type, Line: ev.Line}, err
-}
-func (t fromFleetStream) Buffered() bool { return t.s.Buffered() }
-func (t fromFleetStream) Close() error   { return t.s.Close() }
 
 func (r *routed) Feed(ctx context.Context, opts supervisor.FeedOptions) (httpapi.FeedStream, error) {
 	return r.f.feed(ctx, opts)

@@ -9,11 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/corral-dev/corral/internal/proc"
+	"github.com/corral-dev/corral/internal/testproc"
 	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/command"
@@ -67,21 +66,8 @@ func TestUnixSocketAnswersThroughATCPFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc.Configure(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			proc.KillGroup(cmd.Process.Pid)
-			<-exited
-		}
-	}()
+	p := testproc.Start(t, cmd)
+	defer p.Stop(30 * time.Second)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
 	if err != nil || !ok {

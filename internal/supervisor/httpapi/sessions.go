@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 
+	"github.com/corral-dev/corral/internal/eventstream"
 	"github.com/corral-dev/corral/internal/supervisor"
 	"github.com/corral-dev/corral/internal/supervisor/termhost"
 	"github.com/corral-dev/corral/pkg/api"
@@ -44,20 +45,13 @@ type Sessions interface {
 	termhost.Manager
 }
 
-// EventStream is one session's events in seq order. Next's slices are
-// valid until the next call; Buffered says whether Next has one at hand.
-type EventStream interface {
-	Next(ctx context.Context) (supervisor.Event, error)
-	Buffered() bool
-	Close() error
-}
-
-// FeedStream is the multiplexed stream, as EventStream is a session's.
-type FeedStream interface {
-	Next(ctx context.Context) (supervisor.FeedEvent, error)
-	Buffered() bool
-	Close() error
-}
+// EventStream is one session's events in seq order, and FeedStream the
+// multiplexed stream (internal/eventstream: a manager's and a fleet's
+// alike).
+type (
+	EventStream = eventstream.Stream
+	FeedStream  = eventstream.Feed
+)
 
 // FromManager serves the sessions of one supervisor's manager: the
 // Manager implements Sessions but for the stream types it returns.
