@@ -53,7 +53,7 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs.BoolVar(&o.stopRunners, "stop-runners-on-exit", false, "stop every runner when the supervisor exits, and have runners die with it (no re-attach)")
 	cfg.Cgroups = cgroup.Auto
 	fs.Var(&cfg.Cgroups, "cgroups", "put each runner, and all it starts, in a cgroup (v2) of its own, which is swept when the runner ends: auto (where the system allows it, else process groups), off, or required (refuse to start without)")
-	fs.Var((*byteSize)(&cfg.RunnerLimits.MemoryMax), "runner-memory-max", "memory.max of each runner's cgroup: bytes, or with K, M, G or T (0: no limit; needs the memory controller, docs/operations.md)")
+	fs.Var((*byteSize)(&cfg.RunnerLimits.MemoryMax), "runner-memory-max", "memory.max of each runner's cgroup: bytes, or with K, M, G or T (0: no limit; needs the memory controller, docs/deploy.md)")
 	fs.Int64Var(&cfg.RunnerLimits.PidsMax, "runner-pids-max", 0, "pids.max of each runner's cgroup: processes and threads at once (0: no limit; needs the pids controller)")
 	fs.Int64Var(&cfg.RunnerLimits.CPUWeight, "runner-cpu-weight", 0, "cpu.weight of each runner's cgroup, 1-10000 (100 is the default share; 0: not set; needs the cpu controller)")
 	fs.IntVar(&cfg.MaxLive, "max-live", 64, "most sessions live at once: past it the least recently used idle one is stopped, and with none idle a start fails with 503")

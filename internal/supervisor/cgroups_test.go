@@ -55,8 +55,7 @@ func liveChild(t *testing.T, m *Manager, id string) *child {
 func startEscapedJob(t *testing.T, m *Manager, id string) int {
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "job.pid")
-	script := `setsid sh -c 'trap "" HUP; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 300' "` + pidFile + `" </dev/null >/dev/null 2>&1 & exec sleep 300`
-	if _, err := m.OpenTerm(ctxT(t), id, wire.TermOpen{TermID: "t1", ClientID: "c1", Command: []string{"sh", "-c", script}}, func(wire.Message) {}); err != nil {
+	if _, err := m.OpenTerm(ctxT(t), id, wire.TermOpen{TermID: "t1", ClientID: "c1", Command: testenv.EscapingJob(pidFile)}, func(wire.Message) {}); err != nil {
 		t.Fatal(err)
 	}
 	var job int

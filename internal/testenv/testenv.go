@@ -186,3 +186,12 @@ func PlainShell() {
 	// A POSIX shell reads $ENV when interactive.
 	os.Unsetenv("ENV")
 }
+
+// EscapingJob is a command (for a terminal or a shell tool) that starts a
+// job in a session of its own (setsid), ignoring SIGHUP, writes the job's
+// pid to pidFile once it runs, and then sleeps: the job is in neither the
+// process group nor the session of whatever started the command, so only
+// a cgroup sweep reaches it.
+func EscapingJob(pidFile string) []string {
+	return []string{"sh", "-c", `setsid sh -c 'trap "" HUP; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 300' "$0" </dev/null >/dev/null 2>&1 & exec sleep 300`, pidFile}
+}

@@ -7,6 +7,7 @@ package testsupervisor
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
@@ -111,6 +113,13 @@ func Start(tb testing.TB, opts Options) *Supervisor {
 		StopRunners(s.run, s.State)
 		if tb.Failed() {
 			tb.Logf("supervisor log:\n%s", s.Log())
+		}
+		// Runners left for a next supervisor that will not come, and
+		// the empty leaves of runners that stopped on their own.
+		if state, err := filepath.Abs(s.State); err == nil {
+			if err := cgroup.Remove(cgroup.SubtreeName(state)); err != nil && !errors.Is(err, cgroup.ErrUnavailable) {
+				tb.Errorf("removing the supervisor's cgroups: %v", err)
+			}
 		}
 	})
 	s.launch()
