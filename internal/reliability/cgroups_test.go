@@ -19,24 +19,24 @@ import (
 
 // startEscapingJob opens a terminal in session id whose job leaves the
 // runner's process group and session and ignores SIGHUP
-// (testenv.EscapingJob), and returns the job's pid; the job is killed when
-// the test ends, should it survive.
-func startEscapingJob(t *testing.T, d *daemon, id string) int {
+// (testenv.EscapingJob), and returns the job's pid and the terminal; the
+// job is killed when the test ends, should it survive.
+func startEscapingJob(t *testing.T, d *daemon, id, termID string) (int, *client.Terminal) {
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "job.pid")
-	term, err := d.c.AttachTerminal(ctx(t), id, client.TermOptions{TermID: "job", Command: testenv.EscapingJob(pidFile)})
+	term, err := d.c.AttachTerminal(ctx(t), id, client.TermOptions{TermID: termID, Command: testenv.EscapingJob(pidFile)})
 	if err != nil {
 		t.Fatalf("terminal: %v\n%s", err, d.Log())
 	}
-	t.Cleanup(func() { term.Close() })
 	deadline := time.Now().Add(time.Minute)
 	for {
 		raw, err := os.ReadFile(pidFile)
 		if pid, perr := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil && perr == nil && pid > 1 {
 			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-			return pid
+			return pid, term
 		}
 		if time.Now().After(deadline) {
+			term.Close()
 			t.Fatalf("the terminal's job never started\n%s", d.Log())
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -75,12 +75,14 @@ func fileExists(path string) bool {
 // runner's leaf is gone, and leaves left.
 func TestRunnerKill9WithEscapedJobs(t *testing.T) {
 	testenv.NeedCgroup2(t, cgroup.Check())
-	rounds := size(3, 100)
+	rounds := size(10, 1000)
 	d := startDaemon(t, restartScenario)
 	id := d.create(t, "review")
 	survivors, leavesLeft := 0, 0
-	for range rounds {
-		job := startEscapingJob(t, d, id)
+	for round := range rounds {
+		// A terminal of its own each round, read to its end (the
+		// runner's death) and closed, as a client does.
+		job, term := startEscapingJob(t, d, id, fmt.Sprintf("job%d", round))
 		pid := d.runnerPID(id)
 		leaf := cgroupDir(pid)
 		if pid == 0 || leaf == "" || cgroupDir(job) != leaf {
@@ -89,6 +91,12 @@ func TestRunnerKill9WithEscapedJobs(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		for {
+			if _, err := term.Next(ctx(t)); err != nil {
+				break
+			}
+		}
+		term.Close()
 		// The leaf goes once the supervisor swept it; the job must be
 		// gone by then.
 		if !waitFor(time.Minute, func() bool { return !fileExists(leaf) }) {
@@ -125,7 +133,8 @@ func TestRunnerWithoutSupervisorLeavesNoEscapedJob(t *testing.T) {
 	if _, err := waitStaged(d, id, 1); err != nil {
 		t.Fatal(err)
 	}
-	job := startEscapingJob(t, d, id)
+	job, term := startEscapingJob(t, d, id, "job")
+	defer term.Close()
 	pid := d.runnerPID(id)
 	leaf := cgroupDir(pid)
 	if pid == 0 || leaf == "" || cgroupDir(job) != leaf {
