@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/testenv"
+	"github.com/corral-dev/corral/internal/testsupervisor"
 	"github.com/corral-dev/corral/pkg/client"
 )
 
@@ -102,7 +103,7 @@ func TestRunnerKill9WithEscapedJobs(t *testing.T) {
 		if !waitFor(time.Minute, func() bool { return !fileExists(leaf) }) {
 			leavesLeft++
 		}
-		if !gone(job) {
+		if !testsupervisor.Gone(job) {
 			survivors++
 		}
 	}
@@ -141,11 +142,11 @@ func TestRunnerWithoutSupervisorLeavesNoEscapedJob(t *testing.T) {
 		t.Fatalf("runner %d (cgroup %q) and its job %d (cgroup %q) do not share a leaf", pid, leaf, job, cgroupDir(job))
 	}
 	d.Kill()
-	if !waitGone(pid, time.Minute) {
+	if !testsupervisor.WaitGone(pid, time.Minute) {
 		t.Fatalf("runner %d still runs a minute after its supervisor died", pid)
 	}
 	// The runner waited for the rest of its leaf to die before it exited.
-	if !gone(job) {
+	if !testsupervisor.Gone(job) {
 		t.Fatalf("the job %d outlived its runner, which had no supervisor", job)
 	}
 	d.Restart()
@@ -153,9 +154,6 @@ func TestRunnerWithoutSupervisorLeavesNoEscapedJob(t *testing.T) {
 		t.Errorf("the stopped runner's empty leaf is still there after the next supervisor started: %v", err)
 	}
 }
-
-// gone reports whether process pid has ended.
-func gone(pid int) bool { return syscall.Kill(pid, 0) != nil || zombie(pid) }
 
 // waitFor waits up to limit for cond.
 func waitFor(limit time.Duration, cond func() bool) bool {
