@@ -114,8 +114,8 @@ func Start(tb testing.TB, opts Options) *Supervisor {
 		if tb.Failed() {
 			tb.Logf("supervisor log:\n%s", s.Log())
 		}
-		// Runners left for a next supervisor that will not come, and
-		// the empty leaves of runners that stopped on their own.
+		// The runners' cgroups: the empty leaves of runners that
+		// stopped with no supervisor to remove them, and the subtree.
 		if state, err := filepath.Abs(s.State); err == nil {
 			if err := cgroup.Remove(cgroup.SubtreeName(state)); err != nil && !errors.Is(err, cgroup.ErrUnavailable) {
 				tb.Errorf("removing the supervisor's cgroups: %v", err)
