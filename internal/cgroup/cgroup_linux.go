@@ -316,11 +316,13 @@ func (l *Leaf) Sweep(timeout time.Duration) (int, error) {
 		if err := os.WriteFile(filepath.Join(l.dir, "cgroup.kill"), []byte("1"), 0); err != nil {
 			killEach(pids, -1)
 		}
-		// Gone meanwhile: another sweep of the same leaf (two
-		// supervisors of one runner in one process, as in tests) won.
-		if err := waitEmpty(l.dir, timeout, -1); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return len(pids), err
-		}
+	}
+	// Even with none listed: a process that is exiting is no longer
+	// listed, yet keeps the leaf populated (and rmdir busy) until it is
+	// gone. A leaf gone meanwhile was swept by another (two supervisors
+	// of one runner in one process, as in tests).
+	if err := waitEmpty(l.dir, timeout, -1); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return len(pids), err
 	}
 	if err := os.Remove(l.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return len(pids), fmt.Errorf("remove runner cgroup: %w", err)
