@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/supervisor/daemon"
 	"github.com/corral-dev/corral/internal/supervisor/webauth"
 	"github.com/corral-dev/corral/pkg/client"
@@ -49,6 +51,11 @@ func serveFlags(e *env, o *serveOptions) *flag.FlagSet {
 	fs.DurationVar(&cfg.IdleTTL, "idle-ttl", 5*time.Minute, "stop a runner idle this long")
 	fs.DurationVar(&cfg.RunnerGrace, "runner-grace", 5*time.Minute, "sessions outlive the supervisor: when it exits or crashes, its runners go on and wait this long for the next supervisor on this state folder to re-attach, then stop")
 	fs.BoolVar(&o.stopRunners, "stop-runners-on-exit", false, "stop every runner when the supervisor exits, and have runners die with it (no re-attach)")
+	cfg.Cgroups = cgroup.Auto
+	fs.Var(&cfg.Cgroups, "cgroups", "put each runner, and all it starts, in a cgroup (v2) of its own, which is swept when the runner ends: auto (where the system allows it, else process groups), off, or required (refuse to start without)")
+	fs.Var((*byteSize)(&cfg.RunnerLimits.MemoryMax), "runner-memory-max", "memory.max of each runner's cgroup: bytes, or with K, M, G or T (0: no limit; needs the memory controller, docs/deploy.md)")
+	fs.Int64Var(&cfg.RunnerLimits.PidsMax, "runner-pids-max", 0, "pids.max of each runner's cgroup: processes and threads at once (0: no limit; needs the pids controller)")
+	fs.Int64Var(&cfg.RunnerLimits.CPUWeight, "runner-cpu-weight", 0, "cpu.weight of each runner's cgroup, 1-10000 (100 is the default share; 0: not set; needs the cpu controller)")
 	fs.IntVar(&cfg.MaxLive, "max-live", 64, "most sessions live at once: past it the least recently used idle one is stopped, and with none idle a start fails with 503")
 	fs.IntVar(&cfg.MaxWaiting, "max-waiting", 64, "most sessions waiting for a person (an ask, a review) kept live besides --max-live")
 	fs.StringVar(&cfg.CredentialsFile, "credentials", "", "credentials file (mode 0600) handed to runners instead of the keyring")
@@ -94,6 +101,12 @@ func parseServe(e *env, args []string) (*serveOptions, error) {
 	}
 	if o.stopRunners {
 		o.cfg.RunnerGrace = 0
+	}
+	if err := o.cfg.RunnerLimits.Check(); err != nil {
+		return nil, usagef("--runner-*: %v", err)
+	}
+	if o.cfg.Cgroups == cgroup.Off && len(o.cfg.RunnerLimits.Controllers()) > 0 {
+		return nil, usagef("--runner-memory-max, --runner-pids-max and --runner-cpu-weight need cgroups (not --cgroups=off)")
 	}
 	if o.cfg.MaxLive <= 0 {
 		return nil, usagef("--max-live must be positive")
@@ -217,4 +230,27 @@ func newLogger(level, format string) (*zap.Logger, zap.AtomicLevel, error) {
 		return nil, zap.AtomicLevel{}, fmt.Errorf("--log-format %q: want console or json", format)
 	}
 	return zap.New(zapcore.NewCore(enc, zapcore.Lock(os.Stderr), atomic)), atomic, nil
+}
+
+// byteSize is a flag of a size in bytes, with an optional K, M, G or T.
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if b == nil || *b == 0 {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	if strings.TrimSpace(s) == "0" {
+		*b = 0
+		return nil
+	}
+	v, err := cgroup.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(v)
+	return nil
 }

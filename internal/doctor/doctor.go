@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/engines/versions"
 )
@@ -92,6 +93,9 @@ type Config struct {
 	Keyring func() (map[string]string, error)
 	// FindRunner finds the runner (default: the supervisor's own rule).
 	FindRunner func(path string) (string, error)
+	// Cgroups says whether runners could get cgroups of their own here
+	// (default: cgroup.Check).
+	Cgroups func() error
 	// Timeout bounds each dial (default 10s).
 	Timeout time.Duration
 	// CLITimeout bounds each CLI's --version, and each golden replay
@@ -118,6 +122,9 @@ func (c *Config) setDefaults() {
 	if c.Keyring == nil {
 		c.Keyring = func() (map[string]string, error) { return (&creds.Store{}).All() }
 	}
+	if c.Cgroups == nil {
+		c.Cgroups = cgroup.Check
+	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Second
 	}
@@ -131,7 +138,7 @@ func (c *Config) setDefaults() {
 func Run(ctx context.Context, cfg Config) []Result {
 	cfg.setDefaults()
 	checks := []func(context.Context, Config) []Result{
-		checkState, checkDisk, checkRunner, checkEngines, checkCredentials, checkNATS,
+		checkState, checkDisk, checkRunner, checkCgroups, checkEngines, checkCredentials, checkNATS,
 	}
 	if cfg.Replay {
 		checks = []func(context.Context, Config) []Result{checkRunner, checkEngines, checkReplays}
@@ -189,4 +196,14 @@ func failed(check, fix, format string, args ...any) Result {
 
 func warned(check, fix, format string, args ...any) Result {
 	return Result{Check: check, Status: Warn, Detail: fmt.Sprintf(format, args...), Fix: fix}
+}
+
+// checkCgroups says whether serve --cgroups=auto will put each runner in a
+// cgroup of its own; without, it still runs (process groups), so a warning.
+func checkCgroups(_ context.Context, cfg Config) []Result {
+	if err := cfg.Cgroups(); err != nil {
+		return []Result{warned("cgroups", "run the supervisor as root, or as a systemd service with Delegate=yes (docs/deploy.md, Runners' cgroups)",
+			"runners will not get cgroups of their own, so a job that leaves a runner's process group can outlive it: %v", err)}
+	}
+	return []Result{ok("cgroups", "each runner will run in a cgroup (v2) of its own")}
 }

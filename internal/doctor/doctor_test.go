@@ -40,6 +40,7 @@ func healthy(t *testing.T) Config {
 		CredentialsFile: credsFile,
 		Statfs:          func(string) (uint64, uint64, error) { return 50 << 30, 100 << 30, nil },
 		Keyring:         func() (map[string]string, error) { return nil, errors.New("no keyring in tests") },
+		Cgroups:         func() error { return nil },
 		Timeout:         30 * time.Second,
 	}
 }
@@ -156,6 +157,9 @@ func TestEachBrokenSetupFailsItsCheckAndSaysWhatToDo(t *testing.T) {
 		{"engine unknown", func(t *testing.T, c *Config) {
 			c.Engines = []string{"gpt-cli"}
 		}, "engine gpt-cli", Fail, "no engine", "claude, codex, copilot"},
+		{"no cgroups", func(t *testing.T, c *Config) {
+			c.Cgroups = func() error { return errors.New("no writable cgroup2 mount") }
+		}, "cgroups", Warn, "no writable cgroup2 mount", "Delegate=yes"},
 		{"runner missing", func(t *testing.T, c *Config) {
 			c.FindRunner = func(string) (string, error) {
 				return "", errors.New("runner not found next to the supervisor nor on PATH")

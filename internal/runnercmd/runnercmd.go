@@ -47,6 +47,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	probe := fs.Bool("probe", false, "check whether sessions on the engines a JSON request on stdin names could start, and answer in JSON on stdout (how the supervisor answers GET /v1/engines)")
 	replay := fs.Bool("replay", false, "replay the golden turn of the engine a JSON request on stdin names, on its installed CLI against a fake model, and answer in JSON on stdout (how supervisor doctor engines checks a CLI)")
 	termFDs := fs.Int("term-fds", -1, "with --stdio: descriptor of a Unix socket on which to hand terminals over to the supervisor (term.open with export)")
+	ownCgroup := fs.Bool("own-cgroup", false, "with --stdio: the runner's cgroup (v2) is its own, a leaf the supervisor made for it: when it stops with no supervisor left, it kills every other process in it")
 	grace := fs.Duration("reattach-grace", 0, "with --stdio: when the supervisor goes away, keep a live session running and wait this long for one to re-attach on runner.sock before shutting down (0: shut down at once)")
 	spec := wire.Spec{}
 	fs.StringVar(&spec.Engine, "engine", "", "engine: "+engineNames(engines))
@@ -108,7 +109,7 @@ func Main(name string, args []string, engines map[string]engine.Factory) int {
 	}
 	opts := runner.Options{Spec: spec, Engines: engines, Env: proc.BaseEnv(), Logger: log}
 	if *stdio {
-		return serveStdio(log, opts, *dir, *termFDs, *grace)
+		return serveStdio(log, opts, *dir, *termFDs, *grace, *ownCgroup)
 	}
 	claim, err := claimDir(*dir)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/run"
 	"go.uber.org/zap"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/runner"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -34,7 +35,11 @@ import (
 // grace, when positive, lets a live session outlive its supervisor: the
 // runner then waits that long for another to re-attach on runner.sock
 // (attach.go).
-func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int, grace time.Duration) int {
+//
+// ownCgroup says the runner's cgroup is a leaf of its own: with no
+// supervisor left to sweep it, the runner kills the rest of it on its way
+// out.
+func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int, grace time.Duration, ownCgroup bool) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var sess stdioSession
@@ -141,6 +146,14 @@ func serveStdio(log *zap.Logger, opts runner.Options, dir string, termFDs int, g
 		// exits: what its programs left behind goes now.
 		if n := proc.KillOwnGroup(); n > 0 {
 			log.Warn("killed what was left in the runner's process group", zap.Int("processes", n))
+		}
+		if ownCgroup {
+			n, err := cgroup.KillOthers(10 * time.Second)
+			if err != nil {
+				log.Warn("the runner's cgroup was not swept", zap.Error(err))
+			} else if n > 0 {
+				log.Warn("killed what was left in the runner's cgroup", zap.Int("processes", n))
+			}
 		}
 	}
 	var sig run.SignalError

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/sessiondir"
 	"github.com/corral-dev/corral/internal/supervisor/termhost"
@@ -49,7 +50,7 @@ func (m *Manager) adopt(id string, pid int) error {
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
-	c, err := m.attachChild(ctx, id, pid)
+	c, err := m.attachChild(ctx, id, pid, m.leafOf(pid))
 	if err != nil {
 		if claim != nil {
 			claim.Release()
@@ -72,8 +73,9 @@ func (m *Manager) adopt(id string, pid int) error {
 }
 
 // attachChild connects to runner pid of session id and completes the
-// handshake; on failure nothing of it is left open.
-func (m *Manager) attachChild(ctx context.Context, id string, pid int) (*child, error) {
+// handshake; on failure nothing of it is left open. leaf is the runner's
+// cgroup, kept and swept at its end (nil: none).
+func (m *Manager) attachChild(ctx context.Context, id string, pid int, leaf *cgroup.Leaf) (*child, error) {
 	dir := m.dir(id)
 	conn, err := unixsock.Dial(ctx, filepath.Join(dir, sessiondir.RunnerSock))
 	if err != nil {
@@ -121,6 +123,7 @@ func (m *Manager) attachChild(ctx context.Context, id string, pid int) (*child, 
 	c := &child{
 		log:     log,
 		pid:     pid,
+		leaf:    leaf,
 		path:    filepath.Join(dir, sessiondir.RunnerSock),
 		stdin:   conn,
 		stdout:  conn,

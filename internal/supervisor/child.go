@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/proc"
 	"github.com/corral-dev/corral/internal/supervisor/termhost"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -29,6 +30,9 @@ type child struct {
 	cmd  *exec.Cmd
 	pid  int    // the runner, leader of its process group
 	path string // its program, for messages
+	// leaf is the runner's cgroup, swept when it ends (cgroups.go); nil
+	// without cgroups.
+	leaf *cgroup.Leaf
 	enc  *wire.Encoder
 	// stdin and stdout are the link: the runner's pipes, or for an
 	// adopted runner both the one connection on its runner.sock.
@@ -104,6 +108,8 @@ type spawnSpec struct {
 	// grace, when positive, lets the runner's session outlive this
 	// supervisor by that long (--reattach-grace): no parent-death signal.
 	grace time.Duration
+	// leaf, when set, is the cgroup the runner starts in (cgroups.go).
+	leaf  *cgroup.Leaf
 	now   func() time.Time
 	hooks childHooks
 }
@@ -140,6 +146,7 @@ func startChild(sp spawnSpec) (*child, error) {
 		pending: map[string]chan wire.Message{},
 		terms:   map[termKey]func(wire.Message){},
 		session: sp.session,
+		leaf:    sp.leaf,
 		now:     sp.now,
 	}
 	cmd := exec.Command(sp.runner, "--stdio", "--log-format", "json", "--log-level", runnerLevel(sp.runnerLog))
@@ -168,7 +175,21 @@ func startChild(sp spawnSpec) (*child, error) {
 	} else {
 		proc.Configure(cmd)
 	}
-	err = cmd.Start()
+	var leafFD io.Closer
+	if sp.leaf != nil {
+		// The runner kills the rest of its cgroup when it stops on its
+		// own, with no supervisor left to sweep it.
+		cmd.Args = append(cmd.Args, "--own-cgroup")
+		if leafFD, err = placeIn(cmd, sp.leaf); err != nil {
+			err = fmt.Errorf("runner cgroup: %w", err)
+		}
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
+	if leafFD != nil {
+		leafFD.Close()
+	}
 	// The child has its own copies now.
 	stdinR.Close()
 	stdoutW.Close()
@@ -181,6 +202,7 @@ func startChild(sp spawnSpec) (*child, error) {
 		if masters != nil {
 			masters.Close()
 		}
+		sweepLeaf(sp.log, sp.leaf)
 		return nil, fmt.Errorf("start runner %s: %w", sp.runner, err)
 	}
 	c.cmd, c.pid, c.path, c.stdout = cmd, cmd.Process.Pid, sp.runner, stdoutR
@@ -209,8 +231,10 @@ func (c *child) wait(readerDone <-chan struct{}) {
 // finish tears the link down once the runner's process is gone, and rejects
 // every pending call with how it ended.
 func (c *child) finish(readerDone <-chan struct{}, code int, sig string) {
-	// Nothing the runner left in its group may outlive it.
+	// Nothing the runner left in its group, or in its cgroup, may
+	// outlive it.
 	proc.KillGroup(c.pid)
+	sweepLeaf(c.log, c.leaf)
 	select {
 	case <-readerDone:
 	case <-time.After(time.Second):

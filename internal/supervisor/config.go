@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/engines/catalog"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
@@ -73,6 +74,15 @@ type Config struct {
 	// that are still waiting (adopt_linux.go). Zero: runners die with their
 	// supervisor (serve --stop-runners-on-exit).
 	RunnerGrace time.Duration
+	// Cgroups says whether each runner, and everything it starts, lives
+	// in a cgroup (v2) of its own, swept when the runner ends (cgroups.go):
+	// cgroup.Auto where the system allows it, cgroup.Required or else New
+	// fails, cgroup.Off (the zero value) never.
+	Cgroups cgroup.Mode
+	// RunnerLimits are written to each runner's cgroup (memory.max,
+	// pids.max, cpu.weight). They need Cgroups; a controller that is not
+	// available fails New with cgroup.Required, else is a warning.
+	RunnerLimits cgroup.Limits
 	// StartTimeout bounds a runner's start: handshake and live.ensure
 	// (default 30s).
 	StartTimeout time.Duration

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/engines/catalog"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -38,6 +39,9 @@ type Manager struct {
 	termBufs termBuffers // terminal output from every runner
 	bus      *bus        // every session's events and lifecycle, for Feed
 	checks   *engineChecks
+	// cgroups is the subtree of the runners' cgroups; nil without
+	// (cgroups.go).
+	cgroups *cgroup.Tree
 }
 
 // entry is one runner, from its spawn to its exit.
@@ -89,8 +93,12 @@ func New(cfg Config) (*Manager, error) {
 	if err := os.MkdirAll(m.sessions, 0o700); err != nil {
 		return nil, fmt.Errorf("sessions folder: %w", err)
 	}
+	if m.cgroups, err = openCgroups(cfg, m.log); err != nil {
+		return nil, err
+	}
 	m.stopping, m.stopStarts = context.WithCancel(context.Background())
 	m.sweepStaleRunners()
+	m.sweepStaleLeaves(m.adoptedLeaves())
 	m.removeReserved()
 	m.refillSpare()
 	return m, nil
@@ -302,7 +310,11 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 	if session != "" {
 		log = log.With(zap.String("session", session))
 	}
-	c, err := startChild(spawnSpec{
+	leaf, err := m.newLeaf(session)
+	if err != nil {
+		return nil, err
+	}
+	sp := spawnSpec{
 		runner:    runner,
 		dir:       dir,
 		workDir:   m.sessions,
@@ -313,9 +325,17 @@ func (m *Manager) startProcess(ctx context.Context, runner, dir, session string)
 		log:       log,
 		runnerLog: m.log.Named("runner"),
 		grace:     m.cfg.RunnerGrace,
+		leaf:      leaf,
 		now:       m.cfg.Now,
 		hooks:     m.childHooks(),
-	})
+	}
+	c, err := startChild(sp)
+	if err != nil && leaf != nil && m.cfg.Cgroups != cgroup.Required {
+		// A kernel without clone3's CLONE_INTO_CGROUP (before 5.7).
+		m.log.Warn("runner started without a cgroup of its own", zap.Error(err))
+		sp.leaf = nil
+		c, err = startChild(sp)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -525,6 +545,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 			c.detach()
 		}
 		m.log.Info("runners left running for the next supervisor", zap.Int("runners", len(children)), zap.Duration("grace", m.cfg.RunnerGrace))
+		m.closeCgroups()
 		return nil
 	}
 	var wg sync.WaitGroup
@@ -543,6 +564,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	select {
 	case <-stopped:
 		m.log.Info("every runner stopped", zap.Int("runners", len(children)))
+		m.closeCgroups()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("shutdown: stopping runners: %w", ctx.Err())

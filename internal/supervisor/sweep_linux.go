@@ -64,6 +64,8 @@ func (m *Manager) sweepStaleRunners() {
 				return
 			}
 			m.log.Warn("killing a runner left by a previous supervisor", zap.String("session", id), zap.Int("pid", pid), zap.NamedError("notReattached", err))
+			leaf := m.leafOf(pid)
+			defer sweepLeaf(m.log, leaf)
 			if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			} else {

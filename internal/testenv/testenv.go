@@ -60,6 +60,21 @@ func NeedRoot(t testing.TB, why string) {
 	t.Skip("skipped: " + why + ", which needs root")
 }
 
+// NeedCgroup2 ends the test unless this process may make cgroups (v2) in
+// its own: usable is what cgroup.Check returned (nil when it may). Outside
+// CI the test is skipped with the reason; CI runs as root on a host with
+// cgroup v2 mounted, so there it fails.
+func NeedCgroup2(t testing.TB, usable error) {
+	t.Helper()
+	if usable == nil {
+		return
+	}
+	if InCI() {
+		t.Fatalf("cgroup v2 is needed by this test and cannot be used: %v [CI=%s: CI runs as root with cgroup v2 mounted]", usable, os.Getenv(EnvCI))
+	}
+	t.Skip("skipped: cgroup v2 is needed by this test and cannot be used: " + usable.Error())
+}
+
 // NeedProgram returns the path of the program name found on PATH, or ends
 // the test through Missing.
 func NeedProgram(t testing.TB, name string) string {
@@ -170,4 +185,13 @@ func PlainShell() {
 	os.Setenv("SHELL", "/bin/sh")
 	// A POSIX shell reads $ENV when interactive.
 	os.Unsetenv("ENV")
+}
+
+// EscapingJob is a command (for a terminal or a shell tool) that starts a
+// job in a session of its own (setsid), ignoring SIGHUP, writes the job's
+// pid to pidFile once it runs, and then sleeps: the job is in neither the
+// process group nor the session of whatever started the command, so only
+// a cgroup sweep reaches it.
+func EscapingJob(pidFile string) []string {
+	return []string{"sh", "-c", `setsid sh -c 'trap "" HUP; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 300' "$0" </dev/null >/dev/null 2>&1 & exec sleep 300`, pidFile}
 }

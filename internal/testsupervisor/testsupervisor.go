@@ -7,6 +7,7 @@ package testsupervisor
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
 	"github.com/corral-dev/corral/internal/testproc"
@@ -109,6 +111,13 @@ func Start(tb testing.TB, opts Options) *Supervisor {
 		StopRunners(s.run, s.State)
 		if tb.Failed() {
 			tb.Logf("supervisor log:\n%s", s.Log())
+		}
+		// The runners' cgroups: the empty leaves of runners that
+		// stopped with no supervisor to remove them, and the subtree.
+		if state, err := filepath.Abs(s.State); err == nil {
+			if err := cgroup.Remove(cgroup.SubtreeName(state)); err != nil && !errors.Is(err, cgroup.ErrUnavailable) {
+				tb.Errorf("removing the supervisor's cgroups: %v", err)
+			}
 		}
 	})
 	s.launch()

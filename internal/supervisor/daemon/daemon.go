@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/console"
 	"github.com/corral-dev/corral/internal/creds"
 	"github.com/corral-dev/corral/internal/fleet"
@@ -93,6 +94,10 @@ type Config struct {
 	// ShutdownGrace and KillGrace tune how runners are stopped (defaults
 	// in supervisor.Config).
 	ShutdownGrace, KillGrace time.Duration
+	// Cgroups and RunnerLimits put each runner in a cgroup of its own,
+	// with those limits (supervisor.Config).
+	Cgroups      cgroup.Mode
+	RunnerLimits cgroup.Limits
 
 	// MetricsListen, when set, is a loopback TCP address serving
 	// /metrics without authentication, for a scraper on this machine.
@@ -231,6 +236,8 @@ func Run(ctx context.Context, cfg Config) error {
 		RunnerGrace:      cfg.RunnerGrace,
 		ShutdownGrace:    cfg.ShutdownGrace,
 		KillGrace:        cfg.KillGrace,
+		Cgroups:          cfg.Cgroups,
+		RunnerLimits:     cfg.RunnerLimits,
 		Logger:           log,
 		Observer:         met,
 	}

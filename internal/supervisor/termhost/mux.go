@@ -211,6 +211,7 @@ func (x *termMux) sink(msg wire.Message) {
 		return
 	}
 	var end *termEnd
+	var closing *exported
 	switch m := msg.(type) {
 	case *wire.TermData:
 		x.received += int64(len(m.Data))
@@ -241,14 +242,18 @@ func (x *termMux) sink(msg wire.Message) {
 			break
 		}
 		end = fatalEnd(e)
-		if x.exp != nil {
-			x.exp.close()
-		}
+		closing = x.exp
 	}
 	if end != nil {
 		x.endLocked(end)
 	}
 	x.mu.Unlock()
+	if closing != nil {
+		// Outside the lock: closing the master waits for a read in
+		// progress, whose reader may be waiting for the lock
+		// (waitForRoom); it then sees the end and stops.
+		closing.close()
+	}
 	if end != nil {
 		// A later attach starts afresh: a new program after an exit.
 		x.forget()
