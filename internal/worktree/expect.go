@@ -57,8 +57,12 @@ func (c *Capture) Expect(rel string, content hunks.Snapshot) {
 func (c *Capture) Settle(rel string, content hunks.Snapshot, written bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgetExpectation(rel, versionOf(content))
+	return c.settleLocked(rel, content, written)
+}
+
+func (c *Capture) settleLocked(rel string, content hunks.Snapshot, written bool) error {
 	v := versionOf(content)
-	c.forgetExpectation(rel, v)
 	info, err := os.Lstat(c.abs(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || (err == nil && !tracked(info)):
@@ -88,6 +92,22 @@ func (c *Capture) Settle(rel string, content hunks.Snapshot, written bool) error
 		// writer's content, and the file is read again at the next scan.
 		return c.adopt(rel, content, info, true)
 	}
+}
+
+// Write runs write, which puts content at rel (slash-separated, relative
+// to the worktree) as a writer whose writes are reviewed already would
+// (the runner writing accepted hunks, or taking one back out), with no
+// scan in between: neither the file nor a temporary file the write makes
+// beside it is ever reported. The result is taken into the baseline as
+// Settle does; write's error is returned.
+func (c *Capture) Write(rel string, content hunks.Snapshot, write func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := write()
+	if serr := c.settleLocked(rel, content, err == nil); err == nil {
+		err = serr
+	}
+	return err
 }
 
 // forgetExpectation drops one expectation of v at rel.

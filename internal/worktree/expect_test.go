@@ -137,3 +137,42 @@ func TestReviewedWritesAreNotReportedAgain(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestOwnWritesAreNotReported runs writes through Write, by way of a
+// temporary file beside the target as atomic writes do, with another
+// process's write before it: the own write and its temporary file are
+// never reported, the other write is.
+func TestOwnWritesAreNotReported(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inotify", true: "walk"}[walk], func(t *testing.T) {
+			root := tree(t, base)
+			c := open(t, root, walk)
+			if err := c.Before(); err != nil {
+				t.Fatal(err)
+			}
+			sh(t, root, "echo other > other.txt")
+			content := hunks.Present([]byte("written by the runner\n"))
+			err := c.Write("docs/a.txt", content, func() error {
+				tmp := filepath.Join(root, "docs", ".a.txt.tmp")
+				if err := os.WriteFile(tmp, content.Data, 0o644); err != nil {
+					return err
+				}
+				return os.Rename(tmp, filepath.Join(root, "docs", "a.txt"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes, err := c.After()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []want
+			for _, ch := range changes {
+				got = append(got, want{ch.Kind, ch.Path, ch.From})
+			}
+			if w := []want{{worktree.Created, "other.txt", ""}}; !slices.Equal(got, w) {
+				t.Fatalf("changes %v, want %v", got, w)
+			}
+		})
+	}
+}
