@@ -67,46 +67,37 @@ func TestRealEditsAndLateWritesAreStagedOnce(t *testing.T) {
 			}
 			hold, at = waitHold(t, rec, at+1)
 
-			staged := rec.All(event.HunkStaged)
 			if by := appliedBy(rec, edit.EditID); by != "engine" {
 				t.Fatalf("the reviewed edit was applied by %q:\n%s", by, rec.Dump())
 			}
-			if !lateRuns {
-				if len(staged) != 1 {
-					t.Fatalf("%d edits staged, want the reviewed edit alone:\n%s", len(staged), rec.Dump())
+			want := 1 // the reviewed edit, then the late append
+			if lateRuns {
+				want = 2
+			}
+			staged := rec.All(event.HunkStaged)
+			if len(staged) != want {
+				t.Fatalf("%d edits staged, want %d (the reviewed edit, and the late append when its writer ran):\n%s", len(staged), want, rec.Dump())
+			}
+			if lateRuns {
+				late := decodeData[event.HunkStagedData](staged[1])
+				if late.Path != "tracked.txt" || !late.Auto || late.ToolID != "" || appliedBy(rec, late.EditID) != "outside" ||
+					len(late.Edit.Hunks) != 1 || late.Edit.Hunks[0].Added != 1 || late.Edit.Hunks[0].Removed != 0 {
+					t.Fatalf("the late append was staged as %s by %q, want one added line outside any tool call:\n%s", staged[1].Data, appliedBy(rec, late.EditID), rec.Dump())
 				}
-				if got, _ := os.ReadFile(filepath.Join(cwd, "tracked.txt")); string(got) != "one\n2\n" {
-					t.Fatalf("tracked.txt holds %q, want the edit's bytes", got)
-				}
-				if reply := r.Do(ctx, command.Answer{AskID: hold.AskID, Decision: command.DecisionDeny}); !reply.OK {
+				if reply := r.Do(ctx, command.DecideHunk{EditID: late.EditID, HunkID: "h1", Decision: command.DecisionReject}); !reply.OK {
 					t.Fatal(reply.Error)
 				}
-				rec.WaitFor(t, at, "turnEnded", ofType(event.TurnEnded))
-				if n := len(rec.All(event.HunkStaged)); n != 1 {
-					t.Fatalf("%d edits staged by the turn's end, want 1:\n%s", n, rec.Dump())
-				}
-				return
 			}
-			if len(staged) != 2 {
-				t.Fatalf("%d edits staged, want the reviewed edit and the late append:\n%s", len(staged), rec.Dump())
-			}
-			late := decodeData[event.HunkStagedData](staged[1])
-			if late.Path != "tracked.txt" || !late.Auto || late.ToolID != "" || appliedBy(rec, late.EditID) != "outside" ||
-				len(late.Edit.Hunks) != 1 || late.Edit.Hunks[0].Added != 1 || late.Edit.Hunks[0].Removed != 0 {
-				t.Fatalf("the late append was staged as %s by %q, want one added line outside any tool call:\n%s", staged[1].Data, appliedBy(rec, late.EditID), rec.Dump())
-			}
-			if reply := r.Do(ctx, command.DecideHunk{EditID: late.EditID, HunkID: "h1", Decision: command.DecisionReject}); !reply.OK {
-				t.Fatal(reply.Error)
-			}
+			// The edit's bytes stay (the append, when made, taken back out).
 			if got, _ := os.ReadFile(filepath.Join(cwd, "tracked.txt")); string(got) != "one\n2\n" {
-				t.Fatalf("after rejecting the append tracked.txt holds %q, want the edit's bytes", got)
+				t.Fatalf("tracked.txt holds %q, want the edit's bytes", got)
 			}
 			if reply := r.Do(ctx, command.Answer{AskID: hold.AskID, Decision: command.DecisionDeny}); !reply.OK {
 				t.Fatal(reply.Error)
 			}
 			rec.WaitFor(t, at, "turnEnded", ofType(event.TurnEnded))
-			if n := len(rec.All(event.HunkStaged)); n != 2 {
-				t.Fatalf("%d edits staged by the turn's end, want 2:\n%s", n, rec.Dump())
+			if n := len(rec.All(event.HunkStaged)); n != want {
+				t.Fatalf("%d edits staged by the turn's end, want %d:\n%s", n, want, rec.Dump())
 			}
 		})
 	}

@@ -178,11 +178,14 @@ func (sc *shellCapture) aloneLocked(toolID string) bool {
 // denied is called when a shell call was refused: it never ran, so what
 // changed since it was announced is not its.
 func (sc *shellCapture) denied(toolID string) []worktree.Change {
-	if sc.built() == nil {
-		return nil
-	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
+	return sc.endLocked(toolID)
+}
+
+// endLocked takes toolID off the running calls; once none runs, it looks
+// at the worktree and returns what changed.
+func (sc *shellCapture) endLocked(toolID string) []worktree.Change {
 	if !sc.running[toolID] {
 		return nil
 	}
@@ -215,14 +218,7 @@ func (sc *shellCapture) finished(toolID string, ok bool) []worktree.Change {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.settleLocked(toolID, ok)
-	if !sc.running[toolID] {
-		return nil
-	}
-	delete(sc.running, toolID)
-	if len(sc.running) > 0 {
-		return nil
-	}
-	return sc.afterLocked()
+	return sc.endLocked(toolID)
 }
 
 // turnEnded looks at the worktree once more after the engine has stopped,
