@@ -144,6 +144,11 @@ func TestRealEnginesThroughTheRunner(t *testing.T) {
 			if got, err := os.ReadFile(filepath.Join(cwd, "hello.txt")); err != nil || string(got) != "hello\n" {
 				t.Fatalf("hello.txt holds %q (%v)", got, err)
 			}
+			// The engine's write of the reviewed edit is not captured
+			// again (#20 §1): the turn staged that edit alone.
+			if n := len(rec.All(event.HunkStaged)); n != 1 {
+				t.Fatalf("%d edits staged, want the reviewed one alone:\n%s", n, rec.Dump())
+			}
 			// The pinned ACP agent reports no usage (ACP's usage
 			// reports are newer than it).
 			if len(rec.All(event.Usage)) == 0 && c.name != "acp" {

@@ -267,6 +267,31 @@ func (g *shellGen) one() string {
 	}
 }
 
+// lateFIFO is the FIFO the scenario's background writers report on once
+// they have written: neither the capture nor the tree snapshots follow
+// FIFOs.
+const lateFIFO = ".late.fifo"
+
+// late is a command that leaves a writer running past its own end (no
+// wait): a moment later it appends to an existing file, or to the file
+// path (which the engine's edit tool wrote) when given, then says so on
+// lateFIFO.
+func (g *shellGen) late(path string) string {
+	if path == "" {
+		path = g.existing()
+	}
+	g.add(path)
+	return fmt.Sprintf("(sleep 0.05; printf '%s' >> %s; echo > %s) >/dev/null 2>&1 &", g.text(1+g.r.IntN(3)), path, lateFIFO)
+}
+
+// engineWrite is a new file the engine's own edit tool writes: its path
+// and content.
+func (g *shellGen) engineWrite() (path, content string) {
+	path = g.newPath(".txt")
+	g.add(path)
+	return path, strings.ReplaceAll(g.text(1+g.r.IntN(10)), `\n`, "\n")
+}
+
 // seedRepo makes a git repository with tracked text and binary files in
 // nested folders, committed; an untracked file; and ignored files. It
 // returns every file's path.

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/command"
@@ -26,21 +28,29 @@ type shellTally struct {
 	refused                         int // rejects the runner refused
 	afterDecision                   int // edits reported once the reviewer had rejected the turn's hunks
 	foldersLeft, foldersMissing     int
-	notByCommand                    int // captured edits not recorded as applied by a command
+	notByCommand                    int // captured edits not recorded as applied by a command (or outside one)
+	late, outside                   int // writers left running past their command; edits staged as outside any tool call
+	engineEdits                     int // the engine's own edit tool's edits, accepted
+	duplicates                      int // a path's change staged twice
 }
 
 // TestShellWritesInReviewMode runs sessions in review mode and in auto mode
 // on the script engine, each turn of which runs random shell commands that
-// change the worktree (shellGen) and then asks about one more command, so
-// that the turn, and its captured changes, stay open until the test has
-// looked. After each turn it compares the worktree with its state before
-// the turn: every changed byte must be accounted for by the hunks staged
-// for the reviewer (explain); in half the turns every hunk is then
-// rejected, newest edit first, and the worktree must be back to its state
-// before the turn, byte for byte. Counted: unreviewable bytes (goal 0),
-// bytes left changed after rejecting everything (goal 0), rejects refused,
-// and edits reported after the reviewer's decisions (the command that held
-// the turn never ran, so it changed nothing).
+// change the worktree (shellGen), in some turns the engine's own edit tool
+// (a new file, accepted) and a command that leaves a writer running past
+// its end (no wait: it appends a moment later, to an existing file or the
+// one the edit wrote), and then asks about two more commands, so that the
+// turn, and its captured changes, stay open until the test has looked.
+// The test lets the first ask wait until the background writer has
+// written, then denies it. After each turn it compares the worktree with
+// its state before the turn: every changed byte must be accounted for by
+// the hunks staged for the reviewer (explain), none twice; in half the
+// turns every hunk is then rejected, newest edit first, and the worktree
+// must be back to its state before the turn, byte for byte. Counted:
+// unreviewable bytes (goal 0), changes staged twice (goal 0), bytes left
+// changed after rejecting everything (goal 0), rejects refused, and edits
+// reported after the reviewer's decisions (the command that held the turn
+// never ran, so it changed nothing).
 func TestShellWritesInReviewMode(t *testing.T) {
 	turns := size(40, 1000)
 	d := startDaemon(t, `{"turns": []}`)
@@ -50,15 +60,15 @@ func TestShellWritesInReviewMode(t *testing.T) {
 		runShellWrites(t, d, mode, turns, r, &total)
 	}
 	pass := total.unreviewableBytes == 0 && total.unreviewable == 0 && total.leftBytes == 0 && total.leftPaths == 0 &&
-		total.refused == 0 && total.afterDecision == 0 && total.notByCommand == 0
+		total.refused == 0 && total.afterDecision == 0 && total.notByCommand == 0 && total.duplicates == 0
 	fig := Figure{
 		Scenario: "Shell writes in review and auto mode",
-		Done: fmt.Sprintf("%d turns (half in review mode, half in auto mode) of %d random shell commands (new files, appends, sed -i, truncation, deletions, renames of files and folders, copies, binary files, symlinks, folders and files replacing each other, untracked and ignored files, nested folders, background children) changed %d bytes in %d paths; %d edits staged (%d create, %d modify, %d delete; %d binary), %d hunks; every hunk of %d turns rejected",
-			total.turns, total.commands, total.changedBytes, total.changedPaths, total.edits,
+		Done: fmt.Sprintf("%d turns (half in review mode, half in auto mode) of %d random shell commands (new files, appends, sed -i, truncation, deletions, renames of files and folders, copies, binary files, symlinks, folders and files replacing each other, untracked and ignored files, nested folders, background children; %d writers left running past their command) and %d edits of the engine's own edit tool changed %d bytes in %d paths; %d edits staged (%d create, %d modify, %d delete; %d binary; %d outside any tool call), %d hunks; every hunk of %d turns rejected",
+			total.turns, total.commands, total.late, total.engineEdits, total.changedBytes, total.changedPaths, total.edits,
 			total.kinds[hunks.KindCreate], total.kinds[hunks.KindModify], total.kinds[hunks.KindDelete], total.binaryEdits,
-			total.hunks, total.rejected),
-		Found: fmt.Sprintf("%d unreviewable bytes (%d paths whose change the staged hunks do not account for); %d bytes in %d paths differing from the tree before the turn once every hunk was rejected, %d rejects refused; %d edits reported after the reviewer's decisions; %d empty folders left, %d missing",
-			total.unreviewableBytes, total.unreviewable, total.leftBytes, total.leftPaths, total.refused,
+			total.outside, total.hunks, total.rejected),
+		Found: fmt.Sprintf("%d unreviewable bytes (%d paths whose change the staged hunks do not account for), %d changes staged twice; %d bytes in %d paths differing from the tree before the turn once every hunk was rejected, %d rejects refused; %d edits reported after the reviewer's decisions; %d empty folders left, %d missing",
+			total.unreviewableBytes, total.unreviewable, total.duplicates, total.leftBytes, total.leftPaths, total.refused,
 			total.afterDecision, total.foldersLeft, total.foldersMissing),
 		Pass: pass,
 	}
@@ -74,12 +84,17 @@ func TestShellWritesInReviewMode(t *testing.T) {
 func runShellWrites(t *testing.T, d *daemon, mode string, turns int, r *rand.Rand, total *shellTally) {
 	repo := filepath.Join(d.cwd, "repo-"+mode)
 	g := newShellGen(r, seedRepo(t, repo, r))
+	fifo := filepath.Join(repo, lateFIFO)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// Every turn is written ahead: which ones will be rejected decides
 	// what files the next turns can expect.
 	type plan struct {
 		commands []string
 		reject   bool
+		late     bool // a writer is left running past its command
 	}
 	plans := make([]plan, turns)
 	var sc struct {
@@ -98,7 +113,25 @@ func runShellWrites(t *testing.T, d *daemon, mode string, turns int, r *rand.Ran
 			p.commands = append(p.commands, c)
 			steps = append(steps, map[string]any{"tool": "shell", "command": c})
 		}
-		steps = append(steps, map[string]any{"tool": "shell", "command": holdCommand}, map[string]any{"say": "done"})
+		// The engine's own edits: accepted, so only where every hunk
+		// can still be taken back (auto mode) or none will be.
+		edited := ""
+		if (mode == "auto" || !p.reject) && r.IntN(3) == 0 {
+			path, content := g.engineWrite()
+			steps = append(steps, map[string]any{"tool": "write", "path": path, "content": content})
+			edited = path
+		}
+		if r.IntN(2) == 0 {
+			target := ""
+			if edited != "" && r.IntN(2) == 0 {
+				target = edited
+			}
+			c := g.late(target)
+			p.commands, p.late = append(p.commands, c), true
+			steps = append(steps, map[string]any{"tool": "shell", "command": c})
+		}
+		steps = append(steps, map[string]any{"tool": "shell", "command": holdCommand},
+			map[string]any{"tool": "shell", "command": holdCommand}, map[string]any{"say": "done"})
 		sc.Turns = append(sc.Turns, map[string]any{"match": turnText(i), "steps": steps})
 		if p.reject {
 			g.restore(saved)
@@ -142,14 +175,30 @@ func runShellWrites(t *testing.T, d *daemon, mode string, turns int, r *rand.Ran
 		if _, err := d.c.Command(ctx(t), s.ID, command.Send{Text: turnText(i)}); err != nil {
 			t.Fatalf("send: %v\n%s", err, d.Log())
 		}
-		staged, byCommand, askID := readUntilHeld(t, next, p.commands)
+		firstHold := func(askID string) {
+			if p.late {
+				total.late++
+				waitLate(t, fifo)
+			}
+			if _, err := d.c.Command(ctx(t), s.ID, command.Answer{AskID: askID, Decision: command.DecisionDeny}); err != nil {
+				t.Fatalf("answer %s: %v\n%s", askID, err, d.Log())
+			}
+		}
+		accept := func(h event.HunkStagedData) {
+			for _, hk := range h.Edit.Hunks {
+				if _, err := d.c.Command(ctx(t), s.ID, command.DecideHunk{EditID: h.EditID, HunkID: hk.ID, Decision: command.DecisionAccept}); err != nil {
+					t.Fatalf("accept %s/%s: %v", h.EditID, hk.ID, err)
+				}
+			}
+		}
+		staged, by, askID := readUntilHeld(t, next, p.commands, firstHold, accept)
 		after, err := snapshotTree(repo)
 		if err != nil {
 			t.Fatal(err)
 		}
 		total.turns++
 		total.commands += len(p.commands)
-		checkShown(before, after, staged, byCommand, total)
+		checkShown(before, after, staged, by, total)
 
 		if p.reject {
 			total.rejected++
@@ -184,40 +233,87 @@ func runShellWrites(t *testing.T, d *daemon, mode string, turns int, r *rand.Ran
 
 func turnText(i int) string { return fmt.Sprintf("[turn %04d]", i) }
 
-// readUntilHeld reads a turn's events up to the ask of holdCommand and
-// returns the hunkStaged events of captured changes, in order, which of
-// them an editApplied says a command applied, and the ask.
-func readUntilHeld(t *testing.T, next func() event.Event, commands []string) (staged []event.HunkStagedData, byCommand map[string]bool, askID string) {
+// readUntilHeld reads a turn's events up to the second ask of
+// holdCommand and returns the hunkStaged events, in order, who each
+// editApplied says wrote them, and the ask. firstHold answers the first
+// ask; accept accepts an engine's edit that waits for review.
+func readUntilHeld(t *testing.T, next func() event.Event, commands []string, firstHold func(askID string), accept func(event.HunkStagedData)) (staged []event.HunkStagedData, by map[string]string, askID string) {
 	t.Helper()
-	byCommand = map[string]bool{}
+	by = map[string]string{}
+	holds := 0
 	for {
 		ev := next()
 		switch ev.Type {
 		case event.HunkStaged:
-			staged = append(staged, dataOf[event.HunkStagedData](ev))
+			h := dataOf[event.HunkStagedData](ev)
+			staged = append(staged, h)
+			if !h.Auto {
+				accept(h)
+			}
 		case event.EditApplied:
-			if a := dataOf[event.EditAppliedData](ev); a.By == "command" {
-				byCommand[a.EditID] = true
+			if a := dataOf[event.EditAppliedData](ev); !a.Reverted && by[a.EditID] == "" {
+				by[a.EditID] = a.By
 			}
 		case event.AskOpened:
 			a := dataOf[event.AskOpenedData](ev)
 			if a.Command != holdCommand {
 				t.Fatalf("the gate asked about %q (%s), which the scenario expects to be allowed (commands %q)", a.Command, a.Reason, commands)
 			}
-			return staged, byCommand, a.AskID
+			if holds++; holds == 1 {
+				firstHold(a.AskID)
+				continue
+			}
+			return staged, by, a.AskID
 		case event.TurnEnded:
 			t.Fatalf("the turn ended before the command that holds it (commands %q)", commands)
 		}
 	}
 }
 
+// waitLate waits until the turn's background writer has written: it says
+// so on the FIFO at path. The bound is a deadlock guard, not a timing
+// goal.
+func waitLate(t *testing.T, path string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := os.ReadFile(path)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the background writer never wrote")
+	}
+}
+
 // checkShown counts what changed between before and after and what of it
 // the staged edits do not account for.
-func checkShown(before, after tree, staged []event.HunkStagedData, byCommand map[string]bool, total *shellTally) {
+func checkShown(before, after tree, staged []event.HunkStagedData, by map[string]string, total *shellTally) {
 	byPath := map[string][]*hunks.Edit{}
+	type step struct{ path, old, new string }
+	seen := map[step]bool{}
 	for _, h := range staged {
-		if !h.Auto || !byCommand[h.EditID] {
+		switch by[h.EditID] {
+		case "engine":
+			total.engineEdits++
+		case "outside":
+			total.outside++
+			fallthrough
+		case "command":
+			if !h.Auto {
+				total.notByCommand++
+			}
+		default:
 			total.notByCommand++
+		}
+		if st := (step{h.Path, h.Edit.OldBlob, h.Edit.NewBlob}); seen[st] {
+			total.duplicates++
+		} else {
+			seen[st] = true
 		}
 		byPath[h.Path] = append(byPath[h.Path], h.Edit)
 		total.edits++

@@ -42,6 +42,8 @@ func snapshotTree(root string) (tree, error) {
 			return filepath.SkipDir
 		case d.IsDir():
 			t.folders[rel] = true
+		case d.Type()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice) != 0:
+			// Not content (the scenario's FIFO); never captured.
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -21,34 +22,54 @@ import (
 // hold, so a captured change can be shown and reverted.
 const CaptureFolder = "capture"
 
-// shellCapture makes what shell commands write in the worktree reviewable
-// (docs/hunks.md, "The review rule for captured changes"): it brings the
-// worktree's index up to date just before an allowed shell call runs and
-// reports every change once the last running shell call has finished (or
-// the turn ends, for an engine that never says a call finished). The
-// runner stages each change as an auto-applied edit that the reviewer can
-// revert hunk by hunk until the turn ends.
+// shellCapture makes every change to the worktree during a turn
+// reviewable (docs/hunks.md, "The review rule for captured changes"),
+// whatever process made it. It takes the baseline when a turn starts and
+// looks again at every point where it can say who changed what: just
+// before an allowed shell call runs and before the session waits for a
+// person (what changed since the last look was made outside any tool
+// call: a process a command left running, a daemon), once the last running
+// shell call has finished (the calls' changes), and when the turn ends.
+// The runner stages each change as an auto-applied edit that the reviewer
+// can revert hunk by hunk until the turn ends.
+//
+// Writes that went through review already are not reported again: the
+// engine's accepted edits are expected from the verdict until the edit
+// call finishes, the runner's own writes (accepted hunks, a hunk taken
+// back out) around the write, and the capture takes exactly those paths
+// into its baseline (worktree.Capture.Expect and Settle).
 //
 // The index is built on a goroutine of its own when the session starts
 // (outside readonly mode), so a big worktree does not hold up the start;
-// the first shell call waits for it.
+// the first shell call waits for it, and a turn that starts before it is
+// built takes the index as its baseline.
 type shellCapture struct {
 	log      *zap.Logger
 	cwd, dir string
 	opening  sync.Once
+	opened   atomic.Bool   // open was called: ready closes
 	ready    chan struct{} // closed once the index is built (or cannot be)
 	c        *worktree.Capture
 	err      error // why there is no capture, when c is nil
 
 	mu      sync.Mutex
-	running map[string]bool // shell calls between Before and After, by tool id
+	running map[string]bool // shell calls since their look, by tool id
+	// pending are the accepted edits the engine is about to write, by
+	// tool call id, until the call finishes or the turn ends.
+	pending map[string][]expectedWrite
 	closed  bool
+}
+
+// expectedWrite is one file a reviewed writer is about to write.
+type expectedWrite struct {
+	rel     string
+	content hunks.Snapshot
 }
 
 // newShellCapture captures the worktree at cwd, keeping contents in the
 // session folder dir. Nothing is read until open.
 func newShellCapture(cwd, dir string, log *zap.Logger) *shellCapture {
-	return &shellCapture{log: log, cwd: cwd, dir: dir, ready: make(chan struct{}), running: map[string]bool{}}
+	return &shellCapture{log: log, cwd: cwd, dir: dir, ready: make(chan struct{}), running: map[string]bool{}, pending: map[string][]expectedWrite{}}
 }
 
 // open starts indexing the worktree, once. A session folder inside the
@@ -56,6 +77,7 @@ func newShellCapture(cwd, dir string, log *zap.Logger) *shellCapture {
 // such a session gets no capture, and says so.
 func (sc *shellCapture) open() {
 	sc.opening.Do(func() {
+		sc.opened.Store(true)
 		switch {
 		case sc.cwd == "":
 			sc.err = fmt.Errorf("the session has no worktree")
@@ -93,37 +115,77 @@ func (sc *shellCapture) capture() *worktree.Capture {
 	return sc.c
 }
 
-// started is called once a shell call is allowed, just before it runs.
-// The first of the calls running at once takes the baseline; what changed
-// since the last report (the engine's reviewed edits, a person's editor)
-// is in it, unreported.
-func (sc *shellCapture) started(toolID string) {
-	c := sc.capture()
-	if c == nil {
-		return
+// built returns the capture once an index under way is built, without
+// starting one: nil when the session has none (readonly mode, no
+// worktree).
+func (sc *shellCapture) built() *worktree.Capture {
+	if !sc.opened.Load() {
+		return nil
 	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.closed {
-		return
-	}
-	if sc.running[toolID] {
-		return // Permit, then the engine's toolStarted: one call
-	}
-	if len(sc.running) == 0 {
-		if err := c.Before(); err != nil {
-			sc.log.Warn("shell capture: the worktree's baseline could not be taken", zap.Error(err))
-			return
-		}
-	}
-	sc.running[toolID] = true
+	<-sc.ready
+	return sc.c
 }
 
-// finished is called when a tool call has finished. Once no shell call
-// runs any more, it returns what the calls changed.
-func (sc *shellCapture) finished(toolID string) []worktree.Change {
+// turnStarted takes the worktree as the turn's baseline: what changed
+// between turns is the person's, not the turn's. An index still being
+// built is not waited for: it becomes the baseline once built.
+func (sc *shellCapture) turnStarted() {
+	select {
+	case <-sc.ready:
+	default:
+		return
+	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
+	if sc.c == nil || sc.closed {
+		return
+	}
+	if err := sc.c.Before(); err != nil {
+		sc.log.Warn("shell capture: the turn's baseline could not be taken", zap.Error(err))
+	}
+}
+
+// started is called when a shell call is allowed, just before it runs
+// (permitted), or when the engine says it started. When no other call
+// runs, the capture looks at the worktree: what changed since the last
+// look is returned, made outside any tool call. A call the engine
+// announced before asking runs only once allowed, so the verdict looks
+// again: what changed while it waited was not its.
+func (sc *shellCapture) started(toolID string, permitted bool) []worktree.Change {
+	c := sc.capture()
+	if c == nil {
+		return nil
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.closed || (sc.running[toolID] && !permitted) {
+		return nil // Permit, then the engine's toolStarted: one call
+	}
+	var outside []worktree.Change
+	if sc.aloneLocked(toolID) {
+		outside = sc.afterLocked()
+	}
+	sc.running[toolID] = true
+	return outside
+}
+
+// aloneLocked reports whether no shell call but toolID (which has not run
+// yet) is running.
+func (sc *shellCapture) aloneLocked(toolID string) bool {
+	return len(sc.running) == 0 || len(sc.running) == 1 && sc.running[toolID]
+}
+
+// denied is called when a shell call was refused: it never ran, so what
+// changed since it was announced is not its.
+func (sc *shellCapture) denied(toolID string) []worktree.Change {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.endLocked(toolID)
+}
+
+// endLocked takes toolID off the running calls; once none runs, it looks
+// at the worktree and returns what changed.
+func (sc *shellCapture) endLocked(toolID string) []worktree.Change {
 	if !sc.running[toolID] {
 		return nil
 	}
@@ -134,20 +196,51 @@ func (sc *shellCapture) finished(toolID string) []worktree.Change {
 	return sc.afterLocked()
 }
 
-// turnEnded returns what shell calls the engine never reported finished
-// changed; the turn's end is the latest point they can be attributed to.
-func (sc *shellCapture) turnEnded() []worktree.Change {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if len(sc.running) == 0 {
+// outside returns what changed since the last look when no shell call but
+// toolID (waiting for a person) runs; while another runs, what changes is
+// its. The runner shows it before the session waits for a person.
+func (sc *shellCapture) outside(toolID string) []worktree.Change {
+	if sc.built() == nil {
 		return nil
 	}
-	clear(sc.running)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if !sc.aloneLocked(toolID) {
+		return nil
+	}
 	return sc.afterLocked()
 }
 
+// finished is called when a tool call has finished; ok says it succeeded.
+// An edit call's expected writes are settled; once no shell call runs any
+// more, it returns what the calls changed.
+func (sc *shellCapture) finished(toolID string, ok bool) []worktree.Change {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.settleLocked(toolID, ok)
+	return sc.endLocked(toolID)
+}
+
+// turnEnded looks at the worktree once more after the engine has stopped,
+// settling the edits the engine never reported finished. byCommand says
+// shell calls the engine never reported finished were running: the
+// changes are theirs as much as anyone's.
+func (sc *shellCapture) turnEnded() (changes []worktree.Change, byCommand bool) {
+	if sc.built() == nil {
+		return nil, false
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for id := range sc.pending {
+		sc.settleLocked(id, false)
+	}
+	byCommand = len(sc.running) > 0
+	clear(sc.running)
+	return sc.afterLocked(), byCommand
+}
+
 func (sc *shellCapture) afterLocked() []worktree.Change {
-	if sc.closed {
+	if sc.closed || sc.c == nil {
 		return nil
 	}
 	changes, err := sc.c.After()
@@ -155,6 +248,86 @@ func (sc *shellCapture) afterLocked() []worktree.Change {
 		sc.log.Warn("shell capture: the worktree's changes could not be read", zap.Error(err))
 	}
 	return changes
+}
+
+// expect announces that the engine's call toolID is about to write
+// content at path (absolute), as the reviewer accepted it. An engine that
+// asks about one call file by file names the files' calls TOOL#N (Codex's
+// apply_patch): they are settled when TOOL finishes.
+func (sc *shellCapture) expect(toolID, path string, content hunks.Snapshot) {
+	c := sc.built()
+	if c == nil {
+		return
+	}
+	rel, ok := sc.rel(path)
+	if !ok {
+		return
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.closed {
+		return
+	}
+	c.Expect(rel, content)
+	sc.pending[toolID] = append(sc.pending[toolID], expectedWrite{rel: rel, content: content})
+}
+
+// settleLocked takes the writes expected of toolID (and its TOOL#N
+// parts) into the baseline; written says the call succeeded.
+func (sc *shellCapture) settleLocked(toolID string, written bool) {
+	for id, writes := range sc.pending {
+		if id != toolID && !strings.HasPrefix(id, toolID+"#") {
+			continue
+		}
+		delete(sc.pending, id)
+		if sc.closed || sc.c == nil {
+			continue
+		}
+		for _, w := range writes {
+			if err := sc.c.Settle(w.rel, w.content, written); err != nil {
+				sc.log.Warn("shell capture: an edit's write could not be taken into the baseline", zap.String("path", w.rel), zap.Error(err))
+			}
+		}
+	}
+}
+
+// write runs a write the runner makes itself at path (absolute), which
+// puts content there, with no look at the worktree in between: it is
+// taken into the baseline, never reported.
+func (sc *shellCapture) write(path string, content hunks.Snapshot, write func() error) error {
+	c := sc.built()
+	rel, ok := sc.rel(path)
+	if c == nil || !ok {
+		return write()
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.closed {
+		return write()
+	}
+	return c.Write(rel, content, write)
+}
+
+// rel makes an absolute path slash-separated and relative to the
+// worktree, when it lies inside it (also through a link on the worktree's
+// own path).
+func (sc *shellCapture) rel(path string) (string, bool) {
+	for _, root := range []string{sc.cwd, evalOr(sc.cwd)} {
+		for _, p := range []string{path, evalOr(path)} {
+			if r, err := filepath.Rel(root, p); err == nil && r != "." && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+				return filepath.ToSlash(r), true
+			}
+		}
+	}
+	return "", false
+}
+
+// evalOr resolves links in path, or returns it as it is.
+func evalOr(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
 }
 
 // revert takes hunks ids of ch (all when empty) back out of the worktree.
@@ -248,11 +421,17 @@ type capturedEdit struct {
 	undo func(ids []string) error
 }
 
-// stageCaptured records what shell calls changed as auto-applied edits:
-// hunkStaged, then editApplied by "command", each revertible hunk by hunk
-// until the turn ends. toolID is the call the changes are attributed to,
-// empty when the turn's end found them.
-func (r *Runner) stageCaptured(toolID string, changes []worktree.Change) {
+// Who wrote a captured change, as editApplied's by says.
+const (
+	byCommand = "command" // a shell call (toolId), or calls the turn's end found running
+	byOutside = "outside" // no tool call: a process a command left running, a daemon
+)
+
+// stageCaptured records captured changes as auto-applied edits:
+// hunkStaged, then editApplied by by, each revertible hunk by hunk until
+// the turn ends. toolID is the call the changes are attributed to, empty
+// when none is.
+func (r *Runner) stageCaptured(toolID, by string, changes []worktree.Change) {
 	root := r.Spec().Cwd
 	var edits []capturedEdit
 	for _, ch := range changes {
@@ -270,6 +449,6 @@ func (r *Runner) stageCaptured(toolID string, changes []worktree.Change) {
 		id, seq := r.ids.next("e")
 		se := r.review.stage(id, seq, toolID, ce.path, ce.edit, true, ce.undo)
 		r.emit(event.HunkStaged, event.HunkStagedData{EditID: id, ToolID: toolID, Path: r.review.display(ce.path), Auto: true, Edit: ce.edit})
-		r.review.recordApplied(se, "command", ce.edit.IDs(), false, "")
+		r.review.recordApplied(se, by, ce.edit.IDs(), false, "")
 	}
 }

@@ -27,12 +27,13 @@ func (h *host) Emit(typ event.Type, data any) {
 		// allowlist) is captured from here: best effort, since the
 		// command may already be running when the engine says so.
 		if d.Kind == string(engine.KindShell) && gate.Mode(r.Spec().Mode) != gate.ModeReadonly {
-			r.shell.started(d.ToolID)
+			r.stageCaptured("", byOutside, r.shell.started(d.ToolID, false))
 		}
 	case event.ToolFinishedData:
 		// What a shell call wrote is staged before the call is seen to
-		// finish, as an edit tool's hunks are.
-		r.stageCaptured(d.ToolID, r.shell.finished(d.ToolID))
+		// finish, as an edit tool's hunks are; an edit call's write is
+		// the baseline from now on.
+		r.stageCaptured(d.ToolID, byCommand, r.shell.finished(d.ToolID, d.Outcome == "ok"))
 		if v, ok := r.verdicts.take(d.ToolID); ok {
 			d.Gate = &v
 			data = d
@@ -54,7 +55,12 @@ func (h *host) Emit(typ event.Type, data any) {
 // Permit puts a tool call through the gate, a person's answer when the
 // gate asks, and hunk review when the call edits a file.
 func (h *host) Permit(ctx context.Context, call engine.ToolCall) engine.Verdict {
-	return h.r().permit(ctx, call)
+	r := h.r()
+	v := r.permit(ctx, call)
+	if call.Kind == engine.KindShell && !v.Allow && gate.Mode(r.Spec().Mode) != gate.ModeReadonly {
+		r.stageCaptured("", byOutside, r.shell.denied(call.ID))
+	}
+	return v
 }
 
 // TakeSteers hands the waiting steers to the engine at a tool boundary.

@@ -27,6 +27,7 @@ func (r *Runner) permit(ctx context.Context, call engine.ToolCall) engine.Verdic
 		r.unavailable(call, j.Reason)
 		return engine.Verdict{Message: "No human is available to approve this (the session is unattended): " + j.Reason}
 	case gate.ActionAsk:
+		r.showOutside(call.ID)
 		dec, note := r.openAsk(ctx, call, j)
 		if dec != command.DecisionAllow {
 			msg := "The user denied this " + string(j.Category) + " call."
@@ -38,11 +39,26 @@ func (r *Runner) permit(ctx context.Context, call engine.ToolCall) engine.Verdic
 	}
 	switch {
 	case call.Kind == engine.KindEdit && call.Edit != nil:
-		return r.reviewEdit(ctx, call)
+		v := r.reviewEdit(ctx, call)
+		if v.Allow {
+			// The engine writes the edit as accepted once it has the
+			// verdict: the capture takes it as reviewed.
+			r.shell.expect(call.ID, call.Edit.Path, hunks.Snapshot{Exists: !call.Edit.Delete, Data: call.Edit.After})
+		}
+		return v
 	case call.Kind == engine.KindShell && gate.Mode(r.Spec().Mode) != gate.ModeReadonly:
-		r.shell.started(call.ID)
+		r.stageCaptured("", byOutside, r.shell.started(call.ID, true))
 	}
 	return engine.Verdict{Allow: true}
+}
+
+// showOutside stages what changed in the worktree outside any tool call
+// since the capture last looked, before the session waits for a person:
+// they see, and can revert, everything changed so far.
+func (r *Runner) showOutside(toolID string) {
+	if gate.Mode(r.Spec().Mode) != gate.ModeReadonly {
+		r.stageCaptured("", byOutside, r.shell.outside(toolID))
+	}
 }
 
 func (r *Runner) unavailable(call engine.ToolCall, reason string) {
@@ -116,6 +132,9 @@ func (r *Runner) reviewEdit(ctx context.Context, call engine.ToolCall) engine.Ve
 		return engine.Verdict{Message: "No human is available to review this edit (the session is unattended and in review mode)."}
 	}
 
+	if !auto {
+		r.showOutside(call.ID)
+	}
 	id, seq := r.ids.next("e")
 	r.mu.Lock()
 	se := r.review.stage(id, seq, call.ID, p.Path, ed, auto, nil)

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -25,6 +26,9 @@ import (
 type review struct {
 	cwd  string // the worktree: for the paths shown, and Corral's own writes stay inside it
 	emit func(event.Type, any)
+	// own, when set, runs each write the review makes itself: the shell
+	// capture takes it as reviewed instead of reporting it again.
+	own ownWrites
 
 	mu    sync.Mutex
 	edits map[string]*stagedEdit
@@ -65,8 +69,22 @@ type turnTally struct {
 	added, removed int
 }
 
-func newReview(cwd string, emit func(event.Type, any)) *review {
-	return &review{cwd: cwd, emit: emit, edits: map[string]*stagedEdit{}}
+// ownWrites runs the writes the review makes itself (shellCapture).
+type ownWrites interface {
+	write(path string, content hunks.Snapshot, write func() error) error
+}
+
+func newReview(cwd string, emit func(event.Type, any), own ownWrites) *review {
+	return &review{cwd: cwd, emit: emit, own: own, edits: map[string]*stagedEdit{}}
+}
+
+// write puts next where current was at path (resolved), telling own.
+func (rv *review) write(path string, current, next hunks.Snapshot, mode fs.FileMode) error {
+	write := func() error { return hunks.WriteFileIn(rv.cwd, path, current, next, mode) }
+	if rv.own == nil {
+		return write()
+	}
+	return rv.own.write(path, next, write)
 }
 
 // display shows a path relative to the worktree when it is inside it.
@@ -183,7 +201,7 @@ func (rv *review) applyPartial(se *stagedEdit, display string, accepted, rejecte
 		var next hunks.Snapshot
 		next, err = se.edit.Apply(current, accepted)
 		if err == nil {
-			err = hunks.WriteFileIn(rv.cwd, real, current, next, mode)
+			err = rv.write(real, current, next, mode)
 		}
 	}
 	if err != nil {
@@ -305,7 +323,7 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 	if se.undo != nil {
 		err = se.undo([]string{hunkID})
 	} else {
-		err = revertFile(rv.cwd, se.path, se.edit, hunkID)
+		err = rv.revertFile(se.path, se.edit, hunkID)
 	}
 	if err != nil {
 		rv.mu.Lock()
@@ -321,7 +339,7 @@ func (rv *review) revert(se *stagedEdit, hunkID, note string, prev hunkDecision)
 
 // revertFile takes one hunk of ed back out of the file at path, as it is
 // now.
-func revertFile(root, path string, ed *hunks.Edit, hunkID string) error {
+func (rv *review) revertFile(path string, ed *hunks.Edit, hunkID string) error {
 	real, current, mode, err := hunks.ReadFile(path)
 	if err != nil {
 		return err
@@ -330,7 +348,7 @@ func revertFile(root, path string, ed *hunks.Edit, hunkID string) error {
 	if err != nil {
 		return err
 	}
-	return hunks.WriteFileIn(root, real, current, next, mode)
+	return rv.write(real, current, next, mode)
 }
 
 func decisionWord(accept bool) string {

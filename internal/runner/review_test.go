@@ -38,7 +38,7 @@ func stagedTwoHunks(t *testing.T, auto bool) (*review, *stagedEdit, *emitted, st
 		t.Fatalf("diff: %v, %d hunks", err, len(ed.Hunks))
 	}
 	var ev emitted
-	rv := newReview(cwd, ev.emit)
+	rv := newReview(cwd, ev.emit, nil)
 	rv.beginTurn()
 	return rv, rv.stage("e1", 1, "tool1", path, ed, auto, nil), &ev, path
 }

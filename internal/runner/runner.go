@@ -194,8 +194,8 @@ func New(opts Options) (*Runner, error) {
 	r.turns = newTurnQueue(&r.ids, func() bool { return guard.down.Load() || r.meter.reached() })
 	r.turns.changed = func(d event.QueueChangedData) { r.emit(event.QueueChanged, d) }
 	r.asks = newAskBroker(st.emit)
-	r.review = newReview(spec.Cwd, st.emit)
 	r.shell = newShellCapture(spec.Cwd, opts.Dir, r.log)
+	r.review = newReview(spec.Cwd, st.emit, r.shell)
 	ph := policyRunner{r}
 	r.compaction = &compaction{host: ph}
 	r.goal = &goalPolicy{host: ph, log: r.log}

@@ -44,6 +44,7 @@ func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	var res engine.TurnResult
 	err := r.store.record(event.TurnStarted, event.TurnStartedData{Turn: t.no, MessageID: t.msg.ID, Text: t.msg.Text})
 	if err == nil {
+		r.shell.turnStarted()
 		// A turn the log does not hold never reaches the engine.
 		res, err = eng.Turn(ctx, engine.TurnInput{ID: t.msg.ID, Text: t.msg.Text, Kind: t.kind})
 	}
@@ -52,7 +53,13 @@ func (r *Runner) runTurn(ctx context.Context, t *turn, eng engine.Engine) {
 	if res.HasUsage && !res.Usage.Estimated {
 		exact = &res.Usage
 	}
-	r.stageCaptured("", r.shell.turnEnded())
+	// The engine has stopped: what changed since the last look is the
+	// turn's too (a process a command left running).
+	if changes, running := r.shell.turnEnded(); running {
+		r.stageCaptured("", byCommand, changes)
+	} else {
+		r.stageCaptured("", byOutside, changes)
+	}
 	r.verdicts.clear()
 	usage := r.meter.endTurn(exact)
 	changed := r.review.endTurn()

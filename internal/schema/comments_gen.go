@@ -201,7 +201,7 @@ var Comments = map[string]string{
 	"github.com/corral-dev/corral/pkg/event.DamagedRange":                    "DamagedRange is one run of damaged bytes moved out of an event log.",
 	"github.com/corral-dev/corral/pkg/event.DamagedRange.Reason":             "Reason says why the bytes are not an event: \"not JSON\", \"blank line\", \"no seq\", \"seq out of order\", \"torn tail\" (no final newline).",
 	"github.com/corral-dev/corral/pkg/event.EditAppliedData":                 "EditAppliedData is the data of editApplied: bytes reached the disk (or, with Conflict set, did not).",
-	"github.com/corral-dev/corral/pkg/event.EditAppliedData.By":              "engine, corral, command",
+	"github.com/corral-dev/corral/pkg/event.EditAppliedData.By":              "engine, corral, command, outside",
 	"github.com/corral-dev/corral/pkg/event.Event":                           "Event is one line of a session's events.jsonl and one SSE message. Seq starts at 1 and continues across restarts; it never repeats or skips.",
 	"github.com/corral-dev/corral/pkg/event.FailureCode":                     "FailureCode is the stable code of a failure event.",
 	"github.com/corral-dev/corral/pkg/event.FailureData":                     "FailureData is the data of failure.",

@@ -17,11 +17,16 @@
 // Elsewhere, or when the kernel drops events (its queue is full) or runs
 // out of watches, a walk of the tree compares every file's stat.
 //
-// The runner calls Before just before a shell command (or a turn) and
-// After once it has ended: After returns what changed in between. Changes
-// made between an After and the next Before (the engine's reviewed edits, a
-// person in an editor) are taken into the index silently. See
-// docs/hunks.md for the review rule.
+// Before takes the worktree as it is as the baseline, silently; After
+// returns every change since the last Before or After. The runner calls
+// Before when a turn starts (what changed between turns is the person's)
+// and After at every point of the turn where it attributes changes: just
+// before a shell command runs (what changed since the last look was made
+// outside any tool call), once it has ended (the command's), and at the
+// turn's end. Writes whose content was reviewed already (the engine's
+// accepted edits, the runner's own writes) are announced with Expect and
+// Settle, which take them into the baseline unreported. See docs/hunks.md
+// for the review rule.
 package worktree
 
 import (
@@ -107,6 +112,11 @@ type Capture struct {
 	// reporting is set during the scan of an After.
 	reporting bool
 	w         *watcher // nil: walk the tree
+	// expected are the versions reviewed writers are about to write, by
+	// path (Expect); stale are paths the next scan reads whatever the
+	// watcher says (Settle).
+	expected map[string][]version
+	stale    map[string]bool
 }
 
 // Open indexes the worktree at root, keeping the content of every file
@@ -178,7 +188,7 @@ func (c *Capture) After() ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.changes(ups)
+	return c.changes(c.unexpected(ups))
 }
 
 // update is one path whose indexed version changed: old or new is nil for
@@ -192,9 +202,14 @@ type update struct {
 // scan finds what changed since the last scan and updates the index.
 func (c *Capture) scan() ([]update, error) {
 	if c.w == nil {
+		clear(c.stale)
 		return c.walkAll()
 	}
 	dirty := map[string]bool{}
+	for p := range c.stale {
+		dirty[p] = true
+	}
+	clear(c.stale)
 	overflow, err := c.w.drain(dirty)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ type HunkDecidedData struct {
 type EditAppliedData struct {
 	EditID   string   `json:"editId"`
 	Path     string   `json:"path"`
-	By       string   `json:"by"` // engine, corral, command
+	By       string   `json:"by"` // engine, corral, command, outside
 	Hunks    []string `json:"hunks"`
 	Reverted bool     `json:"reverted,omitempty"`
 	Added    int      `json:"added"`

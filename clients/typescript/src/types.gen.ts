@@ -364,7 +364,7 @@ export interface Edit {
 export interface EditAppliedData {
   editId: string;
   path: string;
-  /** engine, corral, command */
+  /** engine, corral, command, outside */
   by: string;
   hunks: string[] | null;
   reverted?: boolean;
