@@ -34,6 +34,12 @@ type Timing struct {
 	Heartbeat time.Duration
 	// Request bounds one request over the fabric (default 10s).
 	Request time.Duration
+	// Resend is how long a request waits for its answer before it is sent
+	// again, under the same id, within Request (default Request/5): a
+	// request or answer on its way through a NATS server that dies is
+	// lost with it, and the node serving it answers a copy sent again
+	// without running it twice.
+	Resend time.Duration
 }
 
 // DefaultTiming is the timing of a production fleet.
@@ -55,6 +61,7 @@ func (t Timing) WithDefaults() Timing {
 	def(&t.NodeTTL, t.LeaseTTL)
 	def(&t.Heartbeat, t.NodeTTL/5)
 	def(&t.Request, 10*time.Second)
+	def(&t.Resend, t.Request/5)
 	return t
 }
 
@@ -72,7 +79,7 @@ func (t Timing) Check() error {
 	switch {
 	case t.LeaseTTL < 500*time.Millisecond:
 		return fmt.Errorf("lease TTL %v is too short (at least 500ms)", t.LeaseTTL)
-	case t.Margin <= 0 || t.StopBudget <= 0 || t.Renew <= 0 || t.Heartbeat <= 0 || t.NodeTTL <= 0:
+	case t.Margin <= 0 || t.StopBudget <= 0 || t.Renew <= 0 || t.Heartbeat <= 0 || t.NodeTTL <= 0 || t.Request <= 0 || t.Resend <= 0:
 		return errors.New("every fleet duration must be positive")
 	case t.stopAfter() < 2*t.Renew:
 		return fmt.Errorf("lease TTL %v minus margin %v and stop budget %v leaves room for fewer than two renewals every %v",
