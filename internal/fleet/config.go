@@ -65,6 +65,24 @@ func (t Timing) WithDefaults() Timing {
 	return t
 }
 
+// attempt is how long try k (from 0) of a request over the fabric waits
+// for its answer: Resend for the first electionTries, then twice as long
+// at each try, at most Request. While a stream has no leader its requests
+// go unanswered: short tries catch the new leader soon after the
+// election, and a slow server still gets the time it needs afterwards.
+func (t Timing) attempt(k int) time.Duration {
+	d := t.Resend
+	for k -= electionTries - 1; k > 0 && d < t.Request; k-- {
+		d *= 2
+	}
+	return min(d, t.Request)
+}
+
+// electionTries is how many tries of Resend each a request makes before
+// it waits longer: at the default 2 s, 8 s, about as long as a leader
+// election after a NATS server's death.
+const electionTries = 4
+
 // holdFor is how long after a renewal was sent a node may keep the
 // session's runner: the local deadline is sent + holdFor.
 func (t Timing) holdFor() time.Duration { return t.LeaseTTL - t.Margin }
