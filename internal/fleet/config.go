@@ -34,6 +34,12 @@ type Timing struct {
 	Heartbeat time.Duration
 	// Request bounds one request over the fabric (default 10s).
 	Request time.Duration
+	// Resend is how long a request waits for its answer before it is sent
+	// again, under the same id, within Request (default Request/5): a
+	// request or answer on its way through a NATS server that dies is
+	// lost with it, and the node serving it answers a copy sent again
+	// without running it twice.
+	Resend time.Duration
 }
 
 // DefaultTiming is the timing of a production fleet.
@@ -55,8 +61,27 @@ func (t Timing) WithDefaults() Timing {
 	def(&t.NodeTTL, t.LeaseTTL)
 	def(&t.Heartbeat, t.NodeTTL/5)
 	def(&t.Request, 10*time.Second)
+	def(&t.Resend, t.Request/5)
 	return t
 }
+
+// attempt is how long try k (from 0) of a request over the fabric waits
+// for its answer: Resend for the first electionTries, then twice as long
+// at each try, at most Request. While a stream has no leader its requests
+// go unanswered: short tries catch the new leader soon after the
+// election, and a slow server still gets the time it needs afterwards.
+func (t Timing) attempt(k int) time.Duration {
+	d := t.Resend
+	for k -= electionTries - 1; k > 0 && d < t.Request; k-- {
+		d *= 2
+	}
+	return min(d, t.Request)
+}
+
+// electionTries is how many tries of Resend each a request makes before
+// it waits longer: at the default 2 s, 8 s, about as long as a leader
+// election after a NATS server's death.
+const electionTries = 4
 
 // holdFor is how long after a renewal was sent a node may keep the
 // session's runner: the local deadline is sent + holdFor.
@@ -72,7 +97,7 @@ func (t Timing) Check() error {
 	switch {
 	case t.LeaseTTL < 500*time.Millisecond:
 		return fmt.Errorf("lease TTL %v is too short (at least 500ms)", t.LeaseTTL)
-	case t.Margin <= 0 || t.StopBudget <= 0 || t.Renew <= 0 || t.Heartbeat <= 0 || t.NodeTTL <= 0:
+	case t.Margin <= 0 || t.StopBudget <= 0 || t.Renew <= 0 || t.Heartbeat <= 0 || t.NodeTTL <= 0 || t.Request <= 0 || t.Resend <= 0:
 		return errors.New("every fleet duration must be positive")
 	case t.stopAfter() < 2*t.Renew:
 		return fmt.Errorf("lease TTL %v minus margin %v and stop budget %v leaves room for fewer than two renewals every %v",

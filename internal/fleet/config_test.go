@@ -32,3 +32,16 @@ func TestTimingKeepsRoomForRenewalsAndTheStop(t *testing.T) {
 		t.Fatalf("defaults: hold %v, stop after %v, renew %v", d.holdFor(), d.stopAfter(), d.Renew)
 	}
 }
+
+func TestAttemptsWaitLongerEachTimeUpToTheRequestTimeout(t *testing.T) {
+	timing := DefaultTiming()
+	want := []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for k, w := range want {
+		if got := timing.attempt(k); got != w {
+			t.Errorf("attempt %d waits %v, want %v", k, got, w)
+		}
+	}
+	if got := timing.attempt(1 << 20); got != timing.Request {
+		t.Errorf("a late attempt waits %v, want the request timeout %v", got, timing.Request)
+	}
+}

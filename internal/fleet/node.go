@@ -189,9 +189,16 @@ func (n *Node) spawn(fn func()) {
 	}()
 }
 
-// Call sends a request to node and decodes its result into res.
+// Call sends a request to node and decodes its result into res. A node
+// in the registry that nobody answers for yet (its NATS server died and
+// it is on its way to another) is given half the request timeout to be
+// back; one not in the registry, none.
 func (n *Node) Call(ctx context.Context, node, op string, req, res any) error {
-	return n.f.call(ctx, node, op, req, res)
+	var absentFor time.Duration
+	if n.Alive(node) {
+		absentFor = n.f.timing.Request / 2
+	}
+	return n.f.call(ctx, node, op, req, res, absentFor)
 }
 
 // Name is this node's name.

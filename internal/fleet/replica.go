@@ -73,8 +73,11 @@ type publisher struct {
 
 	lastStream uint64 // the replica's last message of the session
 	lastEvent  int64  // the last event seq the replica holds
-	msg        nats.Msg
-	buf        []byte
+	// failed counts the tries that failed since the last message went
+	// in: each waits longer for the servers (Timing.attempt).
+	failed int
+	msg    nats.Msg
+	buf    []byte
 	// atHand is a context already done: Next(atHand) returns only an
 	// event that needs no waiting.
 	atHand context.Context
@@ -110,6 +113,7 @@ func (p *publisher) run(ctx context.Context, follow bool) error {
 			backoff = 50 * time.Millisecond
 			continue
 		}
+		p.failed++
 		p.log.Debug("replica publisher retrying", zap.Error(err), zap.Duration("after", backoff))
 		t := time.NewTimer(backoff)
 		select {
@@ -124,7 +128,7 @@ func (p *publisher) run(ctx context.Context, follow bool) error {
 
 // resync reads where the replica of the session ends.
 func (p *publisher) resync(ctx context.Context) error {
-	rctx, cancel := context.WithTimeout(ctx, p.f.timing.Request)
+	rctx, cancel := context.WithTimeout(ctx, p.f.timing.attempt(p.failed))
 	defer cancel()
 	m, err := p.f.events.GetLastMsgForSubject(rctx, p.f.names.sessionEvents(p.session))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -234,7 +238,7 @@ func (p *publisher) publish(ctx context.Context, first, last int64, part, parts 
 		id += "." + strconv.Itoa(part)
 	}
 	p.msg = nats.Msg{Subject: p.f.names.eventSubject(p.session, first), Header: h, Data: data}
-	pctx, cancel := context.WithTimeout(ctx, p.f.timing.Request)
+	pctx, cancel := context.WithTimeout(ctx, p.f.timing.attempt(p.failed))
 	defer cancel()
 	ack, err := p.f.js.PublishMsg(pctx, &p.msg,
 		jetstream.WithMsgID(id),
@@ -245,7 +249,7 @@ func (p *publisher) publish(ctx context.Context, first, last int64, part, parts 
 		}
 		return fmt.Errorf("publish events %d-%d: %w", first, last, err)
 	}
-	p.lastStream = ack.Sequence
+	p.lastStream, p.failed = ack.Sequence, 0
 	if parts == 0 || part == parts {
 		p.lastEvent = last
 	}

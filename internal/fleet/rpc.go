@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +46,7 @@ type rpcServer struct {
 	handlers map[string]rpcHandler
 	sub      *nats.Subscription
 	slots    chan struct{}
+	recent   recentCalls
 	base     context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -68,12 +71,26 @@ func (s *rpcServer) serve(node string) error {
 			return
 		}
 		if h == nil {
-			s.reply(m, nil, wire.Errorf(wire.CodeBadRequest, "node does not serve %q (an older or newer supervisor?)", op))
+			s.respond(m.Reply, encodeReply(nil, wire.Errorf(wire.CodeBadRequest, "node does not serve %q (an older or newer supervisor?)", op), s.f.nc.MaxPayload()))
 			return
 		}
 		timeout := s.f.timing.Request
 		if ms, err := strconv.Atoi(m.Header.Get(hdrTimeout)); err == nil && ms > 0 {
 			timeout = min(time.Duration(ms)*time.Millisecond, 10*time.Minute)
+		}
+		id := m.Header.Get(hdrRequestID)
+		if id != "" {
+			fresh, answer, clash := s.recent.take(id, m.Subject, m.Data, m.Reply, timeout)
+			switch {
+			case clash:
+				s.respond(m.Reply, encodeReply(nil, wire.Errorf(wire.CodeBadRequest, "request id %q is in use by another request", id), s.f.nc.MaxPayload()))
+				return
+			case answer != nil:
+				s.respond(m.Reply, answer)
+				return
+			case !fresh:
+				return // a copy of a request under way: its answer goes to m.Reply
+			}
 		}
 		s.wg.Add(1)
 		go func() {
@@ -87,7 +104,12 @@ func (s *rpcServer) serve(node string) error {
 			ctx, cancel := context.WithTimeout(s.base, timeout)
 			defer cancel()
 			res, err := h(ctx, m.Data)
-			s.reply(m, res, err)
+			answer := encodeReply(res, err, s.f.nc.MaxPayload())
+			replyTo := m.Reply
+			if id != "" {
+				replyTo = s.recent.done(id, answer)
+			}
+			s.respond(replyTo, answer)
 		}()
 	})
 	if err != nil {
@@ -102,7 +124,8 @@ func (s *rpcServer) serve(node string) error {
 	return nil
 }
 
-func (s *rpcServer) reply(m *nats.Msg, res any, err error) {
+// encodeReply is the answer to a request: its result, or its error.
+func encodeReply(res any, err error, maxPayload int64) []byte {
 	var r rpcReply
 	if err != nil {
 		r.Error = wire.ToError(err)
@@ -118,11 +141,15 @@ func (s *rpcServer) reply(m *nats.Msg, res any, err error) {
 		}
 	}
 	raw, _ := json.Marshal(r)
-	if len(raw) > int(s.f.nc.MaxPayload()) {
-		raw, _ = json.Marshal(rpcReply{Error: wire.Errorf(wire.CodeInternal, "reply of %d bytes is over the fabric's limit of %d", len(raw), s.f.nc.MaxPayload())})
+	if len(raw) > int(maxPayload) {
+		raw, _ = json.Marshal(rpcReply{Error: wire.Errorf(wire.CodeInternal, "reply of %d bytes is over the fabric's limit of %d", len(raw), maxPayload)})
 	}
-	if err := m.Respond(raw); err != nil {
-		s.log.Debug("fleet reply not sent", zap.String("subject", m.Subject), zap.Error(err))
+	return raw
+}
+
+func (s *rpcServer) respond(replyTo string, answer []byte) {
+	if err := s.f.nc.Publish(replyTo, answer); err != nil {
+		s.log.Debug("fleet reply not sent", zap.String("subject", replyTo), zap.Error(err))
 	}
 }
 
@@ -138,7 +165,14 @@ func (s *rpcServer) close() {
 }
 
 // call sends op to node and decodes its result into res (when not nil).
-func (f *Fabric) call(ctx context.Context, node, op string, req, res any) error {
+//
+// It sends the request again, under the same id, when no answer came
+// within the fabric's Resend: the node serving it runs it once and
+// answers every copy (rpcrecent.go). A request no node listens for
+// (nats.ErrNoResponders) is sent again for up to absentFor: a node whose
+// NATS server died is back on another one within a moment, and until
+// the cluster has heard of it again nobody listens for its requests.
+func (f *Fabric) call(ctx context.Context, node, op string, req, res any, absentFor time.Duration) error {
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return wire.Errorf(wire.CodeBadRequest, "encode %s request: %v", op, err)
@@ -153,16 +187,38 @@ func (f *Fabric) call(ctx context.Context, node, op string, req, res any) error 
 	}
 	msg := &nats.Msg{Subject: f.names.rpc(node, op), Data: raw, Header: nats.Header{}}
 	msg.Header.Set(hdrTimeout, strconv.FormatInt(max(timeout.Milliseconds(), 1), 10))
-	m, err := f.nc.RequestMsgWithContext(ctx, msg)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return wire.Errorf(wire.CodeUnavailable, "node %s does not answer (it left the fleet, or is starting)", node)
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return wire.Errorf(wire.CodeTimeout, "node %s did not answer %s in time", node, op)
-	case errors.Is(err, context.Canceled):
-		return err
-	case err != nil:
-		return wire.Errorf(wire.CodeUnavailable, "ask node %s: %v", node, err)
+	msg.Header.Set(hdrRequestID, newRequestID())
+	start := time.Now()
+	backoff := 50 * time.Millisecond
+	var m *nats.Msg
+	for {
+		actx, cancel := context.WithTimeout(ctx, f.timing.Resend)
+		m, err = f.nc.RequestMsgWithContext(actx, msg)
+		cancel()
+		if err == nil {
+			break
+		}
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return err
+		}
+		absent := errors.Is(err, nats.ErrNoResponders)
+		if absent && time.Since(start) >= absentFor || ctx.Err() != nil {
+			return callError(node, op, err, ctx.Err())
+		}
+		if !resendable(err) {
+			return callError(node, op, err, nil)
+		}
+		if absent || !errors.Is(err, context.DeadlineExceeded) {
+			// Not sent, or nobody listens yet: give the link a moment.
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return callError(node, op, err, ctx.Err())
+			case <-t.C:
+			}
+			backoff = min(2*backoff, 500*time.Millisecond)
+		}
 	}
 	var r rpcReply
 	if err := json.Unmarshal(m.Data, &r); err != nil {
@@ -180,4 +236,34 @@ func (f *Fabric) call(ctx context.Context, node, op string, req, res any) error 
 		}
 	}
 	return nil
+}
+
+// resendable reports an attempt of a request that may be sent again: no
+// answer in time, nobody listening yet, or the link down meanwhile.
+func resendable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrReconnectBufExceeded) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+}
+
+// callError is the typed error of a request to node whose last attempt
+// failed with err; ctxErr, when not nil, is why the caller stopped trying.
+func callError(node, op string, err, ctxErr error) error {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return wire.Errorf(wire.CodeUnavailable, "node %s does not answer (it left the fleet, or is starting)", node)
+	case errors.Is(ctxErr, context.Canceled):
+		return ctxErr
+	case ctxErr != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return wire.Errorf(wire.CodeTimeout, "node %s did not answer %s in time", node, op)
+	default:
+		return wire.Errorf(wire.CodeUnavailable, "ask node %s: %v", node, err)
+	}
+}
+
+// newRequestID names a request and its copies: 128 random bits.
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -37,13 +37,14 @@ func transient(err error) bool {
 }
 
 // retry runs fn until it succeeds, fails for good, ctx ends or
-// transientFor has passed; each attempt has at most the fabric's request
-// timeout.
+// transientFor has passed; each attempt has at most Timing.attempt (a
+// request lost with a dying server is not waited for the whole request
+// timeout).
 func (f *Fabric) retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	give := time.Now().Add(transientFor)
 	backoff := 100 * time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, f.timing.Request)
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, f.timing.attempt(attempt))
 		err := fn(actx)
 		cancel()
 		if err == nil || ctx.Err() != nil || !transient(err) || time.Now().After(give) {

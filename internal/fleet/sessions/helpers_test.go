@@ -19,6 +19,8 @@ import (
 	"github.com/corral-dev/corral/pkg/client"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +44,8 @@ type testFleet struct {
 	work, scenario string
 	nodes          []*testsupervisor.Supervisor
 	names          []string
+	// fleet is the fleet's name: its buckets and stream start with it.
+	fleet string
 	// proxies, when a node reaches the servers through proxies, by node.
 	proxies map[int][]*fleettest.Proxy
 	// killed is when each node killed with SIGKILL died: its runners died
@@ -96,6 +100,7 @@ func startFleet(t testing.TB, o fleetOptions) *testFleet {
 	if len(fleetName) > 60 {
 		fleetName = fleetName[:60]
 	}
+	f.fleet = fleetName
 	for i := range o.nodes {
 		name := fmt.Sprintf("node-%d", i)
 		urls := rotate(c.URLs(), i)
@@ -129,6 +134,28 @@ func startFleet(t testing.TB, o fleetOptions) *testFleet {
 		})
 	}
 	return f
+}
+
+// streamLeader is the name of the server leading stream, asked of the
+// servers at urls; "" while it has none or none of them answers.
+func streamLeader(t testing.TB, urls []string, stream string) string {
+	t.Helper()
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(time.Second), nats.NoReconnect())
+	if err != nil {
+		return ""
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil || s.CachedInfo().Cluster == nil {
+		return ""
+	}
+	return s.CachedInfo().Cluster.Leader
 }
 
 func rotate(s []string, n int) []string {
