@@ -149,7 +149,9 @@ func runShellWrites(t *testing.T, d *daemon, mode string, turns int, r *rand.Ran
 	if err != nil {
 		t.Fatalf("create: %v\n%s", err, d.Log())
 	}
-	st, err := d.c.Events(ctx(t), s.ID, client.EventsOptions{Follow: true})
+	// The stream lasts the whole run (minutes at full size on a busy
+	// machine): a hang is go test's timeout to catch, not a clock's.
+	st, err := d.c.Events(t.Context(), s.ID, client.EventsOptions{Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}

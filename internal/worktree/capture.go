@@ -273,13 +273,18 @@ func (c *Capture) watchDir(rel string) error {
 	return nil
 }
 
+// isGone reports whether err, from a look at a path, says that nothing is
+// there: the path is gone, or a folder on its way is now a file.
+func isGone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
 // refreshPath brings the index up to date for a path an event named: a
 // file, a folder (walked whole), or something gone.
 func (c *Capture) refreshPath(rel string, ups *[]update) error {
 	info, err := os.Lstat(c.abs(rel))
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		// Gone, or a folder on its way is now a file.
+	case isGone(err):
 		c.removeUnder(rel, nil, ups)
 		c.forgetFolders(rel, nil)
 		return nil

@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -65,7 +64,7 @@ func (c *Capture) settleLocked(rel string, content hunks.Snapshot, written bool)
 	v := versionOf(content)
 	info, err := os.Lstat(c.abs(rel))
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || (err == nil && !tracked(info)):
+	case isGone(err) || (err == nil && !tracked(info)):
 		info = nil
 	case err != nil:
 		return fmt.Errorf("settle %s: %w", rel, err)
@@ -73,7 +72,7 @@ func (c *Capture) settleLocked(rel string, content hunks.Snapshot, written bool)
 	var now version
 	if info != nil {
 		data, err := readContent(c.abs(rel), info)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err != nil && !isGone(err) {
 			return fmt.Errorf("settle %s: %w", rel, err)
 		}
 		if err == nil {

@@ -63,6 +63,11 @@ func TestReviewedWritesAreNotReportedAgain(t *testing.T) {
 			want:  []want{{worktree.Modified, "README.md", ""}}, base: base["README.md"],
 		},
 		{
+			name: "its folder replaced by a file after the write", path: "gen/deep/new.go", content: ptr("package gen\n"),
+			steps: []string{"write", "other:rm -rf gen && echo f > gen", "settle"},
+			want:  []want{{worktree.Deleted, "gen/deep/new.go", ""}, {worktree.Created, "gen", ""}},
+		},
+		{
 			name: "another file written meanwhile is reported", path: "README.md", content: &edited,
 			steps: []string{"write", "other:echo x > other.txt", "settle"},
 			want:  []want{{worktree.Created, "other.txt", ""}},
