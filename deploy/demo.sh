@@ -24,7 +24,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-"$bin/supervisor" serve --state "$state" 2>"$state/supervisor.log" &
+# The demo's state folder goes with it: so do its runners (by default a
+# session with work under way would wait for the next supervisor).
+"$bin/supervisor" serve --state "$state" --stop-runners-on-exit 2>"$state/supervisor.log" &
 daemon=$!
 for _ in $(seq 1 100); do
   [ -S "$state/supervisor.sock" ] && break
