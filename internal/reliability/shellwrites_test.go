@@ -31,6 +31,7 @@ type shellTally struct {
 	notByCommand                    int // captured edits not recorded as applied by a command (or outside one)
 	late, outside                   int // writers left running past their command; edits staged as outside any tool call
 	engineEdits                     int // the engine's own edit tool's edits, accepted
+	unwritten                       int // accepted engine edits whose write failed, recorded as reverted
 	duplicates                      int // a path's change staged twice
 }
 
@@ -63,8 +64,8 @@ func TestShellWritesInReviewMode(t *testing.T) {
 		total.refused == 0 && total.afterDecision == 0 && total.notByCommand == 0 && total.duplicates == 0
 	fig := Figure{
 		Scenario: "Shell writes in review and auto mode",
-		Done: fmt.Sprintf("%d turns (half in review mode, half in auto mode) of %d random shell commands (new files, appends, sed -i, truncation, deletions, renames of files and folders, copies, binary files, symlinks, folders and files replacing each other, untracked and ignored files, nested folders, background children; %d writers left running past their command) and %d edits of the engine's own edit tool changed %d bytes in %d paths; %d edits staged (%d create, %d modify, %d delete; %d binary; %d outside any tool call), %d hunks; every hunk of %d turns rejected",
-			total.turns, total.commands, total.late, total.engineEdits, total.changedBytes, total.changedPaths, total.edits,
+		Done: fmt.Sprintf("%d turns (half in review mode, half in auto mode) of %d random shell commands (new files, appends, sed -i, truncation, deletions, renames of files and folders, copies, binary files, symlinks, folders and files replacing each other, untracked and ignored files, nested folders, background children; %d writers left running past their command) and %d edits of the engine's own edit tool (%d more accepted whose write failed, recorded as reverted) changed %d bytes in %d paths; %d edits staged (%d create, %d modify, %d delete; %d binary; %d outside any tool call), %d hunks; every hunk of %d turns rejected",
+			total.turns, total.commands, total.late, total.engineEdits, total.unwritten, total.changedBytes, total.changedPaths, total.edits,
 			total.kinds[hunks.KindCreate], total.kinds[hunks.KindModify], total.kinds[hunks.KindDelete], total.binaryEdits,
 			total.outside, total.hunks, total.rejected),
 		Found: fmt.Sprintf("%d unreviewable bytes (%d paths whose change the staged hunks do not account for), %d changes staged twice; %d bytes in %d paths differing from the tree before the turn once every hunk was rejected, %d rejects refused; %d edits reported after the reviewer's decisions; %d empty folders left, %d missing",
@@ -193,7 +194,8 @@ func runShellWrites(t *testing.T, d *daemon, mode string, turns int, r *rand.Ran
 				}
 			}
 		}
-		staged, by, askID := readUntilHeld(t, next, p.commands, firstHold, accept)
+		staged, by, unwritten, askID := readUntilHeld(t, next, p.commands, firstHold, accept)
+		total.unwritten += unwritten
 		after, err := snapshotTree(repo)
 		if err != nil {
 			t.Fatal(err)
@@ -237,11 +239,14 @@ func turnText(i int) string { return fmt.Sprintf("[turn %04d]", i) }
 
 // readUntilHeld reads a turn's events up to the second ask of
 // holdCommand and returns the hunkStaged events, in order, who each
-// editApplied says wrote them, and the ask. firstHold answers the first
-// ask; accept accepts an engine's edit that waits for review.
-func readUntilHeld(t *testing.T, next func() event.Event, commands []string, firstHold func(askID string), accept func(event.HunkStagedData)) (staged []event.HunkStagedData, by map[string]string, askID string) {
+// editApplied says wrote them, and the ask. An engine's edit whose write
+// failed (recorded as reverted by the engine) is left out: it is not in
+// the tree, and unwritten counts it. firstHold answers the first ask;
+// accept accepts an engine's edit that waits for review.
+func readUntilHeld(t *testing.T, next func() event.Event, commands []string, firstHold func(askID string), accept func(event.HunkStagedData)) (staged []event.HunkStagedData, by map[string]string, unwritten int, askID string) {
 	t.Helper()
 	by = map[string]string{}
+	dropped := map[string]bool{}
 	holds := 0
 	for {
 		ev := next()
@@ -253,7 +258,10 @@ func readUntilHeld(t *testing.T, next func() event.Event, commands []string, fir
 				accept(h)
 			}
 		case event.EditApplied:
-			if a := dataOf[event.EditAppliedData](ev); !a.Reverted && by[a.EditID] == "" {
+			switch a := dataOf[event.EditAppliedData](ev); {
+			case a.Reverted && a.By == "engine":
+				dropped[a.EditID] = true
+			case !a.Reverted && by[a.EditID] == "":
 				by[a.EditID] = a.By
 			}
 		case event.AskOpened:
@@ -265,7 +273,13 @@ func readUntilHeld(t *testing.T, next func() event.Event, commands []string, fir
 				firstHold(a.AskID)
 				continue
 			}
-			return staged, by, a.AskID
+			kept := staged[:0]
+			for _, h := range staged {
+				if !dropped[h.EditID] {
+					kept = append(kept, h)
+				}
+			}
+			return kept, by, len(dropped), a.AskID
 		case event.TurnEnded:
 			t.Fatalf("the turn ended before the command that holds it (commands %q)", commands)
 		}

@@ -31,7 +31,7 @@ const CaptureFolder = "capture"
 // call: a process a command left running, a daemon), once the last running
 // shell call has finished (the calls' changes), and when the turn ends.
 // The runner stages each change as an auto-applied edit that the reviewer
-// can revert hunk by hunk until the turn ends.
+// can revert hunk by hunk until the next turn starts.
 //
 // Writes that went through review already are not reported again: the
 // engine's accepted edits are expected from the verdict until the edit
@@ -429,7 +429,7 @@ const (
 
 // stageCaptured records captured changes as auto-applied edits:
 // hunkStaged, then editApplied by by, each revertible hunk by hunk until
-// the turn ends. toolID is the call the changes are attributed to, empty
+// the next turn starts. toolID is the call the changes are attributed to, empty
 // when none is.
 func (r *Runner) stageCaptured(toolID, by string, changes []worktree.Change) {
 	root := r.Spec().Cwd

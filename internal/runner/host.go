@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"strings"
 
 	"github.com/corral-dev/corral/pkg/engine"
 	"github.com/corral-dev/corral/pkg/event"
@@ -34,6 +35,7 @@ func (h *host) Emit(typ event.Type, data any) {
 		// finish, as an edit tool's hunks are; an edit call's write is
 		// the baseline from now on.
 		r.stageCaptured(d.ToolID, byCommand, r.shell.finished(d.ToolID, d.Outcome == "ok"))
+		r.review.engineFinished(d.ToolID, d.Outcome == "ok", failureReason(d))
 		if v, ok := r.verdicts.take(d.ToolID); ok {
 			d.Gate = &v
 			data = d
@@ -61,6 +63,21 @@ func (h *host) Permit(ctx context.Context, call engine.ToolCall) engine.Verdict 
 		r.stageCaptured("", byOutside, r.shell.denied(call.ID))
 	}
 	return v
+}
+
+// failureReason is what a finished call says of its failure, in one line.
+func failureReason(d event.ToolFinishedData) string {
+	why := d.Message
+	if why == "" {
+		why, _, _ = strings.Cut(strings.TrimSpace(d.Output), "\n")
+	}
+	if len(why) > 200 {
+		why = strings.ToValidUTF8(why[:200], "") + "…"
+	}
+	if why == "" && d.Outcome != "" {
+		why = "the call ended " + d.Outcome
+	}
+	return why
 }
 
 // TakeSteers hands the waiting steers to the engine at a tool boundary.

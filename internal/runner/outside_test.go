@@ -67,7 +67,8 @@ func shellCall(id, command string) engine.ToolCall {
 // TestWritesOutsideToolCallsAreCaptured writes a file (as a process a
 // command left running would) after a shell call has finished, and checks
 // that the next look of the turn stages it once, by no tool call, and
-// that it can be reverted while the turn is open.
+// that it can be reverted (while the turn is open, or, found by the turn's
+// end, once it has ended).
 func TestWritesOutsideToolCallsAreCaptured(t *testing.T) {
 	const hold = "corral-test-hold" // not allowed: the gate asks
 	cases := []struct {
@@ -147,11 +148,13 @@ func TestWritesOutsideToolCallsAreCaptured(t *testing.T) {
 			if by := appliedBy(t, s, staged.EditID); by != "outside" {
 				t.Fatalf("editApplied by %q, want outside:\n%s", by, s.dump())
 			}
+			// Revertible while the turn is open, and what the turn's end
+			// found once it has ended (until the next turn starts).
+			s.do(command.DecideHunk{EditID: staged.EditID, HunkID: "h1", Decision: command.DecisionReject})
+			if data, _ := os.ReadFile(path); string(data) != "early\n" {
+				t.Fatalf("after the revert a.txt = %q", data)
+			}
 			if open {
-				s.do(command.DecideHunk{EditID: staged.EditID, HunkID: "h1", Decision: command.DecisionReject})
-				if data, _ := os.ReadFile(path); string(data) != "early\n" {
-					t.Fatalf("after the revert a.txt = %q", data)
-				}
 				finishHeld(t, s, from)
 			}
 			checkNoDuplicates(t, s)

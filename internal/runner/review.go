@@ -18,7 +18,8 @@ import (
 )
 
 // review keeps the session's staged edits and the reviewer's decisions on
-// their hunks until the edit's turn ends, writes what the decisions say
+// their hunks (a review-mode edit's until its turn ends, an auto-applied
+// edit's until the next turn starts), writes what the decisions say
 // (the accepted part of an edit, an auto-mode hunk taken back out), and
 // adds up what each turn changed for its turnEnded summary. It records
 // hunkDecided and editApplied; hunkStaged is the runner's to record, after
@@ -35,8 +36,8 @@ type review struct {
 	tally *turnTally // the running turn's, nil between turns
 }
 
-// stagedEdit is an edit waiting for (or, in auto mode, open to) hunk
-// decisions until its turn ends.
+// stagedEdit is an edit waiting for hunk decisions until its turn ends,
+// or, auto-applied, open to rejects until the next turn starts.
 type stagedEdit struct {
 	id     string
 	seq    int64 // orders edits oldest first
@@ -52,9 +53,17 @@ type stagedEdit struct {
 	// link, and no link itself when the edit was staged: if it is not so
 	// when the engine would write it, the write is refused.
 	safe bool
-	// decisions and decided are guarded by review.mu.
+	// decisions, decided, engineWrite and unwritten are guarded by
+	// review.mu.
 	decisions map[string]hunkDecision
 	decided   chan struct{} // closed when every hunk has a decision
+	// engineWrite is set from the verdict that left the whole edit to the
+	// engine until its call finishes: only then is it known to be written.
+	engineWrite bool
+	// unwritten says why an edit recorded as applied by the engine is not
+	// in the file after all (its write failed); it can no longer be
+	// decided on.
+	unwritten string
 }
 
 type hunkDecision struct {
@@ -95,19 +104,28 @@ func (rv *review) display(p string) string {
 	return p
 }
 
-// beginTurn starts the tally of a turn.
+// beginTurn closes the previous turn's edits to further decisions and
+// starts the tally of a turn.
 func (rv *review) beginTurn() {
 	rv.mu.Lock()
+	clear(rv.edits)
 	rv.tally = &turnTally{files: map[string]bool{}}
 	rv.mu.Unlock()
 }
 
-// endTurn closes the turn's edits to further decisions and returns what
-// the turn changed.
+// endTurn closes the turn's review-mode edits to further decisions and
+// returns what the turn changed. Its auto-applied edits (auto mode's, and
+// every captured change) stay open to rejects until the next turn starts:
+// the turn's last look at the worktree finds changes just before the turn
+// ends, and a reviewer mostly looks once it has.
 func (rv *review) endTurn() turnTally {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
-	clear(rv.edits)
+	for id, se := range rv.edits {
+		if !se.auto || se.unwritten != "" {
+			delete(rv.edits, id)
+		}
+	}
 	t := rv.tally
 	rv.tally = nil
 	if t == nil {
@@ -118,7 +136,7 @@ func (rv *review) endTurn() turnTally {
 
 // stage opens edit ed of the file at path (absolute) for decisions. In
 // auto mode every hunk is accepted at once (and may be rejected, which
-// takes it back out of the file, until the turn ends).
+// takes it back out of the file, until the next turn starts).
 func (rv *review) stage(id string, seq int64, toolID, path string, ed *hunks.Edit, auto bool, undo func(ids []string) error) *stagedEdit {
 	se := &stagedEdit{id: id, seq: seq, toolID: toolID, path: path, edit: ed, auto: auto, undo: undo,
 		decisions: map[string]hunkDecision{}, decided: make(chan struct{}),
@@ -177,6 +195,9 @@ func (rv *review) verdict(se *stagedEdit) engine.Verdict {
 				return engine.Verdict{Message: fmt.Sprintf("The reviewer accepted this edit to %s, but the path changed while it waited (%v); nothing was written.", display, err)}
 			}
 		}
+		rv.mu.Lock()
+		se.engineWrite = true
+		rv.mu.Unlock()
 		rv.recordApplied(se, "engine", accepted, false, "")
 		return engine.Verdict{Allow: true}
 	case len(accepted) == 0:
@@ -185,6 +206,58 @@ func (rv *review) verdict(se *stagedEdit) engine.Verdict {
 		return rv.applyPartial(se, display, accepted, rejected, notes)
 	}
 }
+
+// engineFinished is told that the engine's call toolID (with its TOOL#N
+// parts) finished, ok or not. An edit it was to write is recorded as
+// applied from the verdict on, so that shells see it at once; when the
+// call failed (or was stopped) and the file does not hold the edit, the
+// write never landed (a command had replaced a folder on its path by a
+// file, the disk was full), and the edit is recorded as reverted, with the
+// engine's reason as its conflict: the log never shows an edit the
+// worktree lacks.
+func (rv *review) engineFinished(toolID string, ok bool, why string) {
+	rv.mu.Lock()
+	var ended []*stagedEdit
+	for _, se := range rv.edits {
+		if se.engineWrite && (se.toolID == toolID || strings.HasPrefix(se.toolID, toolID+"#")) {
+			se.engineWrite = false
+			if !ok {
+				ended = append(ended, se)
+			}
+		}
+	}
+	rv.mu.Unlock()
+	sort.Slice(ended, func(i, j int) bool { return ended[i].seq < ended[j].seq })
+	for _, se := range ended {
+		if holds(se.path, se.edit) {
+			continue
+		}
+		conflict := "the engine's write failed"
+		if why != "" {
+			conflict += ": " + why
+		}
+		rv.mu.Lock()
+		se.unwritten = conflict
+		rv.mu.Unlock()
+		rv.recordApplied(se, "engine", se.edit.IDs(), true, conflict)
+	}
+}
+
+// holds reports whether the file at path has the new version of ed.
+func holds(path string, ed *hunks.Edit) bool {
+	_, current, _, err := hunks.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	if !current.Exists {
+		return ed.NewBlob == ""
+	}
+	return hunks.BlobID(current.Data) == ed.NewBlob
+}
+
+// finalRule says when decisions become final, for the errors that refuse
+// a late one.
+const finalRule = "a review-mode edit's decisions are final once its turn ends, an auto-applied edit's once the next turn starts or the session's runner stops"
 
 func notesText(notes []string) string {
 	if len(notes) == 0 {
@@ -247,8 +320,9 @@ func (rv *review) recordApplied(se *stagedEdit, by string, ids []string, reverte
 
 // decide records a person's decision on one hunk. editID may be empty when
 // hunkID is EDIT/HUNK, when exactly one edit waits for decisions, or, when
-// none waits, when the turn has applied exactly one edit in auto mode. In
-// auto mode a reject takes the hunk back out of the file at once.
+// none waits, when the turn (or the last, until the next starts) has
+// applied exactly one edit in auto mode. In auto mode a reject takes the
+// hunk back out of the file at once.
 func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecidedData, error) {
 	var accept bool
 	switch decision {
@@ -267,12 +341,12 @@ func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecid
 		if len(open) == 0 {
 			// Auto mode: nothing waits, but the turn's applied edits may
 			// still be taken back by hunk id alone, as for one pending.
-			open, what = rv.autoLocked(), "edits of this turn were applied in auto mode"
+			open, what = rv.autoLocked(), "auto-applied edits are open"
 		}
 		switch len(open) {
 		case 0:
 			rv.mu.Unlock()
-			return event.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "no edit is open for decisions (decisions are final once its turn ends)")
+			return event.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "no edit is open for decisions (%s)", finalRule)
 		case 1:
 		default:
 			rv.mu.Unlock()
@@ -283,7 +357,7 @@ func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecid
 	se, ok := rv.edits[editID]
 	if !ok {
 		rv.mu.Unlock()
-		return event.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "no edit %q open for decisions (decisions are final once its turn ends)", editID)
+		return event.HunkDecidedData{}, wire.Errorf(wire.CodeNotFound, "no edit %q open for decisions (%s)", editID, finalRule)
 	}
 	if !hasHunk(se.edit, hunkID) {
 		rv.mu.Unlock()
@@ -291,6 +365,9 @@ func (rv *review) decide(editID, hunkID, decision, note string) (event.HunkDecid
 	}
 	prev, decided := se.decisions[hunkID]
 	switch {
+	case se.unwritten != "":
+		rv.mu.Unlock()
+		return event.HunkDecidedData{}, wire.Errorf(wire.CodeConflict, "edit %s was never written (%s): there is nothing to take back", editID, se.unwritten)
 	case se.auto && accept:
 		rv.mu.Unlock()
 		return event.HunkDecidedData{EditID: editID, HunkID: hunkID, Decision: command.DecisionAccept, By: prev.by}, nil
@@ -421,10 +498,10 @@ func (rv *review) pendingLocked() []*stagedEdit {
 	return rv.editsLocked(func(e *stagedEdit) bool { return !e.auto && len(e.decisions) < len(e.edit.Hunks) })
 }
 
-// autoLocked returns the turn's auto-mode edits, which stay open for
-// rejects until the turn ends, in order.
+// autoLocked returns the auto-applied edits, which stay open for rejects
+// until the next turn starts, in order.
 func (rv *review) autoLocked() []*stagedEdit {
-	return rv.editsLocked(func(e *stagedEdit) bool { return e.auto })
+	return rv.editsLocked(func(e *stagedEdit) bool { return e.auto && e.unwritten == "" })
 }
 
 func (rv *review) editsLocked(keep func(*stagedEdit) bool) []*stagedEdit {

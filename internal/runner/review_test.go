@@ -167,12 +167,16 @@ func TestReviewAutoModeHunkIDAloneNamesTheTurnsOneEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	rv.stage("e2", 2, "tool2", filepath.Join(rv.cwd, "g.txt"), ed, true, func([]string) error { return nil })
-	if _, err := rv.decide("", "h1", command.DecisionReject, ""); codeOf(err) != wire.CodeBadRequest || !strings.Contains(err.Error(), "2 edits") {
+	if _, err := rv.decide("", "h1", command.DecisionReject, ""); codeOf(err) != wire.CodeBadRequest || !strings.Contains(err.Error(), "2 auto-applied edits") {
 		t.Fatalf("hunk id alone among two auto edits: %v", err)
 	}
 	rv.endTurn()
+	if _, err := rv.decide("e2", "h1", command.DecisionReject, ""); err != nil {
+		t.Fatalf("once the turn ended, before the next started: %v", err)
+	}
+	rv.beginTurn()
 	if _, err := rv.decide("", "h1", command.DecisionReject, ""); codeOf(err) != wire.CodeNotFound {
-		t.Fatalf("after the turn: %v", err)
+		t.Fatalf("once the next turn started: %v", err)
 	}
 }
 

@@ -140,9 +140,18 @@ func TestAutoModeRejectReverseAppliesOneHunk(t *testing.T) {
 		t.Fatalf("after rejecting h2: %q, want %q", got, want)
 	}
 	s.do(command.Stop{})
-	reply := s.r.Do(context.Background(), command.DecideHunk{EditID: d.EditID, HunkID: "h1", Decision: command.DecisionReject})
+	_, i = s.waitType(i, event.TurnEnded)
+	// The turn has ended: its auto-applied hunks stay revertible until the
+	// next turn starts.
+	s.do(command.DecideHunk{EditID: d.EditID, HunkID: "h1", Decision: command.DecisionReject})
+	if got, _ := os.ReadFile(path); string(got) != "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n" {
+		t.Fatalf("after rejecting h1 once the turn ended: %q", got)
+	}
+	s.do(command.Send{Text: "next"})
+	s.waitType(i, event.TurnStarted)
+	reply := s.r.Do(context.Background(), command.DecideHunk{EditID: d.EditID, HunkID: "h2", Decision: command.DecisionAccept})
 	if reply.OK || reply.Error.Code != wire.CodeNotFound {
-		t.Fatalf("a reject after the turn ended was not refused: %+v", reply)
+		t.Fatalf("a decision once the next turn started was not refused: %+v", reply)
 	}
 }
 

@@ -126,9 +126,14 @@ test('the mode switch: in auto mode an edit lands at once, and Revert takes one 
   await checkA11y('auto mode revert');
   await page.locator('[data-testid=stop]').click();
   await page.locator('[data-testid=receipt]', { hasText: 'interrupted the turn' }).waitFor();
-  // A turn that ended takes its hunks' revert buttons with it.
-  await until('no revert once the turn ended', async () => (await edit.locator('[data-testid=reject]').count()) === 0);
-  assert.equal(readFileSync(join(worktree, 'notes.txt'), 'utf8'), notes.replace('line 2\n', 'line two\n'));
+  // The turn has ended: its auto-applied hunks stay revertible until the
+  // next turn starts.
+  await edit.locator('[data-hunk=h1] [data-testid=reject]', { hasText: 'Revert h1' }).click();
+  await edit.locator('[data-testid=applied]', { hasText: 'Reverted h1' }).waitFor();
+  assert.equal(readFileSync(join(worktree, 'notes.txt'), 'utf8'), notes);
+  await send('hello after the revert');
+  await transcript().locator('[data-testid=assistant]', { hasText: 'Echo: message received.' }).last().waitFor();
+  await until('no revert once the next turn started', async () => (await edit.locator('[data-testid=reject]').count()) === 0);
   await mode.selectOption('review');
   await transcript().locator('.notice', { hasText: 'Mode set to review' }).waitFor();
 });

@@ -30,7 +30,7 @@ export type Item =
     }
   | {
       kind: 'edit'; seq: number; editId: string; path: string; auto: boolean; edit: ReviewEdit;
-      decisions: Record<string, Answer>; applied: Applied[]; turnOpen: boolean;
+      decisions: Record<string, Answer>; applied: Applied[]; revertible: boolean;
     }
   | { kind: 'steer'; seq: number; text: string; how: 'delivered' | 'native' | 'requeued' }
   | { kind: 'turnEnd'; seq: number; turn: number; outcome: string; summary?: string; durationMs: number; costUsd: number }
@@ -140,6 +140,14 @@ export class SessionModel {
         this.queue = ev.data.queued ?? [];
         break;
       case 'turnStarted':
+        // The last turn's auto-applied edits were open to reverts until
+        // now (docs/hunks.md).
+        for (const [id, e] of this.edits) {
+          if (e.auto) {
+            e.revertible = false;
+            this.edits.delete(id);
+          }
+        }
         this.turn = ev.data.turn;
         this.turnRunning = true;
         this.failed = false;
@@ -212,7 +220,7 @@ export class SessionModel {
         const d = ev.data;
         const it = {
           kind: 'edit' as const, seq: ev.seq, editId: d.editId, path: d.path, auto: d.auto, edit: reviewable(d.edit),
-          decisions: {}, applied: [], turnOpen: true,
+          decisions: {}, applied: [], revertible: true,
         };
         this.edits.set(d.editId, it);
         this.push(it);
@@ -229,6 +237,9 @@ export class SessionModel {
         const it = this.edits.get(d.editId);
         if (it) {
           it.applied = [...it.applied, { by: d.by, hunks: d.hunks ?? [], reverted: d.reverted, conflict: d.conflict, added: d.added, removed: d.removed }];
+          // An accepted edit the engine then failed to write is not in the
+          // file: there is nothing to revert.
+          if (d.reverted && d.by === 'engine') it.revertible = false;
         }
         break;
       }
@@ -236,11 +247,11 @@ export class SessionModel {
         const d = ev.data;
         this.endSpeech();
         this.turnRunning = false;
-        for (const e of this.edits.values()) e.turnOpen = false;
-        // Decided edits leave the pending set; a review-mode edit still
-        // undecided stays (a crash closes it with "expired").
+        // Decided review-mode edits leave the pending set; one still
+        // undecided stays (a crash closes it with "expired"). Auto-applied
+        // edits stay revertible until the next turn starts.
         for (const [id, e] of this.edits) {
-          if (e.auto || e.edit.hunks.every((h) => e.decisions[h.id])) this.edits.delete(id);
+          if (!e.auto && e.edit.hunks.every((h) => e.decisions[h.id])) this.edits.delete(id);
         }
         this.push({
           kind: 'turnEnd', seq: ev.seq, turn: d.turn, outcome: d.outcome, summary: d.summary,

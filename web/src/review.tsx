@@ -85,7 +85,7 @@ export function EditCard({ sid, item, onNote }: { sid: string; item: EditItem; o
   const [noteAt, setNoteAt] = useState<NoteTarget>();
   const { edit } = item;
   const undecided = edit.hunks.filter((h) => !item.decisions[h.id]);
-  const reviewable = item.auto ? item.turnOpen : true;
+  const reviewable = item.auto ? item.revertible : true;
 
   const decide = async (hunkId: string, decision: 'accept' | 'reject') => {
     await client.command(sid, { cmd: 'decideHunk', editId: item.editId, hunkId, decision, note: notes[hunkId]?.trim() || undefined });
