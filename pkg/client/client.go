@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/corral-dev/corral/internal/unixsock"
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
@@ -100,8 +101,7 @@ func New(opts Options) (*Client, error) {
 		tr = tr.Clone()
 		socket := opts.Socket
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			return unixsock.Dial(ctx, socket) // a path of any length
 		}
 		clone := *hc
 		clone.Transport = tr

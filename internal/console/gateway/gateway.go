@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/sessiondir"
+	"github.com/corral-dev/corral/internal/unixsock"
 	"go.uber.org/zap"
 )
 
@@ -301,8 +302,7 @@ func newProxy(up Upstream) (*httputil.ReverseProxy, error) {
 	case up.Socket != "":
 		socket := up.Socket
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			return unixsock.Dial(ctx, socket) // a path of any length
 		}
 		target = &url.URL{Scheme: "http", Host: "supervisor"}
 	case up.BaseURL != "":

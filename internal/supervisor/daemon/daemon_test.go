@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/testenv"
 	"github.com/corral-dev/corral/internal/testrunner"
 	"github.com/corral-dev/corral/pkg/client"
+	"github.com/corral-dev/corral/pkg/command"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
@@ -230,5 +231,31 @@ func TestFindRunner(t *testing.T) {
 	t.Setenv("PATH", bin)
 	if got, err := FindRunner(""); err != nil || got != filepath.Join(bin, "runner") {
 		t.Fatalf("runner on PATH: %q %v", got, err)
+	}
+}
+
+// TestStateFolderOfALongPath serves on a state folder whose socket path is
+// longer than a socket address holds (a deep home, a test's temporary
+// folder): the supervisor must listen, and a client reach it, all the same.
+func TestStateFolderOfALongPath(t *testing.T) {
+	state := filepath.Join(t.TempDir(), strings.Repeat("a-long-folder-name/", 6), "state")
+	if n := len(filepath.Join(state, SocketName)); n <= 108 {
+		t.Fatalf("the socket path is %d bytes: not longer than a socket address", n)
+	}
+	where := serve(t, state, nil)
+	c, err := client.ForState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Health(ctx); err != nil {
+		t.Fatalf("health over %s: %v", where.Socket, err)
+	}
+	s, err := c.CreateSession(ctx, wire.Spec{Engine: "script"})
+	if err != nil {
+		t.Fatalf("a session under the long state folder: %v", err)
+	}
+	if _, err := c.Command(ctx, s.ID, command.Send{Text: "hello"}); err != nil {
+		t.Fatalf("send: %v", err)
 	}
 }

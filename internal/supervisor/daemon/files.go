@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/ownedfile"
+	"github.com/corral-dev/corral/internal/unixsock"
 )
 
 // lockState takes the state folder's lock, so that two supervisors never
@@ -46,7 +48,9 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	if exists {
-		conn, err := net.DialTimeout("unix", path, time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := unixsock.Dial(ctx, path)
+		cancel()
 		if err == nil {
 			conn.Close()
 			return nil, fmt.Errorf("a supervisor already answers on %s", path)
@@ -57,7 +61,7 @@ func listenUnix(path string) (net.Listener, error) {
 	}
 	// No moment where the socket is open to others.
 	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
+	ln, err := unixsock.Listen(path) // a state folder's path may be longer than a socket address holds
 	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
