@@ -48,6 +48,8 @@ type NodeInfo struct {
 
 // Capacity is how full a node is, as its heartbeat reports it.
 type Capacity struct {
+	// Live counts the node's runners that hold a slot: live, starting,
+	// or being stopped (supervisor.Manager.Load).
 	Live         int
 	MaxLive      int
 	MemAvailable uint64

@@ -33,6 +33,26 @@ func (m *Manager) liveLocked() int {
 	return len(seen) - min(waiting, m.cfg.MaxWaiting)
 }
 
+// Load is what a fleet places new sessions by: the runners that count
+// against MaxLive (live or starting), and those being stopped to make room
+// or as idle, which hold their memory until they exit. Counting the
+// starting and the stopping keeps a node whose runners are slow to start
+// or stop (a busy machine) from looking emptier than it is, and so from
+// drawing every new session while it turns runners over.
+func (m *Manager) Load() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.liveLocked()
+	seen := map[*entry]bool{}
+	for _, e := range m.entries {
+		if e.retiring && !seen[e] {
+			seen[e] = true
+			n++
+		}
+	}
+	return n
+}
+
 // waitsForPerson reports whether e's runner is up and its session waits
 // for a person (wire.StateReport.WaitsForPerson).
 func waitsForPerson(e *entry) bool {

@@ -259,3 +259,32 @@ func TestWaitsForPerson(t *testing.T) {
 		}
 	}
 }
+
+// Load, what a fleet places by, counts a runner being stopped to make room
+// and one still starting beside the live ones: on a busy machine a node
+// turning runners over must not report a free slot it does not have
+// (LiveCount, which says what is up now, leaves both out).
+func TestLoadCountsRunnersStartingAndStopping(t *testing.T) {
+	m := newScriptManager(t, "", func(*Config) {})
+	s, err := m.Create(ctxT(t), scriptSpec(t, echoScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Load(); got != 1 {
+		t.Fatalf("load with one live runner: %d", got)
+	}
+	// As fitLive leaves them while the one stops and the other starts.
+	m.mu.Lock()
+	e := m.entries[s.ID]
+	e.retiring = true
+	m.entries["starting"] = &entry{ids: []string{"starting"}, ready: make(chan struct{})}
+	m.mu.Unlock()
+	load, live := m.Load(), m.LiveCount()
+	m.mu.Lock()
+	e.retiring = false
+	delete(m.entries, "starting")
+	m.mu.Unlock()
+	if load != 2 || live != 0 {
+		t.Fatalf("one runner stopping and one starting: load %d (want 2), live count %d (want 0)", load, live)
+	}
+}

@@ -302,9 +302,10 @@ func (l *local) Capacity() fleet.Capacity {
 		c.MaxLive = l.maxLive()
 	}
 	// Once attached, the manager's cap is the one that holds: a reload
-	// (SIGHUP) changes it there.
+	// (SIGHUP) changes it there. Placement counts the runners starting
+	// and stopping too (Manager.Load).
 	if m := l.m.Load(); m != nil {
-		c.Live, c.MaxLive = m.LiveCount(), m.MaxLive()
+		c.Live, c.MaxLive = m.Load(), m.MaxLive()
 	}
 	return c
 }

@@ -93,7 +93,7 @@ func TestThreeHundredSessionsOverThreeNodes(t *testing.T) {
 	}
 	t.Logf("created %d sessions in %v, one turn each through other nodes in %v; per node: %v", n, created.Round(time.Millisecond), turns.Round(time.Millisecond), perNode)
 	for node, c := range perNode {
-		if c < n/3-40 || c > n/3+40 {
+		if c < n/3-20 || c > n/3+20 {
 			t.Fatalf("placement: %s has %d of %d sessions (%v)", node, c, n, perNode)
 		}
 	}
