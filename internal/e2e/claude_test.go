@@ -131,7 +131,7 @@ func TestClaudeClearRotatesTheSession(t *testing.T) {
 	if rd.Reason != "clear" || rd.From != before.ID || rd.To == "" || rd.To == before.ID {
 		t.Fatalf("rotated %s: want reason clear from %s to a new id", rotated.Data, before.ID)
 	}
-	resumed := waitFor(rec, t, "sessionResumed", ofType(event.SessionResumed))
+	resumed := waitResumed(t, rec)
 	var sd event.SessionStartedData
 	json.Unmarshal(resumed.Data, &sd)
 	after := r.Spec()
@@ -214,7 +214,7 @@ func TestClaudeClearedSessionResumesInANewRunner(t *testing.T) {
 				_, at := rec.WaitType(t, from, event.TurnEnded)
 				from = at + 1
 			}
-			resumed := waitFor(rec, t, "sessionResumed", ofType(event.SessionResumed))
+			resumed := waitResumed(t, rec)
 			after := r.Spec()
 			if err := r.Close(); err != nil {
 				t.Fatal(err)
@@ -230,7 +230,7 @@ func TestClaudeClearedSessionResumesInANewRunner(t *testing.T) {
 			opts2 := options(t, c, dir, cwd, url, rec2)
 			opts2.Spec = after
 			next := startRunner(t, opts2)
-			started := waitFor(rec2, t, "sessionResumed", ofType(event.SessionResumed))
+			started := waitResumed(t, rec2)
 			if sd := eventlogtest.Decode[event.SessionStartedData](t, started); sd.EngineSession != after.EngineSession {
 				t.Fatalf("the new runner started conversation %s, want %s (resumed %s)", sd.EngineSession, after.EngineSession, resumed.Data)
 			}
@@ -248,6 +248,19 @@ func TestClaudeClearedSessionResumesInANewRunner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitResumed waits for the session to resume on its engine, failing at
+// once when the engine's start fails instead.
+func waitResumed(t *testing.T, rec *eventlogtest.Recorder) event.Event {
+	t.Helper()
+	ev := waitFor(rec, t, "sessionResumed or a failure", func(ev event.Event) bool {
+		return ev.Type == event.SessionResumed || ev.Type == event.Failure
+	})
+	if ev.Type == event.Failure {
+		t.Fatalf("the engine did not resume: %s", ev.Data)
+	}
+	return ev
 }
 
 // keepOnlyMetadata rewrites a Claude Code conversation file to the lines
