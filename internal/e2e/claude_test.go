@@ -131,7 +131,7 @@ func TestClaudeClearRotatesTheSession(t *testing.T) {
 	if rd.Reason != "clear" || rd.From != before.ID || rd.To == "" || rd.To == before.ID {
 		t.Fatalf("rotated %s: want reason clear from %s to a new id", rotated.Data, before.ID)
 	}
-	resumed := waitFor(rec, t, "sessionResumed", ofType(event.SessionResumed))
+	resumed := waitResumed(t, rec)
 	var sd event.SessionStartedData
 	json.Unmarshal(resumed.Data, &sd)
 	after := r.Spec()
@@ -171,6 +171,121 @@ func TestClaudeClearRotatesTheSession(t *testing.T) {
 	}
 	if asked == 0 {
 		t.Fatalf("the model was never asked the message after the clear")
+	}
+}
+
+// TestClaudeClearedSessionResumesInANewRunner: the session a /clear
+// rotated to resumes in a new runner, whatever the CLI had written of the
+// new conversation when the runner copied the engine's state. The CLI
+// appends a conversation's entries from a worker thread, so the turn's
+// result can come before them: the copy may hold the new conversation's
+// file with no entry, which the CLI neither resumes ("No conversation
+// found") nor takes as a new id ("already in use"). The second case puts
+// the copy in that state rather than waiting for the race, and the third
+// in the one before the CLI has begun the file at all.
+func TestClaudeClearedSessionResumesInANewRunner(t *testing.T) {
+	c := claudeCase(t)
+	for _, tc := range []struct {
+		name string
+		// damage changes the new session's copy of the conversation file
+		// before the next runner starts.
+		damage func(t *testing.T, file string)
+	}{
+		{"as the CLI left it", func(*testing.T, string) {}},
+		{"copied before the CLI wrote the clear's entries", keepOnlyMetadata},
+		{"copied before the CLI began the file", func(t *testing.T, file string) {
+			if err := os.Remove(file); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cwd, sessions := t.TempDir(), t.TempDir()
+			srv, url := startScenario(t, `{"name": "chat", "steps": [], "fallback": {"text": "noted"}}`, cwd)
+			rec := eventlogtest.New(waitLimit)
+			opts := options(t, c, filepath.Join(sessions, "first"), cwd, url, rec)
+			r := startRunner(t, opts)
+			ctx := context.Background()
+			from := 0
+			for _, text := range []string{"remember the word pelican", "/clear"} {
+				if reply := r.Do(ctx, command.Send{Text: text}); !reply.OK {
+					t.Fatal(reply.Error)
+				}
+				_, at := rec.WaitType(t, from, event.TurnEnded)
+				from = at + 1
+			}
+			resumed := waitResumed(t, rec)
+			after := r.Spec()
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(sessions, after.ID)
+			files, _ := filepath.Glob(filepath.Join(dir, "engine", "claude", "projects", "*", after.EngineSession+".jsonl"))
+			if len(files) != 1 {
+				t.Fatalf("the new session's copy of conversation %s: %v", after.EngineSession, files)
+			}
+			tc.damage(t, files[0])
+
+			rec2 := eventlogtest.New(waitLimit)
+			opts2 := options(t, c, dir, cwd, url, rec2)
+			opts2.Spec = after
+			next := startRunner(t, opts2)
+			started := waitResumed(t, rec2)
+			if sd := eventlogtest.Decode[event.SessionStartedData](t, started); sd.EngineSession != after.EngineSession {
+				t.Fatalf("the new runner started conversation %s, want %s (resumed %s)", sd.EngineSession, after.EngineSession, resumed.Data)
+			}
+			if reply := next.Do(ctx, command.Send{Text: "what was the word?"}); !reply.OK {
+				t.Fatal(reply.Error)
+			}
+			ended := waitFor(rec2, t, "turnEnded", ofType(event.TurnEnded))
+			if !strings.Contains(string(ended.Data), `"outcome":"done"`) {
+				t.Fatalf("the turn in the new runner: %s\n%s", ended.Data, rec2.Dump())
+			}
+			for _, req := range srv.Requests() {
+				if req.ContainsText("what was the word?") && req.ContainsText("pelican") {
+					t.Fatalf("the model saw the conversation from before the clear: %s", req.Body)
+				}
+			}
+		})
+	}
+}
+
+// waitResumed waits for the session to resume on its engine, failing at
+// once when the engine's start fails instead.
+func waitResumed(t *testing.T, rec *eventlogtest.Recorder) event.Event {
+	t.Helper()
+	ev := waitFor(rec, t, "sessionResumed or a failure", func(ev event.Event) bool {
+		return ev.Type == event.SessionResumed || ev.Type == event.Failure
+	})
+	if ev.Type == event.Failure {
+		t.Fatalf("the engine did not resume: %s", ev.Data)
+	}
+	return ev
+}
+
+// keepOnlyMetadata rewrites a Claude Code conversation file to the lines
+// that are not conversation entries (its mode and cost records), as the
+// CLI has them on disk before its worker thread appends the entries.
+func keepOnlyMetadata(t *testing.T, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var entry struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && !slices.Contains([]string{"user", "assistant", "system"}, entry.Type) {
+			kept = append(kept, line+"\n")
+		}
+	}
+	if len(kept) == 0 {
+		t.Fatalf("no metadata line in %s:\n%s", file, data)
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(kept, "")), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

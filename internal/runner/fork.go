@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -161,34 +162,58 @@ func copyFile(src, dst string) error {
 }
 
 // copyTree copies a folder of regular files and folders (a missing source
-// is an empty tree). Sockets and other special files are skipped.
+// is an empty tree). Sockets and other special files are skipped. So is an
+// entry that vanishes while the tree is copied: the engine may still be
+// running, and renames or removes its temporary files (Claude Code's
+// .claude.json.lock and .claude.json.tmp.*) between the listing of their
+// folder and their copy. Such an error used to end the walk as if the whole
+// source were missing, leaving a copy without the rest of the tree, the
+// engine's conversations included.
 func copyTree(src, dst string) error {
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
+	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return walkDir(src, func(path string, d fs.DirEntry, err error) error {
+		rel, rerr := filepath.Rel(src, path)
+		if rerr != nil {
+			return rerr
 		}
 		target := filepath.Join(dst, rel)
+		if err != nil {
+			if path != src && errors.Is(err, fs.ErrNotExist) {
+				// A folder removed after it was listed: its copy,
+				// made before its entries were read, goes too.
+				os.Remove(target)
+				return nil
+			}
+			return err
+		}
 		switch {
 		case d.IsDir():
 			return os.MkdirAll(target, 0o700)
 		case d.Type().IsRegular():
-			return copyFile(path, target)
+			err = copyFile(path, target)
 		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
+			var link string
+			if link, err = os.Readlink(path); err == nil {
+				err = os.Symlink(link, target)
 			}
-			return os.Symlink(link, target)
 		default:
 			return nil
 		}
+		if err != nil && vanished(path) {
+			return nil
+		}
+		return err
 	})
-	if os.IsNotExist(err) {
-		return nil
-	}
-	return err
+}
+
+// walkDir is filepath.WalkDir; a test wraps it to remove entries while a
+// tree is walked.
+var walkDir = filepath.WalkDir
+
+// vanished says whether path no longer exists.
+func vanished(path string) bool {
+	_, err := os.Lstat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }

@@ -57,9 +57,13 @@ type Engine struct {
 	closed  bool
 	conn    *conn
 	convID  string
-	// persisted says the conversation is stored in the CLI's config folder,
-	// so a new process must --resume it.
+	// persisted says the conversation has taken a message, so a new
+	// process of this engine --resumes it. The CLI may not have written
+	// the message to its file yet (stored.go): an engine started on the
+	// conversation later decides from the file, not from this.
 	persisted bool
+	// convs records the conversations this engine begins (stored.go).
+	convs *conversations
 	// forkFrom is the conversation a new, not yet stored fork continues.
 	forkFrom string
 	turn     *turnState
@@ -132,14 +136,24 @@ func (e *Engine) start(ctx context.Context, opts engine.StartOptions, forkFrom s
 	if err != nil {
 		return "", err
 	}
-	convID, persisted := opts.Resume, opts.Resume != ""
-	if !persisted {
+	logger = logger.With(zap.String("engine", "claude"))
+	convs := conversationsFor(opts.Dir)
+	convID, persisted := opts.Resume, false
+	if convID != "" {
+		if persisted, forkFrom, err = takeUp(convs, configDirFor(opts.Dir), convID, logger); err != nil {
+			return "", &engine.Failure{Code: event.FailEngineError, Message: "take up the claude conversation " + convID, Err: err}
+		}
+	} else {
 		if convID, err = newConversationID(); err != nil {
 			return "", err
 		}
+		if err := convs.record(convID, begun{ForkFrom: forkFrom}); err != nil {
+			return "", &engine.Failure{Code: event.FailEngineError, Message: "record the new claude conversation", Err: err}
+		}
 	}
 	e.mu.Lock()
-	e.opts, e.host, e.logger = opts, opts.Host, logger.With(zap.String("engine", "claude"))
+	e.opts, e.host, e.logger = opts, opts.Host, logger
+	e.convs = convs
 	e.bin, e.version, e.env, e.key = l.bin, l.version, l.env, l.key
 	e.convID, e.persisted, e.forkFrom = convID, persisted, forkFrom
 	// A new conversation has cost nothing yet; a resumed or forked one has

@@ -41,8 +41,15 @@ func (e *Engine) Fork(ctx context.Context) (string, error) {
 		args = append(args, "--model", e.opts.Model)
 	}
 	spec := launchSpec{bin: e.bin, args: args, dir: e.opts.Cwd, env: e.env, key: e.key}
+	convs := e.convs
 	e.mu.Unlock()
 
+	// Recorded first: the CLI stores nothing of the fork until it takes a
+	// message, and a runner that moves the session to it starts a new
+	// engine on it (stored.go).
+	if err := convs.record(newID, begun{ForkFrom: from}); err != nil {
+		return "", err
+	}
 	if _, err := e.launch(ctx, spec); err != nil {
 		return "", err
 	}

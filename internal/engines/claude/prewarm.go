@@ -192,8 +192,14 @@ func (e *Engine) adoptWarm(opts engine.StartOptions, forkFrom string) (string, b
 		w.conn.close(closeGrace)
 		return "", false
 	}
+	convs := conversationsFor(opts.Dir)
+	if err := convs.record(w.convID, begun{}); err != nil {
+		logger.Warn("claude CLI started ahead cannot record its conversation; starting cold", zap.Error(err))
+		w.conn.close(closeGrace)
+		return "", false
+	}
 	e.mu.Lock()
-	e.opts, e.host = opts, opts.Host
+	e.opts, e.host, e.convs = opts, opts.Host, convs
 	e.bin, e.version, e.env, e.key = w.launch.bin, w.launch.version, w.launch.env, w.launch.key
 	e.convID, e.persisted, e.forkFrom = w.convID, false, ""
 	e.cost = costLedger{known: true}

@@ -49,6 +49,63 @@ func TestResumeInANewProcess(t *testing.T) {
 	}
 }
 
+// TestResumeBeforeTheFirstMessage: a session closed before its
+// conversation took a message resumes in a new engine: the CLI stored
+// nothing of it, so --resume would find no conversation; the new process
+// begins it under the same id.
+func TestResumeBeforeTheFirstMessage(t *testing.T) {
+	t.Parallel()
+	sc := fakemodel.Scenario{Steps: []fakemodel.Step{textStep("first", "Hello.")}}
+	first := newSession(t, sc, sessionOpts{decide: allowAll})
+	if err := first.eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := newSession(t, sc, sessionOpts{decide: allowAll, resume: first.ConvID, dir: first.Dir, worktree: first.Cwd, srv: first.Fake})
+	if second.ConvID != first.ConvID {
+		t.Errorf("resumed conversation id = %q, want %q", second.ConvID, first.ConvID)
+	}
+	if res := second.MustTurn("Hi."); res.Text != "Hello." {
+		t.Fatalf("turn = %q", res.Text)
+	}
+	// The conversation is stored under its id now, and resumes as usual.
+	if err := second.eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if state, _, err := onDisk(configDirFor(first.Dir), first.ConvID); state != diskStored || err != nil {
+		t.Fatalf("conversation %s after a turn: %v %v", first.ConvID, state, err)
+	}
+}
+
+// TestForkResumesInANewEngine: a fork that has taken no message, as the
+// runner moves a session to it, continues in a new engine on the same
+// folder as a fork of the original: the CLI stores nothing of a fork until
+// it takes a message.
+func TestForkResumesInANewEngine(t *testing.T) {
+	t.Parallel()
+	sc := fakemodel.Scenario{Steps: []fakemodel.Step{
+		textStep("first", "Noted: blue."),
+		{Name: "in-fork", Text: "The fork remembers blue.", Match: &fakemodel.Match{Contains: "Noted: blue."}},
+	}}
+	s := newSession(t, sc, sessionOpts{decide: allowAll})
+	s.MustTurn("Remember blue.")
+	ctx, cancel := context.WithTimeout(context.Background(), turnTimeout)
+	defer cancel()
+	forkID, err := s.eng.Fork(ctx)
+	if err != nil {
+		t.Fatalf("Fork: %v", describe(err))
+	}
+	if err := s.eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := newSession(t, sc, sessionOpts{decide: allowAll, resume: forkID, dir: s.Dir, worktree: s.Cwd, srv: s.Fake})
+	if next.ConvID != forkID {
+		t.Errorf("resumed conversation id = %q, want the fork's %q", next.ConvID, forkID)
+	}
+	if res := next.MustTurn("What do you remember?"); res.Text != "The fork remembers blue." {
+		t.Fatalf("the fork answered %q: its request lacked the history", res.Text)
+	}
+}
+
 // TestForkContinuesACopy forks after a turn: the fork has a new id and the
 // history, and the original stays stored.
 func TestForkContinuesACopy(t *testing.T) {

@@ -134,6 +134,17 @@ func (e *Engine) onSystem(t *turnState, f *frame) {
 			}
 			t.mu.Unlock()
 		}
+		if cleared {
+			// Recorded before the turn ends, when the runner copies
+			// the folder: the CLI may not have written the new
+			// conversation's entries yet (stored.go).
+			e.mu.Lock()
+			convs := e.convs
+			e.mu.Unlock()
+			if err := convs.record(f.SessionID, begun{}); err != nil {
+				e.logger.Error("record the conversation a clear began", zap.Error(err))
+			}
+		}
 		e.mu.Lock()
 		if s.Model != "" {
 			e.model = s.Model
@@ -149,7 +160,9 @@ func (e *Engine) onSystem(t *turnState, f *frame) {
 			e.logger.Warn("the claude CLI reports another conversation id", zap.String("want", e.convID), zap.String("got", f.SessionID))
 			e.convID = f.SessionID
 		}
-		// The CLI has taken a message: the conversation is stored now.
+		// The CLI has taken a message: a new process resumes the
+		// conversation. Its file may lag behind (stored.go); a process
+		// that exits on its own writes it first.
 		e.persisted, e.forkFrom = true, ""
 		e.mu.Unlock()
 	case "api_retry":
