@@ -117,14 +117,7 @@ func TestClaudeClearRotatesTheSession(t *testing.T) {
 	r := startRunner(t, opts)
 	ctx := context.Background()
 	before := r.Spec()
-	from := 0
-	for _, text := range []string{"remember the word pelican", "/clear"} {
-		if reply := r.Do(ctx, command.Send{Text: text}); !reply.OK {
-			t.Fatal(reply.Error)
-		}
-		_, at := rec.WaitType(t, from, event.TurnEnded)
-		from = at + 1
-	}
+	from := takeTurns(t, r, rec, "remember the word pelican", "/clear")
 	rotated := waitFor(rec, t, "rotated", ofType(event.Rotated))
 	var rd event.RotatedData
 	json.Unmarshal(rotated.Data, &rd)
@@ -206,14 +199,7 @@ func TestClaudeClearedSessionResumesInANewRunner(t *testing.T) {
 			opts := options(t, c, filepath.Join(sessions, "first"), cwd, url, rec)
 			r := startRunner(t, opts)
 			ctx := context.Background()
-			from := 0
-			for _, text := range []string{"remember the word pelican", "/clear"} {
-				if reply := r.Do(ctx, command.Send{Text: text}); !reply.OK {
-					t.Fatal(reply.Error)
-				}
-				_, at := rec.WaitType(t, from, event.TurnEnded)
-				from = at + 1
-			}
+			takeTurns(t, r, rec, "remember the word pelican", "/clear")
 			resumed := waitResumed(t, rec)
 			after := r.Spec()
 			if err := r.Close(); err != nil {
@@ -252,6 +238,21 @@ func TestClaudeClearedSessionResumesInANewRunner(t *testing.T) {
 
 // waitResumed waits for the session to resume on its engine, failing at
 // once when the engine's start fails instead.
+// takeTurns sends each text as a message and waits for its turn's end; it
+// returns the index of the recorder's next event.
+func takeTurns(t *testing.T, r *runner.Runner, rec *eventlogtest.Recorder, texts ...string) int {
+	t.Helper()
+	from := 0
+	for _, text := range texts {
+		if reply := r.Do(context.Background(), command.Send{Text: text}); !reply.OK {
+			t.Fatal(reply.Error)
+		}
+		_, at := rec.WaitType(t, from, event.TurnEnded)
+		from = at + 1
+	}
+	return from
+}
+
 func waitResumed(t *testing.T, rec *eventlogtest.Recorder) event.Event {
 	t.Helper()
 	ev := waitFor(rec, t, "sessionResumed or a failure", func(ev event.Event) bool {
