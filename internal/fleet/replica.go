@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/eventstream"
+	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
@@ -112,6 +113,14 @@ func (p *publisher) run(ctx context.Context, follow bool) error {
 		if errors.Is(err, errResync) {
 			backoff = 50 * time.Millisecond
 			continue
+		}
+		if !follow && errors.Is(err, wire.ErrNotFound) {
+			// The last copy of a session that is gone (deleted, or never
+			// made): there is nothing left to copy, and waiting on it
+			// would hold the session's lease for the stop's whole time.
+			// A live copy waits: its session may not be made yet.
+			p.log.Debug("replica publisher: the session is gone", zap.Error(err))
+			return nil
 		}
 		p.failed++
 		p.log.Debug("replica publisher retrying", zap.Error(err), zap.Duration("after", backoff))

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/fleet/fleettest"
+	"github.com/corral-dev/corral/pkg/wire"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -189,4 +191,36 @@ func TestReplicaTakeoverCopiesWhatTheOldOwnerNeverPublishedAndFencesIt(t *testin
 	}
 	defer s.Close()
 	checkEvents(t, readAll(t, s), log.all("s1"), 1)
+}
+
+// goneLog is the event log of a node whose sessions are all gone; it
+// counts the streams asked of it.
+type goneLog struct{ opened atomic.Int64 }
+
+func (l *goneLog) Events(_ context.Context, session string, _ int64, _ bool) (EventStream, error) {
+	l.opened.Add(1)
+	return nil, wire.Errorf(wire.CodeNotFound, "session %s not found", session)
+}
+
+// A claim's last copy of a deleted session ends at once: waiting on a log
+// that is gone held the session's lease for the whole stop time. A live
+// copy waits, since its session may not be made yet.
+func TestReplicaPublisherOfAGoneSession(t *testing.T) {
+	c := fleettest.Shared(t)
+	owner := openFabric(t, connect(t, c.Servers[0].URL()), newFleetName())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gone := &goneLog{}
+	if err := newPublisher(owner, "s1", 1, gone, testLogger(t)).run(ctx, false); err != nil || gone.opened.Load() != 1 {
+		t.Fatalf("the last copy of a gone session: %v after %d tries, want nil after one", err, gone.opened.Load())
+	}
+	gone = &goneLog{}
+	lctx, lcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- newPublisher(owner, "s1", 1, gone, testLogger(t)).run(lctx, true) }()
+	eventually(t, time.Minute, "the live copy tries again", func() bool { return gone.opened.Load() >= 2 })
+	lcancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a live copy ended with %v, want it waiting until cancelled", err)
+	}
 }
