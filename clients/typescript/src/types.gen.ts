@@ -367,9 +367,11 @@ export interface EditAppliedData {
   /** engine, corral, command, outside */
   by: string;
   hunks: string[] | null;
+  /** Reverted says the hunks are out of the file again: taken back by a reject (by corral), or accepted but never written, the engine's write having failed (by engine, with Conflict saying why). */
   reverted?: boolean;
   added: number;
   removed: number;
+  /** Conflict says why nothing was written. */
   conflict?: string;
 }
 
@@ -675,7 +677,7 @@ export interface HunkDecidedEvent {
   data: HunkDecidedData;
 }
 
-/** HunkStagedData is the data of hunkStaged: an edit waiting for review, or in auto mode accepted at once and reviewable until its turn ends. */
+/** HunkStagedData is the data of hunkStaged: an edit waiting for review, or auto-applied (auto mode's edits, captured shell changes) and revertible until the next turn starts. */
 export interface HunkStagedData {
   editId: string;
   toolId?: string;
@@ -684,7 +686,7 @@ export interface HunkStagedData {
   edit: Edit | null;
 }
 
-/** HunkStagedData is the data of hunkStaged: an edit waiting for review, or in auto mode accepted at once and reviewable until its turn ends. */
+/** HunkStagedData is the data of hunkStaged: an edit waiting for review, or auto-applied (auto mode's edits, captured shell changes) and revertible until the next turn starts. */
 export interface HunkStagedEvent {
   seq: number;
   ts: string;
