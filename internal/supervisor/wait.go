@@ -147,6 +147,13 @@ func (w *waiter) metNow() bool {
 			}
 			return false
 		}, false)
+		// The runner counts an ask or an edit open just before its event
+		// reaches the log: until the log has every one, the feed (from
+		// the status's last seq on) decides, with the event.
+		if len(w.events) < len(w.st.OpenAsks)+len(w.st.PendingEdit) {
+			w.events = nil
+			return false
+		}
 		return true
 	}
 }
