@@ -26,13 +26,7 @@ func TestResumeInANewProcess(t *testing.T) {
 	}}
 	first := newSession(t, sc, sessionOpts{decide: allowAll})
 	r1 := first.MustTurn("Pick a secret word.")
-	if err := first.eng.Close(); err != nil {
-		t.Fatal(err)
-	}
-	second := newSession(t, sc, sessionOpts{decide: allowAll, resume: first.ConvID, dir: first.Dir, worktree: first.Cwd, srv: first.Fake})
-	if second.ConvID != first.ConvID {
-		t.Errorf("resumed conversation id = %q, want %q", second.ConvID, first.ConvID)
-	}
+	second := reopen(t, first, sc, first.ConvID)
 	r2 := second.MustTurn("What was the word?")
 	if r2.Text != "It was heron." {
 		t.Fatalf("the resumed turn answered %q: its request lacked the history", r2.Text)
@@ -49,6 +43,20 @@ func TestResumeInANewProcess(t *testing.T) {
 	}
 }
 
+// reopen closes s's engine and starts a new one on the same folder, as a
+// new runner would, taking up conversation id.
+func reopen(t *testing.T, s *session, sc fakemodel.Scenario, id string) *session {
+	t.Helper()
+	if err := s.eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := newSession(t, sc, sessionOpts{decide: allowAll, resume: id, dir: s.Dir, worktree: s.Cwd, srv: s.Fake})
+	if next.ConvID != id {
+		t.Errorf("resumed conversation id = %q, want %q", next.ConvID, id)
+	}
+	return next
+}
+
 // TestResumeBeforeTheFirstMessage: a session closed before its
 // conversation took a message resumes in a new engine: the CLI stored
 // nothing of it, so --resume would find no conversation; the new process
@@ -57,13 +65,7 @@ func TestResumeBeforeTheFirstMessage(t *testing.T) {
 	t.Parallel()
 	sc := fakemodel.Scenario{Steps: []fakemodel.Step{textStep("first", "Hello.")}}
 	first := newSession(t, sc, sessionOpts{decide: allowAll})
-	if err := first.eng.Close(); err != nil {
-		t.Fatal(err)
-	}
-	second := newSession(t, sc, sessionOpts{decide: allowAll, resume: first.ConvID, dir: first.Dir, worktree: first.Cwd, srv: first.Fake})
-	if second.ConvID != first.ConvID {
-		t.Errorf("resumed conversation id = %q, want %q", second.ConvID, first.ConvID)
-	}
+	second := reopen(t, first, sc, first.ConvID)
 	if res := second.MustTurn("Hi."); res.Text != "Hello." {
 		t.Fatalf("turn = %q", res.Text)
 	}
@@ -94,13 +96,7 @@ func TestForkResumesInANewEngine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Fork: %v", describe(err))
 	}
-	if err := s.eng.Close(); err != nil {
-		t.Fatal(err)
-	}
-	next := newSession(t, sc, sessionOpts{decide: allowAll, resume: forkID, dir: s.Dir, worktree: s.Cwd, srv: s.Fake})
-	if next.ConvID != forkID {
-		t.Errorf("resumed conversation id = %q, want the fork's %q", next.ConvID, forkID)
-	}
+	next := reopen(t, s, sc, forkID)
 	if res := next.MustTurn("What do you remember?"); res.Text != "The fork remembers blue." {
 		t.Fatalf("the fork answered %q: its request lacked the history", res.Text)
 	}
