@@ -45,7 +45,7 @@ func TestCopyTreeSkipsWhatVanishes(t *testing.T) {
 			// The listing of claude/ is read before its entries are
 			// visited: removing an entry when the walk reaches the
 			// first (".claude.json") makes it vanish in between.
-			walkDir = func(root string, fn fs.WalkDirFunc) error {
+			walk := func(root string, fn fs.WalkDirFunc) error {
 				return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 					if path == filepath.Join(root, "claude", ".claude.json") {
 						if err := os.RemoveAll(filepath.Join(root, tc.remove)); err != nil {
@@ -55,9 +55,8 @@ func TestCopyTreeSkipsWhatVanishes(t *testing.T) {
 					return fn(path, d, err)
 				})
 			}
-			t.Cleanup(func() { walkDir = filepath.WalkDir })
 
-			if err := copyTree(src, dst); err != nil {
+			if err := copyTreeBy(walk, src, dst); err != nil {
 				t.Fatalf("copyTree: %v", err)
 			}
 			for _, name := range []string{"claude/.claude.json", "claude/projects/-w/conversation.jsonl", "claude-conversations.json"} {

@@ -169,11 +169,15 @@ func copyFile(src, dst string) error {
 // folder and their copy. Such an error used to end the walk as if the whole
 // source were missing, leaving a copy without the rest of the tree, the
 // engine's conversations included.
-func copyTree(src, dst string) error {
+func copyTree(src, dst string) error { return copyTreeBy(filepath.WalkDir, src, dst) }
+
+// copyTreeBy is copyTree walking with walk (filepath.WalkDir; a test's
+// wrapper removes entries while the tree is walked).
+func copyTreeBy(walk func(string, fs.WalkDirFunc) error, src, dst string) error {
 	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return walkDir(src, func(path string, d fs.DirEntry, err error) error {
+	return walk(src, func(path string, d fs.DirEntry, err error) error {
 		rel, rerr := filepath.Rel(src, path)
 		if rerr != nil {
 			return rerr
@@ -207,10 +211,6 @@ func copyTree(src, dst string) error {
 		return err
 	})
 }
-
-// walkDir is filepath.WalkDir; a test wraps it to remove entries while a
-// tree is walked.
-var walkDir = filepath.WalkDir
 
 // vanished says whether path no longer exists.
 func vanished(path string) bool {
