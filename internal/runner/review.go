@@ -33,7 +33,10 @@ type review struct {
 
 	mu    sync.Mutex
 	edits map[string]*stagedEdit
-	tally *turnTally // the running turn's, nil between turns
+	// writing are the edits left whole to the engine whose call has not
+	// finished: only then is an edit known to be written.
+	writing []*stagedEdit
+	tally   *turnTally // the running turn's, nil between turns
 }
 
 // stagedEdit is an edit waiting for hunk decisions until its turn ends,
@@ -53,13 +56,9 @@ type stagedEdit struct {
 	// link, and no link itself when the edit was staged: if it is not so
 	// when the engine would write it, the write is refused.
 	safe bool
-	// decisions, decided, engineWrite and unwritten are guarded by
-	// review.mu.
+	// decisions, decided and unwritten are guarded by review.mu.
 	decisions map[string]hunkDecision
 	decided   chan struct{} // closed when every hunk has a decision
-	// engineWrite is set from the verdict that left the whole edit to the
-	// engine until its call finishes: only then is it known to be written.
-	engineWrite bool
 	// unwritten says why an edit recorded as applied by the engine is not
 	// in the file after all (its write failed); it can no longer be
 	// decided on.
@@ -109,6 +108,7 @@ func (rv *review) display(p string) string {
 func (rv *review) beginTurn() {
 	rv.mu.Lock()
 	clear(rv.edits)
+	rv.writing = nil
 	rv.tally = &turnTally{files: map[string]bool{}}
 	rv.mu.Unlock()
 }
@@ -196,7 +196,7 @@ func (rv *review) verdict(se *stagedEdit) engine.Verdict {
 			}
 		}
 		rv.mu.Lock()
-		se.engineWrite = true
+		rv.writing = append(rv.writing, se)
 		rv.mu.Unlock()
 		rv.recordApplied(se, "engine", accepted, false, "")
 		return engine.Verdict{Allow: true}
@@ -218,16 +218,18 @@ func (rv *review) verdict(se *stagedEdit) engine.Verdict {
 func (rv *review) engineFinished(toolID string, ok bool, why string) {
 	rv.mu.Lock()
 	var ended []*stagedEdit
-	for _, se := range rv.edits {
-		if se.engineWrite && (se.toolID == toolID || strings.HasPrefix(se.toolID, toolID+"#")) {
-			se.engineWrite = false
-			if !ok {
-				ended = append(ended, se)
-			}
+	still := rv.writing[:0]
+	for _, se := range rv.writing {
+		switch {
+		case se.toolID != toolID && !strings.HasPrefix(se.toolID, toolID+"#"):
+			still = append(still, se)
+		case !ok:
+			ended = append(ended, se) // in verdict order, oldest first
 		}
 	}
+	clear(rv.writing[len(still):])
+	rv.writing = still
 	rv.mu.Unlock()
-	sort.Slice(ended, func(i, j int) bool { return ended[i].seq < ended[j].seq })
 	for _, se := range ended {
 		if holds(se.path, se.edit) {
 			continue
