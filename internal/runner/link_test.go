@@ -24,6 +24,10 @@ type linkPeer struct {
 	enc    *wire.Encoder
 	msgs   chan received
 	done   chan error
+	// held keeps, in order, what an await read but did not take, for the
+	// awaits after it: a reply and the events its command set off may come
+	// in either order.
+	held []received
 }
 
 // received is a message from the link with its request id.
@@ -91,9 +95,20 @@ func (p *linkPeer) command(reqID string, req command.Request) {
 	p.send(reqID, &wire.Command{Command: raw})
 }
 
-// await returns the next message matching match, skipping others.
+// await takes the first message not taken yet that matches match; what
+// it reads past stays for the awaits after it.
 func await[M wire.Message](p *linkPeer, what, reqID string, match func(M) bool) M {
 	p.t.Helper()
+	matches := func(r received) (M, bool) {
+		m, ok := r.m.(M)
+		return m, ok && (reqID == "" || r.reqID == reqID) && (match == nil || match(m))
+	}
+	for i, r := range p.held {
+		if m, ok := matches(r); ok {
+			p.held = append(p.held[:i], p.held[i+1:]...)
+			return m
+		}
+	}
 	deadline := time.After(waitLimit)
 	for {
 		select {
@@ -101,9 +116,10 @@ func await[M wire.Message](p *linkPeer, what, reqID string, match func(M) bool) 
 			if !ok {
 				p.t.Fatalf("link closed before %s", what)
 			}
-			if m, ok := r.m.(M); ok && (reqID == "" || r.reqID == reqID) && (match == nil || match(m)) {
+			if m, ok := matches(r); ok {
 				return m
 			}
+			p.held = append(p.held, r)
 		case <-deadline:
 			p.t.Fatalf("no %s", what)
 		}
