@@ -97,6 +97,9 @@ func (sc *shellCapture) open() {
 				sc.log.Warn("shell writes are not captured for review: the worktree could not be indexed", zap.Error(err))
 				return
 			}
+			if err := c.Unwatched(); err != nil {
+				sc.log.Info("shell writes are found by walking the worktree at every command, which costs more on a big tree", zap.Error(err))
+			}
 			sc.c = c
 		}()
 	})

@@ -262,3 +262,36 @@ func smapsKB(b *testing.B, pid int) map[string]int {
 	}
 	return kb
 }
+
+// BenchmarkListLiveSessions lists 32 sessions whose runners (the real
+// runner, script engine) are all live, so that each session's status is a
+// round trip to its runner: "one at a time" as List did before GetMany,
+// against the default, several at once.
+func BenchmarkListLiveSessions(b *testing.B) {
+	const sessions = 32
+	m := benchManager(b)
+	ctx := context.Background()
+	cwd := b.TempDir()
+	for range sessions {
+		if _, err := m.Create(ctx, wire.Spec{Engine: "script", Cwd: cwd}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, bc := range []struct {
+		name    string
+		workers int
+	}{{"one at a time", 1}, {"default", defaultGetWorkers}} {
+		b.Run(bc.name, func(b *testing.B) {
+			m.getWorkers = bc.workers
+			for b.Loop() {
+				list, err := m.List(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(list) != sessions || !list[0].Live || list[0].Status == nil {
+					b.Fatalf("listed %d sessions, first %+v", len(list), list[0])
+				}
+			}
+		})
+	}
+}

@@ -42,6 +42,8 @@ type Manager struct {
 	// cgroups is the subtree of the runners' cgroups; nil without
 	// (cgroups.go).
 	cgroups *cgroup.Tree
+	// getWorkers is how many sessions GetMany describes at once.
+	getWorkers int
 }
 
 // entry is one runner, from its spawn to its exit.
@@ -89,6 +91,8 @@ func New(cfg Config) (*Manager, error) {
 		bus:      newBus(cfg.FeedItems, cfg.FeedBytes),
 		checks:   newEngineChecks(cfg),
 		prewarm:  newPrewarms(),
+
+		getWorkers: defaultGetWorkers,
 	}
 	if err := os.MkdirAll(m.sessions, 0o700); err != nil {
 		return nil, fmt.Errorf("sessions folder: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/pkg/api"
 	"github.com/corral-dev/corral/pkg/wire"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 )
 
 // Create makes a session folder for spec, starts its runner and returns the
@@ -143,19 +144,21 @@ func (m *Manager) List(ctx context.Context) ([]api.Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	out := make([]api.Session, 0, len(des))
+	var ids []string
 	for _, de := range des {
-		if !de.IsDir() || !validID(de.Name()) {
-			continue
+		if de.IsDir() && validID(de.Name()) {
+			ids = append(ids, de.Name())
 		}
-		s, err := m.Get(ctx, de.Name())
-		if errors.Is(err, wire.ErrNotFound) {
+	}
+	out := make([]api.Session, 0, len(ids))
+	for _, got := range m.GetMany(ctx, ids) {
+		if errors.Is(got.Err, wire.ErrNotFound) {
 			continue // not a session, or deleted meanwhile
 		}
-		if err != nil {
-			return nil, err
+		if got.Err != nil {
+			return nil, got.Err
 		}
-		out = append(out, s)
+		out = append(out, got.Session)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
@@ -164,6 +167,33 @@ func (m *Manager) List(ctx context.Context) ([]api.Session, error) {
 		return out[i].ID < out[j].ID
 	})
 	return out, nil
+}
+
+// Got is one session of GetMany: the session, or why Get failed.
+type Got struct {
+	Session api.Session
+	Err     error
+}
+
+// defaultGetWorkers bounds the sessions GetMany describes at once.
+const defaultGetWorkers = 16
+
+// GetMany describes the sessions ids, in their order, several at once: a
+// live session's status is a round trip to its runner, and one runner slow
+// to answer (a busy machine, a runner stopped by a debugger) must not make
+// a list of hundreds wait for each in turn.
+func (m *Manager) GetMany(ctx context.Context, ids []string) []Got {
+	out := make([]Got, len(ids))
+	var g errgroup.Group
+	g.SetLimit(m.getWorkers)
+	for i, id := range ids {
+		g.Go(func() error {
+			out[i].Session, out[i].Err = m.Get(ctx, id)
+			return nil
+		})
+	}
+	g.Wait()
+	return out
 }
 
 // Live reports whether session id has a live runner.

@@ -112,6 +112,7 @@ type Capture struct {
 	// reporting is set during the scan of an After.
 	reporting bool
 	w         *watcher // nil: walk the tree
+	unwatched error    // why w is nil
 	// expected are the versions reviewed writers are about to write, by
 	// path (Expect); stale are paths the next scan reads whatever the
 	// watcher says (Settle).
@@ -135,9 +136,7 @@ func Open(root string, opts Options) (*Capture, error) {
 		c.maxContent = DefaultMaxContent
 	}
 	if !opts.Walk {
-		if w, err := newWatcher(root); err == nil {
-			c.w = w
-		}
+		c.w, c.unwatched = newWatcher(root)
 	}
 	if _, err := c.walkAll(); err != nil {
 		c.Close()
@@ -152,6 +151,14 @@ func (c *Capture) Watching() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.w != nil
+}
+
+// Unwatched tells why the capture walks the tree instead of following it
+// with inotify: nil while it follows it, or when it was asked to walk.
+func (c *Capture) Unwatched() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unwatched
 }
 
 // Close stops following the worktree.
@@ -268,7 +275,7 @@ func (c *Capture) watchDir(rel string) error {
 	}
 	if err := c.w.add(rel); err != nil {
 		c.w.close()
-		c.w = nil
+		c.w, c.unwatched = nil, err
 	}
 	return nil
 }

@@ -100,7 +100,10 @@ func open(t *testing.T, root string, walk bool) *worktree.Capture {
 	}
 	t.Cleanup(func() { c.Close() })
 	if !walk && !c.Watching() {
-		t.Fatal("inotify is not available: the capture walks the tree")
+		t.Fatalf("the capture walks the tree: %v", c.Unwatched())
+	}
+	if walk && c.Unwatched() != nil {
+		t.Fatalf("a capture asked to walk says why it does not watch: %v", c.Unwatched())
 	}
 	return c
 }

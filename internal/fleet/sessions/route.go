@@ -253,8 +253,8 @@ func (r *routed) listOn(ctx context.Context, node string, recs []fleet.Record) [
 // describe gets the sessions ids of this node; deleted ones are left out.
 func (f *Fleet) describe(ctx context.Context, m *supervisor.Manager, ids []string) []api.Session {
 	var out []api.Session
-	for _, id := range ids {
-		s, err := m.Get(ctx, id)
+	for i, got := range m.GetMany(ctx, ids) {
+		id, s, err := ids[i], got.Session, got.Err
 		if errors.Is(err, wire.ErrNotFound) {
 			continue
 		}

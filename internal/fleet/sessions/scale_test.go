@@ -84,7 +84,7 @@ func TestThreeHundredSessionsOverThreeNodes(t *testing.T) {
 		for _, id := range ids {
 			s, ok := got[id]
 			if !ok || s.Fleet == nil || s.Status == nil || s.Status.Turn != 1 {
-				t.Fatalf("list through %s: %s is %+v", f.names[via], id, s)
+				t.Fatalf("list through %s: %s is %+v (fleet %+v)", f.names[via], id, s, s.Fleet)
 			}
 			if via == 0 {
 				perNode[s.Fleet.Node]++
