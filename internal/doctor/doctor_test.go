@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/creds"
+	"github.com/corral-dev/corral/internal/testport"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 )
 
@@ -211,12 +212,7 @@ func TestEachBrokenSetupFailsItsCheckAndSaysWhatToDo(t *testing.T) {
 // closedPort is a loopback port nothing listens on.
 func closedPort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
+	_, port, _ := net.SplitHostPort(testport.Addr(t))
 	return port
 }
 

@@ -144,8 +144,10 @@ func TestLinkReattachMirrorsEveryEventOnce(t *testing.T) {
 	if ready, isReady := r.m.(*wire.Ready); !ok || !isReady || ready.Session != "s1" || ready.Error != nil {
 		t.Fatalf("first message after re-attaching: %+v", r.m)
 	}
-	st := await[*wire.StateReport](second, "state", "", nil)
-	if st.PendingEdits != 1 || st.State != wire.StateWaitingForReview {
+	// The state comes after ready; the edit's hunkStaged may reach the
+	// file a moment before the runner reports the edit pending.
+	st := await(second, "a state with the edit pending", "", func(st *wire.StateReport) bool { return st.PendingEdits == 1 })
+	if st.State != wire.StateWaitingForReview {
 		t.Fatalf("state after re-attaching: %+v", st)
 	}
 	second.command("3", command.DecideHunk{EditID: staged.EditID, HunkID: "h1", Decision: command.DecisionAccept})

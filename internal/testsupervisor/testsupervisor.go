@@ -8,7 +8,6 @@ package testsupervisor
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/internal/cgroup"
 	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testport"
 	"github.com/corral-dev/corral/internal/testproc"
 	"github.com/corral-dev/corral/pkg/client"
 )
@@ -90,7 +90,7 @@ func Start(tb testing.TB, opts Options) *Supervisor {
 		tb.Fatal(err)
 	}
 	if opts.TCP {
-		s.addr = freePort(tb)
+		s.addr = testport.Addr(tb) // the same on a restart
 		s.URL = "http://" + s.addr
 		s.Token = strings.Repeat("5e", 32)
 		if err := os.MkdirAll(s.State, 0o700); err != nil {
@@ -122,16 +122,6 @@ func Start(tb testing.TB, opts Options) *Supervisor {
 	})
 	s.launch()
 	return s
-}
-
-// freePort returns a loopback address no one listens on right now.
-func freePort(tb testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func (s *Supervisor) launch() {

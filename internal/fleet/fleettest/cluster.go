@@ -21,6 +21,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/testbin"
 	"github.com/corral-dev/corral/internal/testio"
+	"github.com/corral-dev/corral/internal/testport"
 	"github.com/corral-dev/corral/internal/testproc"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -86,8 +87,9 @@ func startCluster(tb testing.TB, n int, parent string) *Cluster {
 		tb.Fatal(err)
 	}
 	c := &Cluster{base: base}
-	clientAddrs := freeAddrs(tb, n)
-	clusterAddrs := freeAddrs(tb, n)
+	// A server killed and started again binds the same ports.
+	addrs := testport.Addrs(tb, 2*n)
+	clientAddrs, clusterAddrs := addrs[:n], addrs[n:]
 	for i := range n {
 		s := &Server{
 			bin:         bin,
@@ -287,24 +289,6 @@ func (s *Server) jetStreamReady() error {
 
 // Log is what the server wrote so far.
 func (s *Server) Log() string { return s.log.String() }
-
-func freeAddrs(tb testing.TB, n int) []string {
-	tb.Helper()
-	var lns []net.Listener
-	var out []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
 
 func splitAddr(tb testing.TB, addr string) (string, string) {
 	host, port, err := net.SplitHostPort(addr)
